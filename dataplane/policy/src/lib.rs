@@ -1,0 +1,45 @@
+//! The LCMP policy engine: everything a DCI switch computes to pick the path
+//! of a new flow, and to keep the flow on it.
+//!
+//! The engine is pure: no I/O, no clock reads (every call takes `now` in
+//! nanoseconds of a monotonic clock chosen by the caller) and no allocation
+//! after construction. The data plane, the agent and offline experiments all
+//! call it, so the same inputs give the same decisions everywhere.
+//!
+//! - [`levels`]: the N-class score table shared by every component.
+//! - [`path_cost`]: C_path from path delay and bottleneck capacity (slow path).
+//! - [`congestion`]: the per-port queue monitor giving C_cong (fast path).
+//! - [`select`]: the fused cost, kept set, hashing and the baselines.
+//! - [`flow`]: the 5-tuple flow key and its per-switch seeded hash.
+//! - [`flow_cache`]: the fixed-size flow -> port cache with idle eviction.
+//! - [`router`]: cache + decision + failover, with counters.
+
+pub mod congestion;
+pub mod flow;
+pub mod flow_cache;
+pub mod levels;
+pub mod path_cost;
+pub mod router;
+pub mod select;
+
+/// Index of a switch port (egress interface). A switch has at most 256 ports.
+pub type PortId = u8;
+
+/// Read access to the live state of the switch's ports, as the decision needs
+/// it. Implemented by [`congestion::PortStates`]; a data plane may implement
+/// it over its own port table.
+pub trait PortView {
+    /// Whether the port's link is up. Dead ports are never chosen.
+    fn is_up(&self, port: PortId) -> bool;
+    /// The port's current congestion cost, 0..=255.
+    fn c_cong(&self, port: PortId) -> u8;
+}
+
+pub use congestion::{CongestionEstimator, CongestionParams, PortStates};
+pub use flow::{FlowHash, FlowHasher, FlowKey};
+pub use flow_cache::FlowCache;
+pub use path_cost::{PathCostModel, PathCostParams};
+pub use router::{FlowRouter, RouteOutcome, RouterStats};
+pub use select::{
+    AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, Ranking, Selector,
+};

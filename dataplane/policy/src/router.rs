@@ -1,0 +1,166 @@
+//! The per-packet entry point: flow cache first, a decision only for new
+//! flows and for flows whose port died, with counters.
+
+use crate::flow::FlowHash;
+use crate::flow_cache::FlowCache;
+use crate::select::{CandidateSet, DecisionKind, Selector};
+use crate::{PortId, PortView};
+
+/// Counters of the flow router. Monotonic; readers take differences.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouterStats {
+    /// Packets of cached flows whose port is up.
+    pub hits: u64,
+    /// Packets of flows not in the cache (a decision was made).
+    pub misses: u64,
+    /// New flows cached.
+    pub inserts: u64,
+    /// Idle flows evicted (sweep and reclaim).
+    pub evictions: u64,
+    /// Cached flows moved off a dead port.
+    pub failovers: u64,
+    /// New flows decided but not cached because their bucket was full of
+    /// live flows; their next packet is decided again.
+    pub cache_full_decisions: u64,
+    /// Decisions where every kept candidate was congested (LCMP fallback).
+    pub all_congested_decisions: u64,
+    /// Packets with no live candidate port.
+    pub no_live_port: u64,
+}
+
+/// How a packet's port was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RouteOutcome {
+    /// The flow's cached port.
+    Cached(PortId),
+    /// A new flow, decided and cached.
+    New(PortId),
+    /// A new flow, decided, not cached (bucket full).
+    Uncached(PortId),
+    /// A cached flow whose port was down, moved to a live one.
+    FailedOver(PortId),
+    /// No candidate port is up.
+    NoLivePort,
+}
+
+impl RouteOutcome {
+    /// The egress port, if any.
+    #[inline]
+    pub fn port(self) -> Option<PortId> {
+        match self {
+            RouteOutcome::Cached(p)
+            | RouteOutcome::New(p)
+            | RouteOutcome::Uncached(p)
+            | RouteOutcome::FailedOver(p) => Some(p),
+            RouteOutcome::NoLivePort => None,
+        }
+    }
+}
+
+/// Flow cache + path selection for one switch (one poll thread).
+pub struct FlowRouter {
+    cache: FlowCache,
+    selector: Selector,
+    stats: RouterStats,
+}
+
+impl FlowRouter {
+    /// A router deciding with `selector` and caching in `cache`.
+    pub fn new(selector: Selector, cache: FlowCache) -> Self {
+        FlowRouter {
+            cache,
+            selector,
+            stats: RouterStats::default(),
+        }
+    }
+
+    /// The egress port of a packet of flow `hash` whose destination has the
+    /// candidates `set`. A cached flow keeps its port while that port is up
+    /// (even if the route's candidates change: flows are never moved by a
+    /// table update); a flow on a dead port is re-decided among live ports
+    /// at once (lazy failover: nothing is rewritten in bulk).
+    #[inline]
+    pub fn route<P: PortView>(
+        &mut self,
+        hash: FlowHash,
+        set: &CandidateSet,
+        ports: &P,
+        now_ns: u64,
+    ) -> RouteOutcome {
+        match self.cache.lookup(hash.0, now_ns) {
+            Some((port, _)) if ports.is_up(port) => {
+                self.stats.hits += 1;
+                RouteOutcome::Cached(port)
+            }
+            Some((_, slot)) => match self.decide(set, ports, hash) {
+                Some(port) => {
+                    self.cache.set_port(slot, port, now_ns);
+                    self.stats.failovers += 1;
+                    RouteOutcome::FailedOver(port)
+                }
+                None => RouteOutcome::NoLivePort,
+            },
+            None => {
+                self.stats.misses += 1;
+                let Some(port) = self.decide(set, ports, hash) else {
+                    return RouteOutcome::NoLivePort;
+                };
+                match self.cache.insert(hash.0, port, now_ns) {
+                    Ok(_) => {
+                        self.stats.inserts += 1;
+                        RouteOutcome::New(port)
+                    }
+                    Err(_) => {
+                        self.stats.cache_full_decisions += 1;
+                        RouteOutcome::Uncached(port)
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    fn decide<P: PortView>(
+        &mut self,
+        set: &CandidateSet,
+        ports: &P,
+        hash: FlowHash,
+    ) -> Option<PortId> {
+        let Some(d) = self.selector.decide(set, ports, hash) else {
+            self.stats.no_live_port += 1;
+            return None;
+        };
+        if d.kind != DecisionKind::Hashed {
+            self.stats.all_congested_decisions += 1;
+        }
+        Some(d.port)
+    }
+
+    /// Bounded idle eviction; call once per poll-loop iteration.
+    pub fn evict_step(&mut self, now_ns: u64, max_buckets: usize) -> usize {
+        self.cache.evict_step(now_ns, max_buckets)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> RouterStats {
+        RouterStats {
+            evictions: self.cache.evictions(),
+            ..self.stats
+        }
+    }
+
+    /// The cache (sizes, occupancy).
+    pub fn cache(&self) -> &FlowCache {
+        &self.cache
+    }
+
+    /// The selector in use.
+    pub fn selector(&self) -> &Selector {
+        &self.selector
+    }
+
+    /// Replaces the selector (policy change). Cached flows keep their ports.
+    pub fn set_selector(&mut self, selector: Selector) {
+        self.selector = selector;
+    }
+}
