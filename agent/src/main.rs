@@ -86,7 +86,10 @@ fn paths(args: PathsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let (topo, source) = match &args.topology {
         Some(path) => (Topology::load(path)?, path.display().to_string()),
         None => (
-            Topology::parse(lcmp_agent::DEFAULT_TOPOLOGY, lcmp_agent::DEFAULT_TOPOLOGY_NAME)?,
+            Topology::parse(
+                lcmp_agent::DEFAULT_TOPOLOGY,
+                lcmp_agent::DEFAULT_TOPOLOGY_NAME,
+            )?,
             lcmp_agent::DEFAULT_TOPOLOGY_NAME.to_string(),
         ),
     };

@@ -120,10 +120,7 @@ fn ablations_change_the_kept_set_as_expected() {
         beta: 0,
         ..Default::default()
     };
-    assert_eq!(
-        hops(kept_at_idle(&route, &rm_beta)),
-        ["dc2", "dc4", "dc6"]
-    );
+    assert_eq!(hops(kept_at_idle(&route, &rm_beta)), ["dc2", "dc4", "dc6"]);
 }
 
 #[test]
@@ -132,7 +129,11 @@ fn local_link_metric_halves_the_delays() {
     let model = path_cost_model(&topo, PathCostParams::default(), PathMetric::LocalLink).unwrap();
     let dc1 = topo.switch_by_name("dc1").unwrap().id;
     let tables = switch_tables(&topo, dc1, &model, PathMetric::LocalLink).unwrap();
-    let route = tables.routes.iter().find(|r| r.dest_switch == "dc8").unwrap();
+    let route = tables
+        .routes
+        .iter()
+        .find(|r| r.dest_switch == "dc8")
+        .unwrap();
     let via_dc3 = route.paths.iter().find(|p| p.next_hop == "dc3").unwrap();
     assert_eq!(via_dc3.delay_us, 250_000);
     // The cap follows: 250 ms local links -> 2^18 us.

@@ -5,8 +5,9 @@
 //! the last-seen time (24 bits of ~1 ms ticks) and the port (8 bits). Each
 //! flow has two candidate buckets (partial-key cuckoo hashing: the primary
 //! from the hash's low bits, the alternate derived from the primary and the
-//! fingerprint) and goes into the emptier one; if both are full, one entry
-//! moves to its own alternate to make room. That fills the table to ~95%
+//! fingerprint). It goes into the primary while that has room, else the
+//! alternate; if both are full, one entry moves to its own alternate to
+//! make room. That fills the table to ~95%
 //! and more before refusing, where a single 8-way bucket overflows from
 //! ~60%. Lookups try the primary first. The fingerprint is the hash's high 32 bits, so a flow
 //! is told apart by 32 + log2(buckets) hash bits: two flows collide only if
@@ -139,12 +140,18 @@ impl FlowCache {
         bucket ^ (mix & self.mask) as usize
     }
 
+    /// The way of `bucket` holding `fp`. Compares all ways and takes the
+    /// first match from a bit mask: no branch on which way matches (a
+    /// random match position would mispredict a compare chain), and the
+    /// compiler turns the loop into two vector compares.
     #[inline]
     fn find(&self, bucket: usize, fp: u32) -> Option<usize> {
-        self.buckets[bucket]
-            .fingerprint
-            .iter()
-            .position(|&f| f == fp)
+        let fps = &self.buckets[bucket].fingerprint;
+        let mut mask = 0u32;
+        for (i, &f) in fps.iter().enumerate() {
+            mask |= ((f == fp) as u32) << i;
+        }
+        (mask != 0).then(|| mask.trailing_zeros() as usize)
     }
 
     #[inline]
@@ -182,28 +189,21 @@ impl FlowCache {
     }
 
     /// Caches a flow that [`lookup`](Self::lookup) did not find. Takes an
-    /// empty way of the emptier of its two buckets, else reclaims an expired
-    /// entry of either; two buckets of live flows refuse.
+    /// empty way of its primary bucket, else of its alternate, else makes
+    /// room by a cuckoo move, else reclaims an expired entry of either; two
+    /// buckets of live flows that cannot move refuse.
     #[inline]
     pub fn insert(&mut self, hash: u64, port: PortId, now_ns: u64) -> Result<Slot, CacheFull> {
         let (primary, alternate, fp) = self.split(hash);
         let now_tick = Self::tick(now_ns);
-        let free = |b: usize| {
-            self.buckets[b]
-                .fingerprint
-                .iter()
-                .filter(|&&f| f == 0)
-                .count()
-        };
-        let (free_primary, free_alternate) = (free(primary), free(alternate));
-        let emptier = if free_primary >= free_alternate {
-            primary
-        } else {
-            alternate
-        };
-        let (b, way) = if free_primary.max(free_alternate) > 0 {
+        // Primary first: most flows then need one bucket read per lookup;
+        // the alternate and cuckoo moves absorb the overflow.
+        let (b, way) = if let Some(w) = self.find(primary, 0) {
             self.len += 1;
-            (emptier, self.find(emptier, 0).unwrap_or(0))
+            (primary, w)
+        } else if let Some(w) = self.find(alternate, 0) {
+            self.len += 1;
+            (alternate, w)
         } else if let Some(found) = self
             .make_room(primary)
             .or_else(|| self.make_room(alternate))
@@ -229,24 +229,54 @@ impl FlowCache {
     }
 
     /// Frees a way of a full bucket by moving one of its entries to that
-    /// entry's other bucket, if that has room (one cuckoo step: bounded
-    /// work, and enough to fill the table to ~98%).
+    /// entry's other bucket, if need be first moving an entry of that one
+    /// on (a cuckoo path of at most two moves: bounded work, 72 probes at
+    /// most, enough to fill the table past 95%).
     fn make_room(&mut self, bucket: usize) -> Option<(usize, usize)> {
+        for depth in 0..2 {
+            for way in 0..WAYS {
+                let fp = self.buckets[bucket].fingerprint[way];
+                let other = self.other_bucket(bucket, fp);
+                if other == bucket {
+                    continue;
+                }
+                let free = if depth == 0 {
+                    self.find(other, 0)
+                } else {
+                    self.make_room_direct(other)
+                };
+                if let Some(free) = free {
+                    self.move_entry((bucket, way), (other, free));
+                    return Some((bucket, way));
+                }
+            }
+        }
+        None
+    }
+
+    /// One cuckoo move out of `bucket` into a free way elsewhere.
+    fn make_room_direct(&mut self, bucket: usize) -> Option<usize> {
         for way in 0..WAYS {
-            let fp = self.buckets[bucket].fingerprint[way];
-            let other = self.other_bucket(bucket, fp);
+            let other = self.other_bucket(bucket, self.buckets[bucket].fingerprint[way]);
             if other == bucket {
                 continue;
             }
             if let Some(free) = self.find(other, 0) {
-                let stamp_port = self.buckets[bucket].stamp_port[way];
-                self.buckets[other].fingerprint[free] = fp;
-                self.buckets[other].stamp_port[free] = stamp_port;
-                self.buckets[bucket].fingerprint[way] = 0;
-                return Some((bucket, way));
+                self.move_entry((bucket, way), (other, free));
+                return Some(way);
             }
         }
         None
+    }
+
+    fn move_entry(&mut self, from: (usize, usize), to: (usize, usize)) {
+        let (fp, stamp_port) = {
+            let b = &self.buckets[from.0];
+            (b.fingerprint[from.1], b.stamp_port[from.1])
+        };
+        self.buckets[to.0].fingerprint[to.1] = fp;
+        self.buckets[to.0].stamp_port[to.1] = stamp_port;
+        self.buckets[from.0].fingerprint[from.1] = 0;
     }
 
     /// Forgets a flow; true if it was cached.

@@ -1,0 +1,346 @@
+//! Invalid files: every error names the file, the line and the field.
+
+use lcmp_topology::{Topology, TopologyError};
+
+const FILE: &str = "topologies/x.toml";
+
+/// Lines 1-12. Tests append from line 13 on.
+const BASE: &str = r#"[[dc]]
+name = "DC1"
+
+[[switch]]
+name = "s1"
+dc = "DC1"
+prefixes = ["10.0.1.0/24", "fd00:1::/64"]
+
+[[switch]]
+name = "s2"
+prefixes = ["10.0.2.0/24"]
+
+"#;
+
+/// Lines 13-17 when appended to BASE.
+const LINK: &str = r#"[[link]]
+a = "s1"
+b = "s2"
+rate = "1Gbps"
+delay = "1ms"
+"#;
+
+fn err(tail: &str) -> TopologyError {
+    let text = format!("{BASE}{tail}");
+    match Topology::parse(&text, FILE) {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e,
+    }
+}
+
+/// Asserts the full message and its parts.
+fn check(tail: &str, line: usize, field: &str, message: &str) {
+    let e = err(tail);
+    assert_eq!(e.to_string(), format!("{FILE}:{line}: {field}: {message}"));
+    assert_eq!(e.file(), FILE);
+    assert_eq!(e.line(), Some(line));
+    assert_eq!(e.field(), Some(field));
+}
+
+#[test]
+fn base_is_valid() {
+    let t = Topology::parse(&format!("{BASE}{LINK}"), FILE).unwrap();
+    assert_eq!(t.links().len(), 1);
+    assert_eq!(
+        t.links()[0].buffer_bytes,
+        lcmp_topology::DEFAULT_BUFFER_BYTES
+    );
+}
+
+#[test]
+fn bad_rate_names_file_line_and_field() {
+    // Three good links of 5 lines plus a blank line each (lines 13-30),
+    // then link[3] from line 31, with its rate on line 34.
+    let mut tail = String::new();
+    for _ in 0..3 {
+        tail.push_str(LINK);
+        tail.push('\n');
+    }
+    tail.push_str("[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"20Gbs\"\ndelay = \"1ms\"\n");
+    check(
+        &tail,
+        34,
+        "link[3].rate",
+        r#""20Gbs" is not a rate (expected e.g. "200Gbps")"#,
+    );
+}
+
+#[test]
+fn bad_delay_and_buffer() {
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"1Gbps\"\ndelay = \"5 minutes\"\n",
+        17,
+        "link[0].delay",
+        r#""5 minutes" is not a delay (expected e.g. "25ms")"#,
+    );
+    check(
+        &format!("{LINK}buffer = \"32M\"\n"),
+        18,
+        "link[0].buffer",
+        r#""32M" is not a buffer size (expected e.g. "32MB" or "128MiB")"#,
+    );
+    check(
+        &format!("{LINK}\n[defaults]\nbuffer = \"0MB\"\n"),
+        20,
+        "defaults.buffer",
+        r#""0MB": a buffer size must be positive"#,
+    );
+}
+
+#[test]
+fn zero_rate() {
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"0Gbps\"\ndelay = \"1ms\"\n",
+        16,
+        "link[0].rate",
+        r#""0Gbps": a rate must be positive"#,
+    );
+}
+
+#[test]
+fn unknown_switch() {
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s9\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n",
+        15,
+        "link[0].b",
+        r#"unknown switch "s9""#,
+    );
+    check(
+        "[[host]]\nname = \"h\"\nswitch = \"nope\"\naddresses = [\"10.0.1.2/24\"]\nrate = \"1G\"\ndelay = \"1us\"\n",
+        15,
+        "host[0].switch",
+        r#"unknown switch "nope""#,
+    );
+}
+
+#[test]
+fn link_to_a_host() {
+    check(
+        "[[host]]\nname = \"h\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\"]\nrate = \"1G\"\ndelay = \"1us\"\n\n\
+         [[link]]\na = \"h\"\nb = \"s2\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n",
+        21,
+        "link[0].a",
+        r#""h" is a host, not a switch (hosts are attached with [[host]])"#,
+    );
+}
+
+#[test]
+fn self_loop() {
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s1\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n",
+        15,
+        "link[0].b",
+        r#"link from "s1" to itself"#,
+    );
+}
+
+#[test]
+fn duplicate_names() {
+    check(
+        "[[switch]]\nname = \"s1\"\n",
+        14,
+        "switch[2].name",
+        r#"duplicate name "s1" (first used at line 5)"#,
+    );
+    // Hosts and switches share one namespace.
+    check(
+        "[[host]]\nname = \"s2\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\"]\nrate = \"1G\"\ndelay = \"1us\"\n",
+        14,
+        "host[0].name",
+        r#"duplicate name "s2" (first used at line 10)"#,
+    );
+    check(
+        "[[dc]]\nname = \"DC1\"\n",
+        14,
+        "dc[1].name",
+        r#"duplicate DC name "DC1" (first used at line 2)"#,
+    );
+    check(
+        "[[switch]]\nname = \"bad name\"\n",
+        14,
+        "switch[2].name",
+        r#""bad name" is not a valid name (use letters, digits, '_', '.', '-')"#,
+    );
+}
+
+#[test]
+fn unknown_dc() {
+    check(
+        "[[switch]]\nname = \"s3\"\ndc = \"DC9\"\n",
+        15,
+        "switch[2].dc",
+        r#"unknown DC "DC9" (declare it with [[dc]])"#,
+    );
+}
+
+#[test]
+fn malformed_prefixes() {
+    check(
+        "[[switch]]\nname = \"s3\"\nprefixes = [\"10.3.0.0/16\", \"10.3.0.0\"]\n",
+        15,
+        "switch[2].prefixes[1]",
+        r#""10.3.0.0" is not a prefix (expected e.g. "10.1.0.0/16" or "fd00:1::/64")"#,
+    );
+    check(
+        "[[switch]]\nname = \"s3\"\nprefixes = [\"10.3.0.1/16\"]\n",
+        15,
+        "switch[2].prefixes[0]",
+        "10.3.0.1/16 has host bits set (did you mean 10.3.0.0/16?)",
+    );
+    check(
+        "[[switch]]\nname = \"s3\"\nprefixes = [\n  \"10.9.0.0/16\",\n  \"fd00:1::/64\",\n]\n",
+        17,
+        "switch[2].prefixes[1]",
+        "prefix fd00:1::/64 is already delivered by another entry (line 7)",
+    );
+}
+
+#[test]
+fn host_addresses() {
+    let host = |addr: &str| {
+        format!(
+            "[[host]]\nname = \"h\"\nswitch = \"s1\"\naddresses = [\"{addr}\"]\nrate = \"1G\"\ndelay = \"1us\"\n"
+        )
+    };
+    check(
+        &host("10.0.2.5/24"),
+        16,
+        "host[0].addresses[0]",
+        r#"10.0.2.5 is not inside any prefix of switch "s1" (10.0.1.0/24, fd00:1::/64)"#,
+    );
+    check(
+        &host("10.0.1.2"),
+        16,
+        "host[0].addresses[0]",
+        r#""10.0.1.2" is not a host address with prefix length (expected e.g. "10.1.0.2/24" or "fd00:1::2/64")"#,
+    );
+    check(
+        &host("10.0.1.0/24"),
+        16,
+        "host[0].addresses[0]",
+        "10.0.1.0 is not a usable host address in 10.0.1.0/24",
+    );
+    // IPv6 is checked the same way and hosts may have several addresses.
+    let ok = "[[host]]\nname = \"h\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\", \"fd00:1::2/64\"]\nrate = \"1G\"\ndelay = \"1us\"\n";
+    Topology::parse(&format!("{BASE}{ok}"), FILE).unwrap();
+    check(
+        &format!("{ok}\n[[host]]\nname = \"h2\"\nswitch = \"s1\"\naddresses = [\"fd00:1::2/64\"]\nrate = \"1G\"\ndelay = \"1us\"\n"),
+        23,
+        "host[1].addresses[0]",
+        "address fd00:1::2 is already used (line 16)",
+    );
+}
+
+#[test]
+fn shape_errors_from_toml() {
+    check(
+        &format!("{LINK}rat = \"1Gbps\"\n"),
+        18,
+        "link[0].rat",
+        "unknown field `rat`, expected one of `a`, `b`, `rate`, `delay`, `buffer`, `a_ifname`, `b_ifname`",
+    );
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"1Gbps\"\n",
+        13,
+        "link[0].delay",
+        "required field is missing",
+    );
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = 100\ndelay = \"1ms\"\n",
+        16,
+        "link[0].rate",
+        "invalid type: integer `100`, expected a string",
+    );
+    check(
+        "[[lnk]]\na = \"s1\"\n",
+        13,
+        "lnk",
+        "unknown field `lnk`, expected one of `defaults`, `dc`, `switch`, `host`, `link`",
+    );
+}
+
+#[test]
+fn syntax_error_has_line_but_no_field() {
+    let e = err("[[link]\na = \"s1\"\n");
+    assert_eq!(e.line(), Some(13));
+    assert_eq!(e.field(), None);
+    assert!(e.to_string().starts_with(&format!("{FILE}:13: ")), "{e}");
+}
+
+#[test]
+fn interface_names() {
+    check(
+        &format!("{LINK}a_ifname = \"this-name-is-too-long\"\n"),
+        18,
+        "link[0].a_ifname",
+        r#""this-name-is-too-long" is not a valid interface name (1 to 15 bytes, no '/', ':' or spaces)"#,
+    );
+    check(
+        &format!("{LINK}a_ifname = \"eth1\"\n\n{LINK}a_ifname = \"eth1\"\n"),
+        25,
+        "link[1].a_ifname",
+        r#"interface name "eth1" is used twice on this switch"#,
+    );
+    // The same name on different switches is fine.
+    Topology::parse(
+        &format!("{BASE}{LINK}a_ifname = \"eth1\"\nb_ifname = \"eth1\"\n"),
+        FILE,
+    )
+    .unwrap();
+}
+
+#[test]
+fn too_many_ports() {
+    let mut text = String::from("[[switch]]\nname = \"hub\"\n\n");
+    for i in 0..256 {
+        text.push_str(&format!(
+            "[[switch]]\nname = \"leaf{i}\"\n\n[[link]]\na = \"hub\"\nb = \"leaf{i}\"\nrate = \"1G\"\ndelay = \"1us\"\n\n"
+        ));
+    }
+    let e = Topology::parse(&text, FILE).unwrap_err();
+    // Each block is 9 lines after the 3-line header; block 255 starts on
+    // line 4 + 255 * 9 and its link's `a` is 4 lines further.
+    let line = 4 + 255 * 9 + 4;
+    assert_eq!(
+        e.to_string(),
+        format!(r#"{FILE}:{line}: link[255].a: switch "hub" would have more than 255 ports"#)
+    );
+    // 255 ports are fine and numbered 0..=254.
+    let cut = text.find("[[switch]]\nname = \"leaf255\"").unwrap();
+    let t = Topology::parse(&text[..cut], FILE).unwrap();
+    let hub = t.switch_by_name("hub").unwrap().id;
+    assert_eq!(t.ports(hub).len(), 255);
+    assert_eq!(t.ports(hub)[254].index, 254);
+}
+
+#[test]
+fn load_names_the_path() {
+    let dir = std::env::temp_dir().join(format!("lcmp-topology-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        format!("{BASE}[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"20Gbs\"\ndelay = \"1ms\"\n"),
+    )
+    .unwrap();
+    let e = Topology::load(&path).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            r#"{}:16: link[0].rate: "20Gbs" is not a rate (expected e.g. "200Gbps")"#,
+            path.display()
+        )
+    );
+    let missing = dir.join("missing.toml");
+    let e = Topology::load(&missing).unwrap_err();
+    assert!(matches!(e, TopologyError::Io { .. }));
+    assert!(e.to_string().starts_with(&missing.display().to_string()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
