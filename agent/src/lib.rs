@@ -1,9 +1,8 @@
-//! The LCMP control plane: turns a topology into each switch's route
-//! tables (candidate ports with their path cost C_path), the input of the
-//! switch's data plane, and reports them.
+//! The LCMP control plane's reports: each switch's route tables (candidate
+//! ports with their path cost C_path, computed by `lcmp_topology::tables`,
+//! the same tables the switch data plane runs on) and the LCMP kept sets.
 
 pub mod report;
-pub mod tables;
 
 /// The paper's 8-DC topology, built in so the demo runs without files.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/8dc.toml");

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lcmp_agent::report;
-use lcmp_agent::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_policy::{LcmpParams, PathCostParams};
+use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_topology::Topology;
 
 #[derive(Parser)]

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use lcmp_policy::{LcmpParams, PathCostModel, PortId, PortView, Ranking};
 
-use crate::tables::{RouteTable, SwitchTables};
+use lcmp_topology::tables::{RouteTable, SwitchTables};
 
 /// Every port up with empty queues: the state the report ranks against.
 pub struct IdlePorts;

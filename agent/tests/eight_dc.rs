@@ -1,11 +1,11 @@
 //! The paper's 8-DC topology through the control plane and the engine.
 
 use lcmp_agent::report::kept_at_idle;
-use lcmp_agent::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_policy::{LcmpParams, PathCostParams};
+use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_topology::Topology;
 
-fn dc1_to_dc8() -> lcmp_agent::tables::RouteTable {
+fn dc1_to_dc8() -> lcmp_topology::tables::RouteTable {
     let topo = Topology::parse(lcmp_agent::DEFAULT_TOPOLOGY, "8dc.toml").unwrap();
     let model = path_cost_model(&topo, PathCostParams::default(), PathMetric::Path).unwrap();
     let dc1 = topo.switch_by_name("dc1").unwrap().id;

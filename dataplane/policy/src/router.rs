@@ -41,6 +41,8 @@ pub enum RouteOutcome {
     FailedOver(PortId),
     /// No candidate port is up.
     NoLivePort,
+    /// The destination has no route (the lookup found none).
+    NoRoute,
 }
 
 impl RouteOutcome {
@@ -52,7 +54,7 @@ impl RouteOutcome {
             | RouteOutcome::New(p)
             | RouteOutcome::Uncached(p)
             | RouteOutcome::FailedOver(p) => Some(p),
-            RouteOutcome::NoLivePort => None,
+            RouteOutcome::NoLivePort | RouteOutcome::NoRoute => None,
         }
     }
 }
@@ -75,10 +77,7 @@ impl FlowRouter {
     }
 
     /// The egress port of a packet of flow `hash` whose destination has the
-    /// candidates `set`. A cached flow keeps its port while that port is up
-    /// (even if the route's candidates change: flows are never moved by a
-    /// table update); a flow on a dead port is re-decided among live ports
-    /// at once (lazy failover: nothing is rewritten in bulk).
+    /// candidates `set`. See [`FlowRouter::route_with`].
     #[inline]
     pub fn route<P: PortView>(
         &mut self,
@@ -87,21 +86,49 @@ impl FlowRouter {
         ports: &P,
         now_ns: u64,
     ) -> RouteOutcome {
+        self.route_with(hash, ports, now_ns, || Some(set))
+    }
+
+    /// The egress port of a packet of flow `hash`. `candidates` looks up
+    /// the route of the packet's destination; it is called only when a
+    /// decision is needed (a new flow, or a flow whose port died), so
+    /// packets of cached flows skip the route lookup entirely.
+    ///
+    /// A cached flow keeps its port while that port is up (even if the
+    /// route's candidates change: flows are never moved by a table update);
+    /// a flow on a dead port is re-decided among live ports at once (lazy
+    /// failover: nothing is rewritten in bulk).
+    #[inline]
+    pub fn route_with<'a, P: PortView>(
+        &mut self,
+        hash: FlowHash,
+        ports: &P,
+        now_ns: u64,
+        candidates: impl FnOnce() -> Option<&'a CandidateSet>,
+    ) -> RouteOutcome {
         match self.cache.lookup(hash.0, now_ns) {
             Some((port, _)) if ports.is_up(port) => {
                 self.stats.hits += 1;
                 RouteOutcome::Cached(port)
             }
-            Some((_, slot)) => match self.decide(set, ports, hash) {
-                Some(port) => {
-                    self.cache.set_port(slot, port, now_ns);
-                    self.stats.failovers += 1;
-                    RouteOutcome::FailedOver(port)
+            Some((_, slot)) => {
+                let Some(set) = candidates() else {
+                    return RouteOutcome::NoRoute;
+                };
+                match self.decide(set, ports, hash) {
+                    Some(port) => {
+                        self.cache.set_port(slot, port, now_ns);
+                        self.stats.failovers += 1;
+                        RouteOutcome::FailedOver(port)
+                    }
+                    None => RouteOutcome::NoLivePort,
                 }
-                None => RouteOutcome::NoLivePort,
-            },
+            }
             None => {
                 self.stats.misses += 1;
+                let Some(set) = candidates() else {
+                    return RouteOutcome::NoRoute;
+                };
                 let Some(port) = self.decide(set, ports, hash) else {
                     return RouteOutcome::NoLivePort;
                 };

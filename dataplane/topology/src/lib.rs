@@ -43,6 +43,7 @@ mod error;
 mod model;
 mod raw;
 mod routes;
+pub mod tables;
 pub mod units;
 
 pub use error::TopologyError;

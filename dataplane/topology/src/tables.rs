@@ -1,11 +1,11 @@
 //! Per-switch route tables: for every remote prefix, the candidate egress
 //! ports with their path attributes and C_path.
 
+use crate::{SwitchId, Topology};
 use ipnet::IpNet;
 use lcmp_policy::path_cost::PathCostError;
 use lcmp_policy::select::TooManyCandidates;
 use lcmp_policy::{Candidate, CandidateSet, PathCostModel, PathCostParams};
-use lcmp_topology::{SwitchId, Topology};
 
 /// Which path attributes C_path describes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +87,7 @@ impl std::fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
-fn attributes(c: &lcmp_topology::Candidate, metric: PathMetric) -> (u64, u64) {
+fn attributes(c: &crate::Candidate, metric: PathMetric) -> (u64, u64) {
     match metric {
         PathMetric::Path => (c.delay_ns / 1_000, c.bottleneck_bps),
         PathMetric::LocalLink => (c.local_delay_ns / 1_000, c.local_rate_bps),
@@ -111,7 +111,9 @@ pub fn path_cost_model(
     PathCostModel::for_paths(params, paths).map_err(TableError::PathCost)
 }
 
-/// The route tables of `switch`.
+/// The route tables of `switch`: one per remote prefix (candidates on
+/// minimum-hop paths), then one host route per address of each host attached
+/// to the switch.
 pub fn switch_tables(
     topo: &Topology,
     switch: SwitchId,
@@ -155,6 +157,32 @@ pub fn switch_tables(
             paths,
             set,
         });
+    }
+    // Hosts attached to this switch: one host route per address, straight
+    // out of the host's port.
+    for h in topo.hosts().iter().filter(|h| h.switch == switch) {
+        for a in &h.addresses {
+            let path = CandidatePath {
+                port: h.port,
+                next_hop: h.name.clone(),
+                hops: 0,
+                delay_us: h.delay_ns / 1_000,
+                capacity_bps: h.rate_bps,
+                c_path: 0,
+            };
+            let set = CandidateSet::new(&[Candidate {
+                port: h.port,
+                c_path: 0,
+                capacity_bps: h.rate_bps,
+            }])
+            .expect("one candidate fits");
+            routes.push(RouteTable {
+                prefix: IpNet::from(a.addr()),
+                dest_switch: name(switch),
+                paths: vec![path],
+                set,
+            });
+        }
     }
     Ok(SwitchTables {
         switch: name(switch),

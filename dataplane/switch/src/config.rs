@@ -1,0 +1,252 @@
+//! A switch's configuration from the topology file: its ports (with the
+//! link each emulates), its routes (candidates with C_path from the shared
+//! control-plane tables) and the policy options.
+
+use std::collections::HashMap;
+
+use lcmp_policy::{CongestionParams, PathCostParams, Policy};
+use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
+use lcmp_topology::Topology;
+use lcmp_wire::MacAddr;
+
+use crate::egress::{EcnConfig, EgressConfig};
+use crate::routing::Route;
+use crate::switch::{ConfigError, PortConfig, SwitchConfig};
+
+/// ECN marking thresholds as fractions of each port's buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EcnFractions {
+    /// Marking starts above this fraction of the buffer.
+    pub kmin: f64,
+    /// Every ECT frame is marked above this fraction.
+    pub kmax: f64,
+    /// Marking probability just below `kmax`.
+    pub pmax: f64,
+}
+
+impl Default for EcnFractions {
+    fn default() -> Self {
+        EcnFractions {
+            kmin: 0.2,
+            kmax: 0.8,
+            pmax: 0.2,
+        }
+    }
+}
+
+/// Everything besides the topology that shapes a switch.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Path-selection policy.
+    pub policy: Policy,
+    /// C_path weights and scales.
+    pub path_cost: PathCostParams,
+    /// What C_path describes.
+    pub metric: PathMetric,
+    /// Congestion estimator parameters.
+    pub congestion: CongestionParams,
+    /// Emulate each link's rate and delay (the testbed); off for real links.
+    pub emulate_links: bool,
+    /// ECN marking; `None` disables it.
+    pub ecn: Option<EcnFractions>,
+    /// Flow cache capacity.
+    pub flow_capacity: usize,
+    /// Flow idle timeout, ns. `None`: at least 1 s and at least twice the
+    /// largest RTT of the switch's paths.
+    pub flow_idle_timeout_ns: Option<u64>,
+    /// Flow hash seed. `None`: derived from the switch name, so switches in
+    /// series differ.
+    pub seed: Option<u64>,
+    /// Frames received per port per poll.
+    pub batch_size: usize,
+    /// Link-state read interval, ns.
+    pub link_check_interval_ns: u64,
+    /// Interface names by port index, overriding the topology's.
+    pub ifnames: Vec<String>,
+    /// Peer MACs by interface name.
+    pub peer_macs: HashMap<String, MacAddr>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            policy: Policy::from_name("lcmp").expect("lcmp exists"),
+            path_cost: PathCostParams::default(),
+            metric: PathMetric::Path,
+            congestion: CongestionParams::default(),
+            emulate_links: true,
+            ecn: Some(EcnFractions::default()),
+            flow_capacity: 1 << 16,
+            flow_idle_timeout_ns: None,
+            seed: None,
+            batch_size: 64,
+            link_check_interval_ns: 1_000_000,
+            ifnames: Vec::new(),
+            peer_macs: HashMap::new(),
+        }
+    }
+}
+
+/// Frames the delay line of a link may hold: its bandwidth-delay product in
+/// 256-byte frames (small frames beyond that overflow, counted), at least
+/// 1024.
+pub fn delay_line_frames(rate_bps: u64, delay_ns: u64) -> usize {
+    let bdp_bytes = rate_bps as u128 * delay_ns as u128 / 8_000_000_000;
+    ((bdp_bytes / 256) as usize).max(1024)
+}
+
+/// A stable 64-bit seed from a name (FNV-1a).
+fn seed_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The configuration of switch `name` of `topo`: port `i` is the
+/// topology's port `i` of that switch. `port_mac` gives each interface's
+/// own MAC address.
+pub fn from_topology(
+    topo: &Topology,
+    name: &str,
+    opts: &Options,
+    port_mac: impl Fn(&str) -> Result<MacAddr, String>,
+) -> Result<SwitchConfig, ConfigError> {
+    let sw = topo
+        .switch_by_name(name)
+        .ok_or_else(|| ConfigError(format!("{}: no switch named {name:?}", topo.source())))?;
+    let tports = topo.ports(sw.id);
+    if !opts.ifnames.is_empty() && opts.ifnames.len() != tports.len() {
+        return Err(ConfigError(format!(
+            "switch {name} has {} ports in {} but {} interfaces were given",
+            tports.len(),
+            topo.source(),
+            opts.ifnames.len()
+        )));
+    }
+    let mut ports = Vec::new();
+    for (i, p) in tports.iter().enumerate() {
+        let ifname = match (opts.ifnames.get(i), &p.ifname) {
+            (Some(n), _) => n.clone(),
+            (None, Some(n)) => n.clone(),
+            (None, None) => {
+                return Err(ConfigError(format!(
+                    "switch {name} port {i}: no interface name in {} and none given with --port",
+                    topo.source()
+                )))
+            }
+        };
+        let mac = port_mac(&ifname).map_err(|e| ConfigError(format!("port {ifname}: {e}")))?;
+        let (rate_bps, delay_ns) = if opts.emulate_links {
+            (p.rate_bps, p.delay_ns)
+        } else {
+            (0, 0)
+        };
+        let ecn = opts.ecn.map(|f| EcnConfig {
+            kmin_bytes: (p.buffer_bytes as f64 * f.kmin) as u64,
+            kmax_bytes: (p.buffer_bytes as f64 * f.kmax) as u64,
+            pmax: f.pmax,
+        });
+        ports.push(PortConfig {
+            peer_mac: opts.peer_macs.get(&ifname).copied(),
+            name: ifname,
+            mac,
+            egress: EgressConfig {
+                rate_bps,
+                delay_ns,
+                buffer_bytes: p.buffer_bytes,
+                ecn,
+                max_in_flight: delay_line_frames(rate_bps, delay_ns),
+            },
+        });
+    }
+    let model = path_cost_model(topo, opts.path_cost, opts.metric)
+        .map_err(|e| ConfigError(e.to_string()))?;
+    let tables =
+        switch_tables(topo, sw.id, &model, opts.metric).map_err(|e| ConfigError(e.to_string()))?;
+    let mut max_rtt_ns = 0;
+    for r in topo.routes(sw.id) {
+        for c in &r.candidates {
+            max_rtt_ns = max_rtt_ns.max(2 * c.delay_ns);
+        }
+    }
+    let routes = tables
+        .routes
+        .into_iter()
+        .map(|r| Route {
+            prefix: r.prefix,
+            candidates: r.set,
+        })
+        .collect();
+    Ok(SwitchConfig {
+        ports,
+        routes,
+        policy: opts.policy,
+        congestion: opts.congestion,
+        flow_capacity: opts.flow_capacity,
+        flow_idle_timeout_ns: opts
+            .flow_idle_timeout_ns
+            .unwrap_or((2 * max_rtt_ns).max(1_000_000_000)),
+        seed: opts.seed.unwrap_or_else(|| seed_of(name)),
+        batch_size: opts.batch_size,
+        link_check_interval_ns: opts.link_check_interval_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topo() -> Topology {
+        Topology::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../topologies/2dc-3path.toml"
+        )))
+        .unwrap()
+    }
+
+    fn mac(_: &str) -> Result<MacAddr, String> {
+        Ok([2, 0, 0, 0, 0, 1])
+    }
+
+    #[test]
+    fn s1_has_three_candidates_and_a_host_route() {
+        let t = topo();
+        let n = t.ports(t.switch_by_name("s1").unwrap().id).len();
+        let opts = Options {
+            ifnames: (0..n).map(|i| format!("p{i}")).collect(),
+            ..Default::default()
+        };
+        let c = from_topology(&t, "s1", &opts, mac).unwrap();
+        assert_eq!(c.ports.len(), n);
+        let to_b = c
+            .routes
+            .iter()
+            .find(|r| r.prefix.to_string() == "10.0.2.0/24")
+            .unwrap();
+        assert_eq!(to_b.candidates.len(), 3);
+        assert!(c
+            .routes
+            .iter()
+            .any(|r| r.prefix.to_string() == "10.0.1.2/32"));
+        // Emulated links carry the topology's rate and delay.
+        assert!(c.ports.iter().all(|p| p.egress.rate_bps > 0));
+        assert!(c.flow_idle_timeout_ns >= 1_000_000_000);
+    }
+
+    #[test]
+    fn wrong_port_count_is_an_error() {
+        let opts = Options {
+            ifnames: vec!["x".into()],
+            ..Default::default()
+        };
+        let e = from_topology(&topo(), "s1", &opts, mac).unwrap_err();
+        assert!(e.0.contains("interfaces were given"), "{e}");
+        let e = from_topology(&topo(), "nope", &Options::default(), mac).unwrap_err();
+        assert!(e.0.contains("no switch named"), "{e}");
+    }
+
+    #[test]
+    fn seeds_differ_between_switches() {
+        assert_ne!(seed_of("s1"), seed_of("s2"));
+    }
+}

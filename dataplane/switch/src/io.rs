@@ -1,0 +1,49 @@
+//! Packet I/O behind one narrow trait, so the whole forwarding pipeline
+//! runs over AF_XDP sockets in production and over memory in tests.
+//!
+//! Frames live in one shared frame memory (the AF_XDP UMEM): a [`Frame`]
+//! names a buffer in it. A frame received on one port is transmitted on
+//! another without a copy, and every frame the switch drops is handed back
+//! with [`PacketIo::release`] so the pool never leaks.
+
+/// A frame buffer: its offset in the frame memory and the frame's length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset of the first byte of the frame in the frame memory.
+    pub addr: u64,
+    /// Frame length in bytes.
+    pub len: u32,
+}
+
+/// What the switch needs from its ports.
+pub trait PacketIo {
+    /// Number of ports (indices `0..ports()`).
+    fn ports(&self) -> usize;
+
+    /// Appends up to `max` received frames of `port` to `out`.
+    fn recv(&mut self, port: usize, out: &mut Vec<Frame>, max: usize);
+
+    /// The bytes of a frame the switch holds.
+    fn frame(&self, frame: Frame) -> &[u8];
+
+    /// The bytes of a frame the switch holds, for rewriting in place.
+    fn frame_mut(&mut self, frame: Frame) -> &mut [u8];
+
+    /// Queues frames for transmission on `port`; returns how many (a
+    /// prefix of `frames`) were taken. The caller still owns the rest.
+    fn send(&mut self, port: usize, frames: &[Frame]) -> usize;
+
+    /// Returns frames the switch no longer needs to the free pool.
+    fn release(&mut self, frames: &[Frame]);
+
+    /// Pushes queued transmissions out and recycles completed ones. Called
+    /// once per poll-loop iteration.
+    fn flush(&mut self);
+
+    /// Whether the port's link is up (carrier).
+    fn link_up(&mut self, port: usize) -> bool;
+
+    /// Blocks until a port has frames or `timeout_ns` passes (`None`: no
+    /// timeout). Event mode only; busy polling never calls it.
+    fn wait(&mut self, timeout_ns: Option<u64>);
+}

@@ -1,0 +1,430 @@
+//! `lcmp-switch`: the AF_XDP DCI switch daemon.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use lcmp_ebpf::XdpMode;
+use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
+use lcmp_switch::config::{from_topology, EcnFractions, Options};
+use lcmp_switch::io::PacketIo;
+use lcmp_switch::stats;
+use lcmp_switch::switch::Switch;
+use lcmp_switch::xsk::{XskConfig, XskIo};
+use lcmp_topology::tables::PathMetric;
+use lcmp_topology::Topology;
+use tracing::{info, warn};
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "LCMP inter-datacenter switch over AF_XDP",
+    long_about = "LCMP inter-datacenter switch over AF_XDP.\n\n\
+    Reads its ports and routes from the topology file (the part of switch \
+    --switch), attaches an XDP program to every port that steers IPv4/IPv6 \
+    data into an AF_XDP socket (ARP, ND and everything else stays with the \
+    kernel), and forwards: each new flow's egress port is chosen by the \
+    policy among the route's candidate next hops and kept for the flow's \
+    life. Each egress port has a byte-limited buffer with ECN marking and, \
+    unless --no-emulation, emulates its link's rate and one-way delay from \
+    the topology (this kernel has no netem, and AF_XDP transmission bypasses \
+    qdiscs). SIGINT/SIGTERM detach the XDP programs and exit."
+)]
+struct Args {
+    /// Topology file (TOML).
+    #[arg(long, short)]
+    topology: PathBuf,
+    /// Name of this switch in the topology file.
+    #[arg(long, short)]
+    switch: String,
+    /// Interface of each port, in the topology's port order (repeat, or
+    /// comma-separate). Default: the interface names in the topology file.
+    #[arg(long = "port", value_delimiter = ',')]
+    ports: Vec<String>,
+    /// MAC address of the device at the far end of a port: IFNAME=MAC
+    /// (repeatable). Ports without one use the kernel's ARP table, else
+    /// learn it from the first frame they receive.
+    #[arg(long = "peer-mac", value_parser = parse_peer_mac)]
+    peer_macs: Vec<(String, [u8; 6])>,
+    /// Path-selection policy.
+    #[arg(long, default_value = "lcmp", value_parser = parse_policy)]
+    policy: Policy,
+    /// LCMP: weight of the path cost C_path.
+    #[arg(long, default_value_t = 3)]
+    alpha: u32,
+    /// LCMP: weight of the congestion cost C_cong.
+    #[arg(long, default_value_t = 1)]
+    beta: u32,
+    /// LCMP: fraction of the live candidates kept, as N/D.
+    #[arg(long, default_value = "1/2", value_parser = parse_fraction)]
+    keep: (u8, u8),
+    /// LCMP: routes with at most this many live candidates keep them all.
+    #[arg(long, default_value_t = 3)]
+    keep_all_up_to: u8,
+    /// What C_path describes: the whole path or the local link only.
+    #[arg(long, value_enum, default_value = "path")]
+    metric: Metric,
+    /// Weight of the delay score in C_path.
+    #[arg(long, default_value_t = 3)]
+    w_delay: u32,
+    /// Weight of the capacity score in C_path.
+    #[arg(long, default_value_t = 1)]
+    w_capacity: u32,
+    /// Congestion sampling interval, microseconds.
+    #[arg(long, default_value_t = 100)]
+    sample_interval_us: u64,
+    /// Flow cache capacity (flows).
+    #[arg(long, default_value_t = 1 << 16)]
+    flow_capacity: usize,
+    /// Idle time after which a flow may change path, milliseconds. Default:
+    /// 1 s or twice the largest path RTT, whichever is larger.
+    #[arg(long)]
+    flow_timeout_ms: Option<u64>,
+    /// Flow hash seed. Default: derived from the switch name.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Forward at line rate: no link-rate shaping or delay emulation.
+    #[arg(long)]
+    no_emulation: bool,
+    /// ECN marking thresholds as fractions of the port buffer: KMIN,KMAX,PMAX.
+    #[arg(long, default_value = "0.2,0.8,0.2", value_parser = parse_ecn)]
+    ecn: EcnFractions,
+    /// Disable ECN marking.
+    #[arg(long)]
+    no_ecn: bool,
+    /// XDP attach mode.
+    #[arg(long, value_enum, default_value = "auto")]
+    xdp_mode: Mode,
+    /// Busy: spin on one core (lowest latency). Event: sleep in poll() on
+    /// the sockets and timer deadlines (near zero CPU when idle; several
+    /// switches can share cores).
+    #[arg(long, value_enum, default_value = "event")]
+    poll: PollMode,
+    /// Pin the poll thread to this CPU.
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Frames received per port per poll.
+    #[arg(long, default_value_t = 64)]
+    batch: usize,
+    /// Frames in the shared UMEM (all ports).
+    #[arg(long, default_value_t = 1 << 16)]
+    frames: u32,
+    /// Entries per AF_XDP ring.
+    #[arg(long, default_value_t = 2048)]
+    ring_size: u32,
+    /// Write counters as JSON to this file (atomically replaced).
+    #[arg(long)]
+    stats_file: Option<PathBuf>,
+    /// How often the stats file is written, milliseconds.
+    #[arg(long, default_value_t = 500)]
+    stats_interval_ms: u64,
+    /// Link-state check interval, milliseconds.
+    #[arg(long, default_value_t = 2)]
+    link_check_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Metric {
+    Path,
+    Local,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Mode {
+    Auto,
+    Native,
+    Generic,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PollMode {
+    Busy,
+    Event,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::from_name(s)
+        .ok_or_else(|| format!("unknown policy; one of {}", Policy::NAMES.join(", ")))
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"));
+    }
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(parts) {
+        *b = u8::from_str_radix(p, 16).map_err(|_| format!("{s:?} is not a MAC address"))?;
+    }
+    Ok(m)
+}
+
+fn parse_peer_mac(s: &str) -> Result<(String, [u8; 6]), String> {
+    let (ifname, mac) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected IFNAME=MAC"))?;
+    Ok((ifname.to_string(), parse_mac(mac)?))
+}
+
+fn parse_fraction(s: &str) -> Result<(u8, u8), String> {
+    let (n, d) = s.split_once('/').ok_or("expected N/D, e.g. 1/2")?;
+    let n: u8 = n.trim().parse().map_err(|_| "bad numerator")?;
+    let d: u8 = d.trim().parse().map_err(|_| "bad denominator")?;
+    if d == 0 || n == 0 || n > d {
+        return Err("need 0 < N <= D".into());
+    }
+    Ok((n, d))
+}
+
+fn parse_ecn(s: &str) -> Result<EcnFractions, String> {
+    let v: Vec<f64> = s
+        .split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .map_err(|_| format!("{x:?} is not a number"))
+        })
+        .collect::<Result<_, _>>()?;
+    match v[..] {
+        [kmin, kmax, pmax]
+            if 0.0 <= kmin && kmin < kmax && kmax <= 1.0 && (0.0..=1.0).contains(&pmax) =>
+        {
+            Ok(EcnFractions { kmin, kmax, pmax })
+        }
+        _ => Err("expected KMIN,KMAX,PMAX with 0 <= KMIN < KMAX <= 1 and 0 <= PMAX <= 1".into()),
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; sigaction is given a zeroed, then filled,
+        // struct that lives across the call.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec to a valid pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn own_mac(ifname: &str) -> Result<[u8; 6], String> {
+    let path = format!("/sys/class/net/{ifname}/address");
+    let s =
+        std::fs::read_to_string(&path).map_err(|e| format!("no such interface ({path}: {e})"))?;
+    parse_mac(s.trim())
+}
+
+/// Peer MACs from the kernel's IPv4 neighbour table (the peer of a point to
+/// point port is its only neighbour there).
+fn arp_table_macs() -> HashMap<String, [u8; 6]> {
+    let mut out = HashMap::new();
+    if let Ok(t) = std::fs::read_to_string("/proc/net/arp") {
+        for line in t.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // IP, HW type, Flags, HW address, Mask, Device; flags 0x2 = complete.
+            if f.len() >= 6 && f[2] != "0x0" {
+                if let Ok(m) = parse_mac(f[3]) {
+                    out.insert(f[5].to_string(), m);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn write_stats(path: &PathBuf, value: &serde_json::Value) {
+    let tmp = path.with_extension("tmp");
+    let ok = std::fs::write(&tmp, value.to_string()).and_then(|_| std::fs::rename(&tmp, path));
+    if let Err(e) = ok {
+        warn!("cannot write stats file {}: {e}", path.display());
+    }
+}
+
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let topo = Topology::load(&args.topology)?;
+    let lcmp = LcmpParams {
+        alpha: args.alpha,
+        beta: args.beta,
+        keep_num: args.keep.0,
+        keep_den: args.keep.1,
+        keep_all_up_to: args.keep_all_up_to,
+        ..Default::default()
+    };
+    let policy = match args.policy {
+        Policy::Lcmp(p) => Policy::Lcmp(LcmpParams {
+            alpha: if p.alpha == 0 { 0 } else { lcmp.alpha },
+            beta: if p.beta == 0 { 0 } else { lcmp.beta },
+            ..lcmp
+        }),
+        other => other,
+    };
+    let mut peer_macs = arp_table_macs();
+    peer_macs.extend(args.peer_macs.iter().cloned());
+    let opts = Options {
+        policy,
+        path_cost: PathCostParams {
+            w_delay: args.w_delay,
+            w_capacity: args.w_capacity,
+            ..Default::default()
+        },
+        metric: match args.metric {
+            Metric::Path => PathMetric::Path,
+            Metric::Local => PathMetric::LocalLink,
+        },
+        congestion: CongestionParams {
+            sample_interval_ns: args.sample_interval_us * 1_000,
+            ..Default::default()
+        },
+        emulate_links: !args.no_emulation,
+        ecn: (!args.no_ecn).then_some(args.ecn),
+        flow_capacity: args.flow_capacity,
+        flow_idle_timeout_ns: args.flow_timeout_ms.map(|ms| ms * 1_000_000),
+        seed: args.seed,
+        batch_size: args.batch,
+        link_check_interval_ns: args.link_check_ms.max(1) * 1_000_000,
+        ifnames: args.ports.clone(),
+        peer_macs,
+    };
+    let config = from_topology(&topo, &args.switch, &opts, own_mac)?;
+    let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
+    let io = XskIo::open(
+        &ifnames,
+        &XskConfig {
+            frames: args.frames,
+            ring_size: args.ring_size,
+            xdp_mode: match args.xdp_mode {
+                Mode::Auto => XdpMode::Auto,
+                Mode::Native => XdpMode::Native,
+                Mode::Generic => XdpMode::Generic,
+            },
+        },
+    )?;
+    for p in io.port_info() {
+        info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
+    }
+    let mut sw = Switch::new(config, io)?;
+    info!(
+        switch = %args.switch,
+        policy = sw_policy_name(&policy),
+        routes = sw.routes().len(),
+        poll = ?args.poll,
+        "forwarding"
+    );
+    install_signal_handlers();
+    if let Some(cpu) = args.cpu {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // within it; sched_setaffinity reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                warn!(
+                    "cannot pin to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+    if args.poll == PollMode::Event {
+        // SAFETY: PR_SET_TIMERSLACK takes an integer argument; 1 ns slack
+        // makes timer deadlines (shaper, delay line) wake on time.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
+    let stats_every = Duration::from_millis(args.stats_interval_ms.max(10));
+    let mut last_stats = Instant::now();
+    while !STOP.load(Ordering::Relaxed) {
+        let now = monotonic_ns();
+        let work = sw.poll(now);
+        if args.poll == PollMode::Event && work == 0 {
+            let deadline = sw.next_deadline();
+            let now = monotonic_ns();
+            if deadline > now {
+                sw.io().wait(Some(deadline - now));
+            }
+        }
+        if let Some(path) = &args.stats_file {
+            if last_stats.elapsed() >= stats_every {
+                write_stats(path, &stats_json(&sw));
+                last_stats = Instant::now();
+            }
+        }
+    }
+    info!("stopping: detaching XDP programs");
+    sw.drain();
+    let snapshot = stats_json(&sw);
+    if let Some(path) = &args.stats_file {
+        write_stats(path, &snapshot);
+    }
+    eprintln!("{snapshot}");
+    Ok(())
+}
+
+fn sw_policy_name(p: &Policy) -> &'static str {
+    p.name()
+}
+
+fn stats_json(sw: &Switch<XskIo>) -> serde_json::Value {
+    let mut v = stats::snapshot(sw);
+    let io_ports: Vec<serde_json::Value> = sw_io_info(sw);
+    v["xsk"] = serde_json::Value::Array(io_ports);
+    v
+}
+
+fn sw_io_info(sw: &Switch<XskIo>) -> Vec<serde_json::Value> {
+    let io = sw.io_ref();
+    io.port_info()
+        .into_iter()
+        .zip(io.steering())
+        .map(|(p, s)| {
+            let verdicts = s.counters().ok();
+            serde_json::json!({
+                "name": p.name,
+                "xdp_mode": p.xdp_mode.to_string(),
+                "rx_dropped": p.rx_dropped,
+                "rx_ring_full": p.rx_ring_full,
+                "fill_ring_empty": p.fill_ring_empty,
+                "tx_invalid": p.tx_invalid,
+                "xdp": verdicts.map(|c| c.as_pairs().iter().map(|(k, v)| ((*k).to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>()),
+            })
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lcmp-switch: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

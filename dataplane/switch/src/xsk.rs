@@ -1,0 +1,427 @@
+//! [`PacketIo`] over AF_XDP sockets: one socket per port (queue 0), all
+//! sharing one UMEM, so a frame received on one port is transmitted on
+//! another without a copy in user space. The XDP program of `lcmp-ebpf`
+//! steers each port's IP traffic into its socket.
+//!
+//! Frame life cycle: free pool -> a port's fill ring -> (kernel receives)
+//! -> RX ring -> the switch -> a TX ring -> completion ring -> free pool.
+//! Drops go back to the free pool directly. On veth the kernel copies frames
+//! (no zero-copy), and copy-mode transmission happens inside `sendto()`, 32
+//! frames per call, so [`PacketIo::flush`] kicks each port with pending
+//! transmissions until its ring drains.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::num::NonZeroU32;
+use std::os::unix::fs::FileExt;
+use std::ptr::NonNull;
+
+use lcmp_ebpf::{AttachedMode, XdpMode, XdpSteering};
+use xdpilone::xdp::XdpDesc;
+use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
+
+use crate::io::{Frame, PacketIo};
+
+/// UMEM chunk size: one frame per chunk (MTU-sized frames; no multi-buffer).
+pub const FRAME_SIZE: u32 = 2048;
+
+/// `XDP_COPY` bind flag: copy mode (the only mode veth offers). Asked for
+/// explicitly so a NIC that could do zero-copy behaves the same as the
+/// testbed unless the user chooses otherwise.
+const XDP_COPY: u16 = 1 << 1;
+
+/// Sizing of the sockets.
+#[derive(Clone, Debug)]
+pub struct XskConfig {
+    /// Frames in the shared UMEM (all ports together).
+    pub frames: u32,
+    /// Entries of each RX, TX, fill and completion ring (power of two).
+    pub ring_size: u32,
+    /// XDP attach mode.
+    pub xdp_mode: XdpMode,
+}
+
+/// Errors setting up AF_XDP ports, each naming the interface and the step.
+#[derive(Debug)]
+pub struct XskError(pub String);
+
+impl std::fmt::Display for XskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for XskError {}
+
+/// Anonymous memory for the UMEM, unmapped on drop.
+struct Area {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Area {
+    fn new(len: usize) -> Result<Self, XskError> {
+        // SAFETY: an anonymous private mapping with no address hint has no
+        // preconditions; the result is checked against MAP_FAILED.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(XskError(format!(
+                "cannot map {len} bytes of frame memory: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(Area {
+            ptr: NonNull::new(p.cast()).ok_or_else(|| XskError("mmap returned null".into()))?,
+            len,
+        })
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly the mapping made in `new`, and every
+        // socket using it (fields declared before `area` in `XskIo`) has
+        // been dropped already.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}
+
+struct Port {
+    name: String,
+    rx: RingRx,
+    tx: RingTx,
+    fill_comp: DeviceQueue,
+    /// Keeps the socket's rings registered.
+    _user: User,
+    /// Detaches the XDP program when dropped.
+    steering: XdpSteering,
+    carrier: Option<File>,
+    /// Frames committed to the TX ring and not yet completed.
+    in_tx: u32,
+}
+
+/// AF_XDP ports over one shared UMEM.
+pub struct XskIo {
+    // Field order is drop order: sockets and programs before the UMEM
+    // registration, the UMEM before its memory.
+    ports: Vec<Port>,
+    _umem: Umem,
+    area: Area,
+    free: Vec<u64>,
+    ring_size: u32,
+    poll_fds: Vec<libc::pollfd>,
+}
+
+/// Per-port AF_XDP details for logs and metrics.
+#[derive(Clone, Debug)]
+pub struct XskPortInfo {
+    /// Interface name.
+    pub name: String,
+    /// XDP mode the steering program runs in.
+    pub xdp_mode: AttachedMode,
+    /// Socket statistics: frames dropped for lack of RX ring space or fill
+    /// buffers, invalid descriptors.
+    pub rx_dropped: u64,
+    /// RX ring full events.
+    pub rx_ring_full: u64,
+    /// Fill ring empty events (no free frame to receive into).
+    pub fill_ring_empty: u64,
+    /// Invalid TX descriptors.
+    pub tx_invalid: u64,
+}
+
+fn io_err(ifname: &str, what: &str, e: impl std::fmt::Debug) -> XskError {
+    XskError(format!("{ifname}: {what}: {e:?}"))
+}
+
+impl XskIo {
+    /// Opens an AF_XDP socket on queue 0 of every interface in `ifnames`
+    /// (port i = `ifnames[i]`) and attaches the steering program.
+    pub fn open(ifnames: &[String], config: &XskConfig) -> Result<Self, XskError> {
+        if ifnames.is_empty() {
+            return Err(XskError("no ports given".into()));
+        }
+        let ring = config.ring_size.next_power_of_two();
+        let frames = config.frames.max(ring * 2 * ifnames.len() as u32);
+        let area = Area::new(frames as usize * FRAME_SIZE as usize)?;
+        let umem_config = UmemConfig {
+            fill_size: ring,
+            complete_size: ring,
+            frame_size: FRAME_SIZE,
+            headroom: 0,
+            flags: 0,
+        };
+        let region = NonNull::slice_from_raw_parts(area.ptr, area.len);
+        // SAFETY: the region is a fresh page-aligned mapping owned by the
+        // returned `XskIo`, which drops the UMEM (and every socket) before
+        // unmapping it.
+        let umem = unsafe { Umem::new(umem_config, region) }
+            .map_err(|e| io_err(&ifnames[0], "UMEM registration", e))?;
+        let first_config = SocketConfig {
+            rx_size: NonZeroU32::new(ring),
+            tx_size: NonZeroU32::new(ring),
+            bind_flags: XDP_COPY,
+        };
+        // Sockets sharing the UMEM bind with the shared-UMEM flag alone
+        // (anything more is EINVAL); they inherit copy mode from the first.
+        let shared_config = SocketConfig {
+            bind_flags: 0,
+            ..first_config.clone()
+        };
+        let mut ports = Vec::new();
+        for (i, name) in ifnames.iter().enumerate() {
+            let cname = CString::new(name.as_str())
+                .map_err(|_| XskError(format!("{name:?}: not an interface name")))?;
+            let mut info = IfInfo::invalid();
+            info.from_name(&cname)
+                .map_err(|e| io_err(name, "no such interface", e))?;
+            info.set_queue(0);
+            let socket = if i == 0 {
+                Socket::with_shared(&info, &umem)
+            } else {
+                Socket::new(&info)
+            }
+            .map_err(|e| io_err(name, "AF_XDP socket", e))?;
+            let fill_comp = umem
+                .fq_cq(&socket)
+                .map_err(|e| io_err(name, "fill/completion rings", e))?;
+            let user = umem
+                .rx_tx(
+                    &socket,
+                    if i == 0 {
+                        &first_config
+                    } else {
+                        &shared_config
+                    },
+                )
+                .map_err(|e| io_err(name, "RX/TX rings", e))?;
+            umem.bind(&user)
+                .map_err(|e| io_err(name, "bind (copy mode, queue 0)", e))?;
+            let rx = user.map_rx().map_err(|e| io_err(name, "map RX ring", e))?;
+            let tx = user.map_tx().map_err(|e| io_err(name, "map TX ring", e))?;
+            let mut steering = XdpSteering::attach(name, config.xdp_mode)
+                .map_err(|e| XskError(format!("{name}: XDP attach: {e}")))?;
+            steering
+                .register_socket(0, user.as_raw_fd())
+                .map_err(|e| XskError(format!("{name}: XSKMAP insert: {e}")))?;
+            let carrier = File::open(format!("/sys/class/net/{name}/carrier")).ok();
+            ports.push(Port {
+                name: name.clone(),
+                rx,
+                tx,
+                fill_comp,
+                _user: user,
+                steering,
+                carrier,
+                in_tx: 0,
+            });
+        }
+        let free = (0..frames as u64)
+            .rev()
+            .map(|i| i * FRAME_SIZE as u64)
+            .collect();
+        let poll_fds = ports
+            .iter()
+            .map(|p| libc::pollfd {
+                fd: p.rx.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let mut io = XskIo {
+            ports,
+            _umem: umem,
+            area,
+            free,
+            ring_size: ring,
+            poll_fds,
+        };
+        io.refill();
+        Ok(io)
+    }
+
+    /// Per-port details: XDP mode and socket drop statistics.
+    pub fn port_info(&self) -> Vec<XskPortInfo> {
+        self.ports
+            .iter()
+            .map(|p| {
+                let s = p.fill_comp.statistics_v2().ok();
+                XskPortInfo {
+                    name: p.name.clone(),
+                    xdp_mode: p.steering.mode(),
+                    rx_dropped: s.as_ref().map_or(0, |s| s.rx_dropped),
+                    rx_ring_full: s.as_ref().map_or(0, |s| s.rx_ring_full),
+                    fill_ring_empty: s.as_ref().map_or(0, |s| s.rx_fill_ring_empty_descs),
+                    tx_invalid: s.as_ref().map_or(0, |s| s.tx_invalid_descs),
+                }
+            })
+            .collect()
+    }
+
+    /// The steering program's verdict counters of every port.
+    pub fn steering(&self) -> impl Iterator<Item = &XdpSteering> {
+        self.ports.iter().map(|p| &p.steering)
+    }
+
+    /// Frames in the free pool.
+    pub fn free_frames(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Base address of the chunk holding `addr` (RX descriptors may point
+    /// past the chunk start).
+    #[inline]
+    fn chunk(addr: u64) -> u64 {
+        addr & !(FRAME_SIZE as u64 - 1)
+    }
+
+    /// Keeps every fill ring full from the free pool.
+    fn refill(&mut self) {
+        for p in &mut self.ports {
+            if self.free.is_empty() {
+                return;
+            }
+            let want = self.ring_size.min(self.free.len() as u32);
+            let mut w = p.fill_comp.fill(want);
+            let n = w.insert(self.free.iter().rev().copied()) as usize;
+            w.commit();
+            drop(w);
+            self.free.truncate(self.free.len() - n);
+        }
+    }
+
+    #[inline]
+    fn bytes(&self, f: Frame) -> Option<(usize, usize)> {
+        let start = f.addr as usize;
+        let end = start.checked_add(f.len as usize)?;
+        (end <= self.area.len && f.len <= FRAME_SIZE).then_some((start, end))
+    }
+}
+
+impl PacketIo for XskIo {
+    fn ports(&self) -> usize {
+        self.ports.len()
+    }
+
+    #[inline]
+    fn recv(&mut self, port: usize, out: &mut Vec<Frame>, max: usize) {
+        let p = &mut self.ports[port];
+        let mut r = p.rx.receive(max as u32);
+        while let Some(d) = r.read() {
+            out.push(Frame {
+                addr: d.addr,
+                len: d.len,
+            });
+        }
+        r.release();
+    }
+
+    #[inline]
+    fn frame(&self, f: Frame) -> &[u8] {
+        match self.bytes(f) {
+            // SAFETY: the range lies inside the mapping (checked), and a
+            // frame the switch holds is not in any kernel ring, so the
+            // kernel does not write it while this borrow lives.
+            Some((start, end)) => unsafe {
+                std::slice::from_raw_parts(self.area.ptr.as_ptr().add(start), end - start)
+            },
+            None => &[],
+        }
+    }
+
+    #[inline]
+    fn frame_mut(&mut self, f: Frame) -> &mut [u8] {
+        match self.bytes(f) {
+            // SAFETY: as in `frame`; `&mut self` makes this the only
+            // borrow of the frame memory.
+            Some((start, end)) => unsafe {
+                std::slice::from_raw_parts_mut(self.area.ptr.as_ptr().add(start), end - start)
+            },
+            None => &mut [],
+        }
+    }
+
+    #[inline]
+    fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
+        let p = &mut self.ports[port];
+        let mut w = p.tx.transmit(frames.len() as u32);
+        let n = w.insert(frames.iter().map(|f| XdpDesc {
+            addr: f.addr,
+            len: f.len,
+            options: 0,
+        }));
+        w.commit();
+        drop(w);
+        p.in_tx += n;
+        n as usize
+    }
+
+    fn release(&mut self, frames: &[Frame]) {
+        self.free.extend(frames.iter().map(|f| Self::chunk(f.addr)));
+    }
+
+    fn flush(&mut self) {
+        for p in &mut self.ports {
+            if p.in_tx > 0 {
+                // Copy-mode TX runs inside sendto(), 32 frames per call.
+                for _ in 0..=(p.tx.pending() / 32 + 1) {
+                    p.tx.wake();
+                    if p.tx.pending() == 0 {
+                        break;
+                    }
+                }
+                let mut c = p.fill_comp.complete(p.in_tx);
+                let mut n = 0;
+                while let Some(addr) = c.read() {
+                    self.free.push(Self::chunk(addr));
+                    n += 1;
+                }
+                c.release();
+                drop(c);
+                p.in_tx -= n;
+            }
+        }
+        self.refill();
+    }
+
+    fn link_up(&mut self, port: usize) -> bool {
+        let mut b = [0u8; 2];
+        match &self.ports[port].carrier {
+            // An interface that is administratively down fails the read.
+            Some(f) => matches!(f.read_at(&mut b, 0), Ok(n) if n >= 1 && b[0] == b'1'),
+            None => true,
+        }
+    }
+
+    fn wait(&mut self, timeout_ns: Option<u64>) {
+        let ts = timeout_ns.map(|ns| libc::timespec {
+            tv_sec: (ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        });
+        let tsp = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: poll_fds is a live, correctly sized array of pollfd, tsp
+        // is null or points at a live timespec, and no signal mask is
+        // passed.
+        unsafe {
+            libc::ppoll(
+                self.poll_fds.as_mut_ptr(),
+                self.poll_fds.len() as libc::nfds_t,
+                tsp,
+                std::ptr::null(),
+            );
+        }
+    }
+}

@@ -1,0 +1,450 @@
+//! The whole switch, frame in -> frame out, over in-memory ports: no root,
+//! synthetic clock.
+
+use lcmp_policy::{Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
+use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::mem_io::MemIo;
+use lcmp_switch::routing::Route;
+use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
+use lcmp_wire::testing::{ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder};
+use lcmp_wire::Ecn;
+
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+const HOST_A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+
+fn mac(port: u8) -> [u8; 6] {
+    [2, 0, 0, 0, 1, port]
+}
+
+fn peer(port: u8) -> [u8; 6] {
+    [2, 0, 0, 0, 2, port]
+}
+
+/// A switch like s1 of the 2dc-3path testbed: port 0 faces host A
+/// (10.0.1.2), ports 1-3 are three paths towards 10.0.2.0/24 with C_path
+/// 10, 40, 80 (ascending cost).
+struct Bed {
+    sw: Switch<MemIo>,
+}
+
+fn unshaped() -> EgressConfig {
+    EgressConfig {
+        rate_bps: 0,
+        delay_ns: 0,
+        buffer_bytes: 1 << 20,
+        ecn: None,
+        max_in_flight: 4096,
+    }
+}
+
+fn bed(policy: Policy, egress: [EgressConfig; 4]) -> Bed {
+    let ports = egress
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| PortConfig {
+            name: format!("p{i}"),
+            mac: mac(i as u8),
+            peer_mac: Some(if i == 0 { HOST_A } else { peer(i as u8) }),
+            egress: e,
+        })
+        .collect();
+    let paths: Vec<Candidate> = [(1, 10), (2, 40), (3, 80)]
+        .iter()
+        .map(|&(port, c_path)| Candidate {
+            port,
+            c_path,
+            capacity_bps: 1_000_000_000,
+        })
+        .collect();
+    let routes = vec![
+        Route {
+            prefix: "10.0.2.0/24".parse().unwrap(),
+            candidates: CandidateSet::new(&paths).unwrap(),
+        },
+        Route {
+            prefix: "fd00:2::/64".parse().unwrap(),
+            candidates: CandidateSet::new(&paths).unwrap(),
+        },
+        Route {
+            prefix: "10.0.1.2/32".parse().unwrap(),
+            candidates: CandidateSet::new(&[Candidate {
+                port: 0,
+                c_path: 0,
+                capacity_bps: 10_000_000_000,
+            }])
+            .unwrap(),
+        },
+    ];
+    let config = SwitchConfig {
+        ports,
+        routes,
+        policy,
+        congestion: CongestionParams::default(),
+        flow_capacity: 4096,
+        flow_idle_timeout_ns: 1_000 * MS,
+        seed: 7,
+        batch_size: 64,
+        link_check_interval_ns: 100 * US,
+    };
+    Bed {
+        sw: Switch::new(config, MemIo::new(4, 8192)).unwrap(),
+    }
+}
+
+fn lcmp_keep_two_of_three() -> Policy {
+    Policy::Lcmp(LcmpParams {
+        keep_all_up_to: 2,
+        keep_num: 2,
+        keep_den: 3,
+        ..Default::default()
+    })
+}
+
+fn udp_a_to_b(sport: u16, seq: u16) -> Vec<u8> {
+    FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+        .macs(HOST_A, mac(0))
+        .ttl(64)
+        .udp(sport, 5001)
+        .payload(&seq.to_be_bytes())
+        .build()
+}
+
+/// Sends frames into port 0, polls, returns (port, frame) of everything
+/// sent out.
+fn run(b: &mut Bed, frames: &[Vec<u8>], now: u64) -> Vec<(usize, Vec<u8>)> {
+    for f in frames {
+        assert!(b.sw.io().inject(0, f));
+        // Keep the receive batches small enough for the ring.
+    }
+    let mut out = Vec::new();
+    for _ in 0..(frames.len() / 64 + 2) {
+        b.sw.poll(now);
+    }
+    for p in 0..4 {
+        for f in b.sw.io().take_sent(p) {
+            out.push((p, f));
+        }
+    }
+    out
+}
+
+#[test]
+fn forwards_and_rewrites_ipv4() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let input = udp_a_to_b(1000, 1);
+    let out = run(&mut b, std::slice::from_ref(&input), 0);
+    assert_eq!(out.len(), 1);
+    let (port, f) = &out[0];
+    assert!((1..=3).contains(port));
+    assert_eq!(&f[0..6], &peer(*port as u8));
+    assert_eq!(&f[6..12], &mac(*port as u8));
+    assert_eq!(f[14 + 8], 63, "TTL decremented");
+    assert_eq!(ipv4_header_checksum_ok(f), Some(true));
+    assert_eq!(l4_checksum_ok(f), Some(true));
+    // Only the MACs, TTL and header checksum changed.
+    assert_eq!(f.len(), input.len());
+    let changed: Vec<usize> = (0..f.len()).filter(|&i| f[i] != input[i]).collect();
+    assert!(
+        changed
+            .iter()
+            .all(|&i| i < 12 || i == 22 || i == 24 || i == 25),
+        "{changed:?}"
+    );
+}
+
+#[test]
+fn forwards_ipv6_and_back_to_the_host() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let v6 = FrameBuilder::ipv6(
+        "fd00:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+        "fd00:2::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+    )
+    .macs(HOST_A, mac(0))
+    .ttl(9)
+    .tcp(40000, 80)
+    .build();
+    let out = run(&mut b, &[v6], 0);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1[14 + 7], 8, "hop limit decremented");
+    assert_eq!(l4_checksum_ok(&out[0].1), Some(true));
+    // The reverse direction: from a path port to host A.
+    let back = FrameBuilder::ipv4([10, 0, 2, 2], [10, 0, 1, 2])
+        .macs(peer(2), mac(2))
+        .udp(5001, 1000)
+        .build();
+    assert!(b.sw.io().inject(2, &back));
+    b.sw.poll(0);
+    let sent = b.sw.io().take_sent(0);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(&sent[0][0..6], &HOST_A);
+}
+
+#[test]
+fn every_flow_leaves_by_one_port_in_order() {
+    let mut b = bed(
+        lcmp_keep_two_of_three(),
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let mut frames = Vec::new();
+    for seq in 0..50u16 {
+        for flow in 0..40u16 {
+            frames.push(udp_a_to_b(2000 + flow, seq));
+        }
+    }
+    let mut ports_of: std::collections::HashMap<u16, usize> = Default::default();
+    let mut next_seq: std::collections::HashMap<u16, u16> = Default::default();
+    for chunk in frames.chunks(400) {
+        for (port, f) in run(&mut b, chunk, 0) {
+            let sport = u16::from_be_bytes([f[34], f[35]]);
+            let seq = u16::from_be_bytes([f[42], f[43]]);
+            assert_eq!(
+                *ports_of.entry(sport).or_insert(port),
+                port,
+                "flow {sport} moved"
+            );
+            let want = next_seq.entry(sport).or_insert(0);
+            assert_eq!(seq, *want, "flow {sport} reordered");
+            *want += 1;
+        }
+    }
+    assert_eq!(next_seq.values().map(|&n| n as usize).sum::<usize>(), 2000);
+    // LCMP keeping 2 of 3 at light load: the costliest path (port 3) unused.
+    let used: std::collections::HashSet<usize> = ports_of.values().copied().collect();
+    assert_eq!(used, [1, 2].into_iter().collect());
+    assert_eq!(b.sw.router_stats().inserts, 40);
+}
+
+#[test]
+fn ecmp_uses_every_path() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let frames: Vec<Vec<u8>> = (0..60).map(|f| udp_a_to_b(3000 + f, 0)).collect();
+    let used: std::collections::HashSet<usize> = run(&mut b, &frames, 0)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(used, [1, 2, 3].into_iter().collect());
+}
+
+#[test]
+fn link_down_moves_only_its_flows() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let frames: Vec<Vec<u8>> = (0..60).map(|f| udp_a_to_b(4000 + f, 0)).collect();
+    let first: std::collections::HashMap<u16, usize> = run(&mut b, &frames, 0)
+        .into_iter()
+        .map(|(p, f)| (u16::from_be_bytes([f[34], f[35]]), p))
+        .collect();
+    b.sw.io().set_link(2, false);
+    // The next poll after the link check interval sees it.
+    let later = run(&mut b, &frames, MS);
+    assert_eq!(later.len(), 60, "nothing lost after the link check");
+    for (p, f) in later {
+        let sport = u16::from_be_bytes([f[34], f[35]]);
+        assert_ne!(p, 2);
+        if first[&sport] != 2 {
+            assert_eq!(p, first[&sport], "flow {sport} on a live path moved");
+        }
+    }
+    let moved = first.values().filter(|&&p| p == 2).count() as u64;
+    assert!(moved > 0);
+    assert_eq!(b.sw.router_stats().failovers, moved);
+}
+
+#[test]
+fn shaper_and_delay_line_emulate_the_link() {
+    // Path ports at 100 Mbit/s and 5 ms: a 1000-byte frame takes 80 us.
+    let link = EgressConfig {
+        rate_bps: 100_000_000,
+        delay_ns: 5 * MS,
+        buffer_bytes: 1 << 20,
+        ecn: None,
+        max_in_flight: 4096,
+    };
+    let mut b = bed(Policy::Ecmp, [unshaped(), link, link, link]);
+    // One flow, 10 frames of 1000 bytes at t = 0.
+    let frames: Vec<Vec<u8>> = (0..10)
+        .map(|seq| {
+            FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+                .macs(HOST_A, mac(0))
+                .udp(5555, 5001)
+                .payload(&[seq as u8; 958])
+                .build()
+        })
+        .collect();
+    assert_eq!(frames[0].len(), 1000);
+    for f in &frames {
+        b.sw.io().inject(0, f);
+    }
+    b.sw.poll(0);
+    let sent_at = |b: &mut Bed, t: u64| -> usize {
+        b.sw.poll(t);
+        (1..4).map(|p| b.sw.io().take_sent(p).len()).sum()
+    };
+    // Frame k finishes serializing at 80(k+1) us and arrives 5 ms later.
+    assert_eq!(sent_at(&mut b, 5 * MS + 80 * US - 1), 0);
+    assert_eq!(sent_at(&mut b, 5 * MS + 80 * US), 1);
+    assert_eq!(sent_at(&mut b, 5 * MS + 239 * US), 1);
+    assert_eq!(sent_at(&mut b, 5 * MS + 800 * US), 8);
+    assert!(b.sw.next_deadline() > 5 * MS + 800 * US);
+    assert_eq!(sent_at(&mut b, 10 * MS), 0);
+}
+
+#[test]
+fn full_buffer_tail_drops_and_counts() {
+    let small = EgressConfig {
+        rate_bps: 1_000_000,
+        delay_ns: 0,
+        buffer_bytes: 5_000,
+        ecn: None,
+        max_in_flight: 4096,
+    };
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), small, small, small],
+    );
+    let frames: Vec<Vec<u8>> = (0..20)
+        .map(|_| {
+            FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+                .macs(HOST_A, mac(0))
+                .udp(7777, 5001)
+                .payload(&[0; 958])
+                .build()
+        })
+        .collect();
+    run(&mut b, &frames, 0);
+    let c = b.sw.counters();
+    // 5 frames of 1000 bytes fit the buffer (one may have left already).
+    assert!(c.queue_full >= 14 && c.queue_full <= 15, "{c:?}");
+}
+
+#[test]
+fn ecn_marks_ect_frames_in_a_deep_queue() {
+    let marking = EgressConfig {
+        rate_bps: 1_000_000,
+        delay_ns: 0,
+        buffer_bytes: 1 << 20,
+        ecn: Some(EcnConfig {
+            kmin_bytes: 2_000,
+            kmax_bytes: 4_000,
+            pmax: 0.5,
+        }),
+        max_in_flight: 4096,
+    };
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), marking, marking, marking],
+    );
+    let frames: Vec<Vec<u8>> = (0..40)
+        .map(|_| {
+            FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+                .macs(HOST_A, mac(0))
+                .ecn(Ecn::Ect0)
+                .udp(8888, 5001)
+                .payload(&[0; 958])
+                .build()
+        })
+        .collect();
+    run(&mut b, &frames, 0);
+    // Beyond 4 kB queued, every frame is marked: at least 35 of 40.
+    assert!(b.sw.counters().ce_marked >= 35, "{:?}", b.sw.counters());
+    // Marked frames leave with CE set and a valid checksum.
+    let out = run(&mut b, &[], 10_000 * MS);
+    let ce = out.iter().filter(|(_, f)| f[15] & 3 == 3).count();
+    assert!(ce >= 35);
+    assert!(out
+        .iter()
+        .all(|(_, f)| ipv4_header_checksum_ok(f) == Some(true)));
+}
+
+#[test]
+fn malformed_frames_are_counted_and_forwarding_goes_on() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let good = udp_a_to_b(9000, 0);
+    let mut bad: Vec<Vec<u8>> = vec![
+        good[..20].to_vec(), // truncated
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .ttl(1)
+            .udp(1, 2)
+            .build(),
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .ipv4_options(&[1, 1, 1, 1])
+            .udp(1, 2)
+            .build(),
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .ipv4_fragment(true, false, 0)
+            .udp(1, 2)
+            .build(),
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .vlan(5)
+            .udp(1, 2)
+            .build(),
+        FrameBuilder::ipv4([10, 0, 1, 2], [192, 0, 2, 1])
+            .udp(1, 2)
+            .build(), // no route
+        vec![0xff; 60],
+        vec![],
+    ];
+    let mut bad_ihl = good.clone();
+    bad_ihl[14] = 0x44;
+    bad.push(bad_ihl);
+    let mut rng = 0x1234_5678_9abc_def0u64;
+    for _ in 0..2000 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let len = (rng % 200) as usize;
+        bad.push((0..len).map(|i| (rng >> (i % 56)) as u8).collect());
+    }
+    let n_bad = bad.len() as u64;
+    let mut frames = bad;
+    frames.push(good);
+    let out = run(&mut b, &frames, 0);
+    assert_eq!(out.len(), 1, "the good frame still crosses");
+    let c = b.sw.counters();
+    assert_eq!(c.total_drops(), n_bad, "{c:?}");
+    assert_eq!(c.rx_frames, n_bad + 1);
+}
+
+#[test]
+fn no_frame_is_lost_from_the_pool() {
+    let small = EgressConfig {
+        rate_bps: 10_000_000,
+        delay_ns: 2 * MS,
+        buffer_bytes: 20_000,
+        ecn: None,
+        max_in_flight: 8,
+    };
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), small, small, small],
+    );
+    let before = b.sw.io().free_frames();
+    let frames: Vec<Vec<u8>> = (0..300)
+        .map(|i| udp_a_to_b(100 + (i % 7) as u16, i as u16))
+        .collect();
+    let out = run(&mut b, &frames, 0);
+    drop(out);
+    for t in 1..50 {
+        run(&mut b, &[], t * MS);
+    }
+    b.sw.drain();
+    assert_eq!(b.sw.io().free_frames(), before);
+    let c = b.sw.counters().clone();
+    assert_eq!(c.rx_frames, c.tx_frames + c.total_drops(), "{c:?}");
+    assert!(c.emulation_overflow > 0 || c.queue_full > 0);
+}

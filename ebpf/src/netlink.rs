@@ -1,0 +1,507 @@
+//! A minimal rtnetlink client for the two XDP questions the loader asks the
+//! kernel: "which XDP programs are attached to interface N, in which mode?"
+//! (`RTM_GETLINK`, `IFLA_XDP`) and "remove the program attached in mode M"
+//! (`RTM_SETLINK` with `IFLA_XDP_FD = -1`).
+//!
+//! Message building and parsing are pure functions over byte slices (unit
+//! tested without root); the only syscalls are in [`NetlinkSocket`].
+//!
+//! Netlink sockets belong to the network namespace of the thread that creates
+//! them, so every call here acts in the calling thread's namespace.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+// Values from <linux/netlink.h>, <linux/rtnetlink.h> and <linux/if_link.h>.
+const NLMSG_HDRLEN: usize = 16;
+const IFINFOMSG_LEN: usize = 16;
+const NLMSG_ERROR: u16 = 2;
+const RTM_NEWLINK: u16 = 16;
+const RTM_GETLINK: u16 = 18;
+const RTM_SETLINK: u16 = 19;
+const NLM_F_REQUEST: u16 = 0x1;
+const NLM_F_ACK: u16 = 0x4;
+/// Set in an `NLMSG_ERROR` message that carries extended-ack attributes.
+const NLM_F_ACK_TLVS: u16 = 0x200;
+/// Set in an `NLMSG_ERROR` message whose echoed request was cut to its header.
+const NLM_F_CAPPED: u16 = 0x100;
+const NLMSGERR_ATTR_MSG: u16 = 1;
+const SOL_NETLINK: libc::c_int = 270;
+const NETLINK_CAP_ACK: libc::c_int = 10;
+const NETLINK_EXT_ACK: libc::c_int = 11;
+const NLA_F_NESTED: u16 = 1 << 15;
+const NLA_TYPE_MASK: u16 = !(NLA_F_NESTED | (1 << 14));
+
+const IFLA_XDP: u16 = 43;
+const IFLA_XDP_FD: u16 = 1;
+const IFLA_XDP_ATTACHED: u16 = 2;
+const IFLA_XDP_FLAGS: u16 = 3;
+const IFLA_XDP_PROG_ID: u16 = 4;
+const IFLA_XDP_DRV_PROG_ID: u16 = 5;
+const IFLA_XDP_SKB_PROG_ID: u16 = 6;
+const IFLA_XDP_HW_PROG_ID: u16 = 7;
+
+const XDP_ATTACHED_DRV: u8 = 1;
+const XDP_ATTACHED_SKB: u8 = 2;
+const XDP_ATTACHED_HW: u8 = 3;
+
+/// `XDP_FLAGS_SKB_MODE`: generic XDP.
+pub(crate) const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
+/// `XDP_FLAGS_DRV_MODE`: native XDP.
+pub(crate) const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
+/// `XDP_FLAGS_HW_MODE`: offloaded XDP.
+pub(crate) const XDP_FLAGS_HW_MODE: u32 = 1 << 3;
+
+/// XDP program ids attached to one interface, per mode, as the kernel
+/// reports them. A mode with no program is `None`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct XdpAttachments {
+    /// Native (driver, "drv") mode program id.
+    pub native: Option<u32>,
+    /// Generic ("skb") mode program id.
+    pub generic: Option<u32>,
+    /// Hardware offload mode program id.
+    pub offload: Option<u32>,
+}
+
+impl XdpAttachments {
+    /// True when no XDP program is attached in any mode.
+    pub fn is_empty(&self) -> bool {
+        self.native.is_none() && self.generic.is_none() && self.offload.is_none()
+    }
+}
+
+/// A failed netlink request: the errno and, when the kernel sent one, its
+/// extended-ack message (for example "Can't replace active BPF XDP link").
+#[derive(Debug)]
+pub struct NetlinkError {
+    /// Positive errno value.
+    pub errno: i32,
+    /// The kernel's extended-ack text, if any.
+    pub message: Option<String>,
+}
+
+impl NetlinkError {
+    fn from_io(e: io::Error) -> Self {
+        NetlinkError {
+            errno: e.raw_os_error().unwrap_or(libc::EIO),
+            message: None,
+        }
+    }
+}
+
+impl fmt::Display for NetlinkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let err = io::Error::from_raw_os_error(self.errno);
+        match &self.message {
+            Some(m) => write!(f, "{err}: {m}"),
+            None => write!(f, "{err}"),
+        }
+    }
+}
+
+impl std::error::Error for NetlinkError {}
+
+/// Which XDP programs are attached to `ifindex` (calling thread's netns).
+pub(crate) fn xdp_attachments(ifindex: u32) -> Result<XdpAttachments, NetlinkError> {
+    let sock = NetlinkSocket::open()?;
+    let seq = 1;
+    sock.send(&getlink_request(ifindex, seq))?;
+    match sock.recv_reply(seq)? {
+        Reply::Link(msg) => parse_newlink(&msg).ok_or(NetlinkError {
+            errno: libc::EPROTO,
+            message: Some("malformed RTM_NEWLINK reply".into()),
+        }),
+        Reply::Ack => Err(NetlinkError {
+            errno: libc::EPROTO,
+            message: Some("RTM_GETLINK answered with a bare ack".into()),
+        }),
+    }
+}
+
+/// Remove the XDP program attached to `ifindex` in the mode given by
+/// `mode_flags` (one of the `XDP_FLAGS_*_MODE` values). Fails with `EBUSY`
+/// when that program is held by a bpf_link (the kernel refuses to let
+/// netlink remove a link's program).
+pub(crate) fn detach_xdp(ifindex: u32, mode_flags: u32) -> Result<(), NetlinkError> {
+    let sock = NetlinkSocket::open()?;
+    let seq = 2;
+    sock.send(&setlink_xdp_request(ifindex, -1, mode_flags, seq))?;
+    match sock.recv_reply(seq)? {
+        Reply::Ack => Ok(()),
+        Reply::Link(_) => Err(NetlinkError {
+            errno: libc::EPROTO,
+            message: Some("RTM_SETLINK answered with a link message".into()),
+        }),
+    }
+}
+
+// ---- message building (pure) ----
+
+fn push_nlmsghdr(buf: &mut Vec<u8>, ty: u16, flags: u16, seq: u32) {
+    buf.extend_from_slice(&0u32.to_ne_bytes()); // length, patched by finish()
+    buf.extend_from_slice(&ty.to_ne_bytes());
+    buf.extend_from_slice(&flags.to_ne_bytes());
+    buf.extend_from_slice(&seq.to_ne_bytes());
+    buf.extend_from_slice(&0u32.to_ne_bytes()); // port id: kernel fills it in
+}
+
+fn push_ifinfomsg(buf: &mut Vec<u8>, ifindex: u32) {
+    buf.push(libc::AF_UNSPEC as u8); // ifi_family
+    buf.push(0); // pad
+    buf.extend_from_slice(&0u16.to_ne_bytes()); // ifi_type
+    buf.extend_from_slice(&ifindex.to_ne_bytes()); // ifi_index
+    buf.extend_from_slice(&0u32.to_ne_bytes()); // ifi_flags
+    buf.extend_from_slice(&0u32.to_ne_bytes()); // ifi_change
+}
+
+fn align4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+fn push_attr(buf: &mut Vec<u8>, ty: u16, payload: &[u8]) {
+    let len = 4 + payload.len();
+    buf.extend_from_slice(&(len as u16).to_ne_bytes());
+    buf.extend_from_slice(&ty.to_ne_bytes());
+    buf.extend_from_slice(payload);
+    buf.resize(buf.len() + align4(len) - len, 0);
+}
+
+fn finish(mut buf: Vec<u8>) -> Vec<u8> {
+    let len = buf.len() as u32;
+    buf[0..4].copy_from_slice(&len.to_ne_bytes());
+    buf
+}
+
+pub(crate) fn getlink_request(ifindex: u32, seq: u32) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(NLMSG_HDRLEN + IFINFOMSG_LEN);
+    push_nlmsghdr(&mut buf, RTM_GETLINK, NLM_F_REQUEST, seq);
+    push_ifinfomsg(&mut buf, ifindex);
+    finish(buf)
+}
+
+pub(crate) fn setlink_xdp_request(ifindex: u32, prog_fd: i32, flags: u32, seq: u32) -> Vec<u8> {
+    let mut nested = Vec::new();
+    push_attr(&mut nested, IFLA_XDP_FD, &prog_fd.to_ne_bytes());
+    push_attr(&mut nested, IFLA_XDP_FLAGS, &flags.to_ne_bytes());
+    let mut buf = Vec::with_capacity(64);
+    push_nlmsghdr(&mut buf, RTM_SETLINK, NLM_F_REQUEST | NLM_F_ACK, seq);
+    push_ifinfomsg(&mut buf, ifindex);
+    push_attr(&mut buf, IFLA_XDP | NLA_F_NESTED, &nested);
+    finish(buf)
+}
+
+// ---- parsing (pure, never panics on any input) ----
+
+fn read_u16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_ne_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn read_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// Iterates over the `(type, payload)` attributes in `buf`, stopping at the
+/// first malformed one.
+fn attrs(mut buf: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    std::iter::from_fn(move || {
+        let len = usize::from(read_u16(buf, 0)?);
+        let ty = read_u16(buf, 2)? & NLA_TYPE_MASK;
+        if len < 4 || len > buf.len() {
+            return None;
+        }
+        let payload = &buf[4..len];
+        buf = buf.get(align4(len)..).unwrap_or(&[]);
+        Some((ty, payload))
+    })
+}
+
+/// A complete netlink message: header fields and payload.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Message<'a> {
+    pub ty: u16,
+    pub flags: u16,
+    pub seq: u32,
+    pub payload: &'a [u8],
+}
+
+/// Splits a datagram into netlink messages, stopping at the first malformed one.
+pub(crate) fn messages(mut buf: &[u8]) -> impl Iterator<Item = Message<'_>> {
+    std::iter::from_fn(move || {
+        let len = read_u32(buf, 0)? as usize;
+        if len < NLMSG_HDRLEN || len > buf.len() {
+            return None;
+        }
+        let msg = Message {
+            ty: read_u16(buf, 4)?,
+            flags: read_u16(buf, 6)?,
+            seq: read_u32(buf, 8)?,
+            payload: &buf[NLMSG_HDRLEN..len],
+        };
+        buf = buf.get(align4(len)..).unwrap_or(&[]);
+        Some(msg)
+    })
+}
+
+/// Parses the `IFLA_XDP` attribute of an `RTM_NEWLINK` payload. A message
+/// without `IFLA_XDP` means nothing is attached.
+pub(crate) fn parse_newlink(payload: &[u8]) -> Option<XdpAttachments> {
+    let attr_bytes = payload.get(IFINFOMSG_LEN..)?;
+    let mut out = XdpAttachments::default();
+    let Some((_, xdp)) = attrs(attr_bytes).find(|(ty, _)| *ty == IFLA_XDP) else {
+        return Some(out);
+    };
+    let mut attached = 0u8;
+    let mut single_id = None;
+    let nonzero = |p: &[u8]| read_u32(p, 0).filter(|id| *id != 0);
+    for (ty, p) in attrs(xdp) {
+        match ty {
+            IFLA_XDP_ATTACHED => attached = *p.first()?,
+            IFLA_XDP_PROG_ID => single_id = nonzero(p),
+            IFLA_XDP_DRV_PROG_ID => out.native = nonzero(p),
+            IFLA_XDP_SKB_PROG_ID => out.generic = nonzero(p),
+            IFLA_XDP_HW_PROG_ID => out.offload = nonzero(p),
+            _ => {}
+        }
+    }
+    // Kernels always send the per-mode ids; older ones only PROG_ID plus the
+    // mode in ATTACHED. Fill the gap from those when needed.
+    if out.is_empty() {
+        match attached {
+            XDP_ATTACHED_DRV => out.native = single_id,
+            XDP_ATTACHED_SKB => out.generic = single_id,
+            XDP_ATTACHED_HW => out.offload = single_id,
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// Parses an `NLMSG_ERROR` payload: `Ok(())` for an ack (error 0), otherwise
+/// the errno and the extended-ack message if present.
+pub(crate) fn parse_error(flags: u16, payload: &[u8]) -> Result<(), NetlinkError> {
+    let Some(code) = read_u32(payload, 0).map(|c| c as i32) else {
+        return Err(NetlinkError {
+            errno: libc::EPROTO,
+            message: Some("truncated NLMSG_ERROR".into()),
+        });
+    };
+    if code == 0 {
+        return Ok(());
+    }
+    let mut message = None;
+    if flags & NLM_F_ACK_TLVS != 0 {
+        // With NETLINK_CAP_ACK the echoed request is only its header.
+        let orig_len = if flags & NLM_F_CAPPED != 0 {
+            NLMSG_HDRLEN
+        } else {
+            read_u32(payload, 4).map_or(NLMSG_HDRLEN, |l| align4(l as usize))
+        };
+        if let Some(tlvs) = payload.get(4 + orig_len..) {
+            message = attrs(tlvs)
+                .find(|(ty, _)| *ty == NLMSGERR_ATTR_MSG)
+                .map(|(_, p)| {
+                    let text = p.split(|b| *b == 0).next().unwrap_or(&[]);
+                    String::from_utf8_lossy(text).into_owned()
+                });
+        }
+    }
+    Err(NetlinkError {
+        errno: code.checked_neg().unwrap_or(libc::EIO),
+        message,
+    })
+}
+
+// ---- the socket (all syscalls live here) ----
+
+enum Reply {
+    Ack,
+    Link(Vec<u8>),
+}
+
+struct NetlinkSocket {
+    fd: OwnedFd,
+}
+
+impl NetlinkSocket {
+    fn open() -> Result<Self, NetlinkError> {
+        // SAFETY: plain socket(2) call; the result is checked before use.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return Err(NetlinkError::from_io(io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` was just returned by socket(2), is valid and owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        for opt in [NETLINK_EXT_ACK, NETLINK_CAP_ACK] {
+            let on: libc::c_int = 1;
+            // SAFETY: `fd` is a valid socket; `on` outlives the call and its size is passed.
+            // Failure only loses the extended error text, so the result is ignored.
+            let _ = unsafe {
+                libc::setsockopt(
+                    fd.as_raw_fd(),
+                    SOL_NETLINK,
+                    opt,
+                    (&on as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+        }
+        Ok(NetlinkSocket { fd })
+    }
+
+    fn send(&self, msg: &[u8]) -> Result<(), NetlinkError> {
+        // SAFETY: `msg` is a valid readable buffer of `msg.len()` bytes; an unbound
+        // netlink socket sends to the kernel by default.
+        let n = unsafe { libc::send(self.fd.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
+        if n < 0 {
+            return Err(NetlinkError::from_io(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    fn recv_reply(&self, seq: u32) -> Result<Reply, NetlinkError> {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
+            let n =
+                unsafe { libc::recv(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+            if n < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(NetlinkError::from_io(e));
+            }
+            for msg in messages(&buf[..n as usize]) {
+                if msg.seq != seq {
+                    continue;
+                }
+                match msg.ty {
+                    NLMSG_ERROR => return parse_error(msg.flags, msg.payload).map(|()| Reply::Ack),
+                    RTM_NEWLINK => return Ok(Reply::Link(msg.payload.to_vec())),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn newlink_with_xdp(xdp_attrs: &[(u16, Vec<u8>)]) -> Vec<u8> {
+        let mut nested = Vec::new();
+        for (ty, p) in xdp_attrs {
+            push_attr(&mut nested, *ty, p);
+        }
+        let mut payload = Vec::new();
+        push_ifinfomsg(&mut payload, 7);
+        push_attr(&mut payload, 3, b"veth0\0"); // IFLA_IFNAME, ignored
+        push_attr(&mut payload, IFLA_XDP | NLA_F_NESTED, &nested);
+        payload
+    }
+
+    #[test]
+    fn getlink_request_layout() {
+        let m = getlink_request(5, 9);
+        assert_eq!(m.len(), 32);
+        assert_eq!(read_u32(&m, 0), Some(32));
+        assert_eq!(read_u16(&m, 4), Some(RTM_GETLINK));
+        assert_eq!(read_u16(&m, 6), Some(NLM_F_REQUEST));
+        assert_eq!(read_u32(&m, 8), Some(9));
+        assert_eq!(read_u32(&m, 20), Some(5));
+    }
+
+    #[test]
+    fn setlink_request_roundtrips_through_parser() {
+        let m = setlink_xdp_request(3, -1, XDP_FLAGS_SKB_MODE, 4);
+        let msgs: Vec<_> = messages(&m).collect();
+        assert_eq!(msgs.len(), 1);
+        assert_eq!(msgs[0].ty, RTM_SETLINK);
+        assert_eq!(msgs[0].flags, NLM_F_REQUEST | NLM_F_ACK);
+        let (ty, nested) = attrs(&msgs[0].payload[IFINFOMSG_LEN..]).next().unwrap();
+        assert_eq!(ty, IFLA_XDP);
+        let inner: Vec<_> = attrs(nested).collect();
+        assert_eq!(inner[0], (IFLA_XDP_FD, &(-1i32).to_ne_bytes()[..]));
+        assert_eq!(
+            inner[1],
+            (IFLA_XDP_FLAGS, &XDP_FLAGS_SKB_MODE.to_ne_bytes()[..])
+        );
+    }
+
+    #[test]
+    fn parses_per_mode_ids() {
+        let p = newlink_with_xdp(&[
+            (IFLA_XDP_ATTACHED, vec![XDP_ATTACHED_SKB]),
+            (IFLA_XDP_SKB_PROG_ID, 42u32.to_ne_bytes().to_vec()),
+            (IFLA_XDP_PROG_ID, 42u32.to_ne_bytes().to_vec()),
+        ]);
+        let a = parse_newlink(&p).unwrap();
+        assert_eq!(
+            a,
+            XdpAttachments {
+                native: None,
+                generic: Some(42),
+                offload: None
+            }
+        );
+    }
+
+    #[test]
+    fn falls_back_to_single_prog_id() {
+        let p = newlink_with_xdp(&[
+            (IFLA_XDP_ATTACHED, vec![XDP_ATTACHED_DRV]),
+            (IFLA_XDP_PROG_ID, 9u32.to_ne_bytes().to_vec()),
+        ]);
+        assert_eq!(parse_newlink(&p).unwrap().native, Some(9));
+    }
+
+    #[test]
+    fn no_xdp_attribute_means_nothing_attached() {
+        let mut payload = Vec::new();
+        push_ifinfomsg(&mut payload, 7);
+        assert!(parse_newlink(&payload).unwrap().is_empty());
+        assert!(parse_newlink(&[0; 3]).is_none());
+    }
+
+    #[test]
+    fn parses_error_with_ext_ack() {
+        let mut payload = (-libc::EBUSY).to_ne_bytes().to_vec();
+        let mut orig = Vec::new();
+        push_nlmsghdr(&mut orig, RTM_SETLINK, NLM_F_REQUEST, 1);
+        payload.extend_from_slice(&orig);
+        push_attr(
+            &mut payload,
+            NLMSGERR_ATTR_MSG,
+            b"Can't replace active BPF XDP link\0",
+        );
+        let e = parse_error(NLM_F_ACK_TLVS | NLM_F_CAPPED, &payload).unwrap_err();
+        assert_eq!(e.errno, libc::EBUSY);
+        assert_eq!(
+            e.message.as_deref(),
+            Some("Can't replace active BPF XDP link")
+        );
+        assert!(parse_error(0, &0i32.to_ne_bytes()).is_ok());
+    }
+
+    #[test]
+    fn parsers_survive_garbage() {
+        for len in 0..64u8 {
+            let junk: Vec<u8> = (0..len)
+                .map(|i| i.wrapping_mul(37).wrapping_add(len))
+                .collect();
+            let _ = messages(&junk).count();
+            let _ = attrs(&junk).count();
+            let _ = parse_newlink(&junk);
+            let _ = parse_error(0xffff, &junk);
+        }
+    }
+}

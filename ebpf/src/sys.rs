@@ -1,0 +1,80 @@
+//! The two bpf(2) commands aya 0.14 does not offer: getting a file
+//! descriptor for a link by id and detaching a link explicitly.
+//!
+//! Why detach explicitly: closing the link fd detaches only when it was the
+//! last reference, and any process forked at that moment (every
+//! `std::process::Command`) holds a copy of the fd table until it execs.
+//! `BPF_LINK_DETACH` removes the program from the interface at once,
+//! whatever other references to the link exist.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+// enum bpf_cmd in <linux/bpf.h>; a unit test compares them with aya-obj's bindings.
+pub(crate) const BPF_LINK_GET_FD_BY_ID: libc::c_long = 30;
+pub(crate) const BPF_LINK_DETACH: libc::c_long = 34;
+
+/// `union bpf_attr` as used by `BPF_LINK_GET_FD_BY_ID`.
+#[repr(C)]
+struct GetFdByIdAttr {
+    link_id: u32,
+    next_id: u32,
+    open_flags: u32,
+}
+
+/// `union bpf_attr` as used by `BPF_LINK_DETACH`.
+#[repr(C)]
+struct LinkDetachAttr {
+    link_fd: u32,
+}
+
+/// # Safety
+///
+/// `attr` must point to a valid, initialised attribute struct of `size`
+/// bytes laid out as the kernel expects for `cmd`.
+unsafe fn sys_bpf(
+    cmd: libc::c_long,
+    attr: *mut libc::c_void,
+    size: usize,
+) -> io::Result<libc::c_long> {
+    // SAFETY: forwarded from the caller's contract.
+    let rc = unsafe { libc::syscall(libc::SYS_bpf, cmd, attr, size as libc::c_uint) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Detaches the bpf_link with kernel id `link_id` from whatever it is
+/// attached to. `ENOENT` means the link no longer exists (already gone).
+pub(crate) fn link_detach_by_id(link_id: u32) -> io::Result<()> {
+    let mut get = GetFdByIdAttr {
+        link_id,
+        next_id: 0,
+        open_flags: 0,
+    };
+    // SAFETY: `get` is a valid GetFdByIdAttr of the size passed.
+    let fd = unsafe {
+        sys_bpf(
+            BPF_LINK_GET_FD_BY_ID,
+            (&mut get as *mut GetFdByIdAttr).cast(),
+            std::mem::size_of::<GetFdByIdAttr>(),
+        )
+    }?;
+    // SAFETY: on success BPF_LINK_GET_FD_BY_ID returns a new fd that we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+    let mut detach = LinkDetachAttr {
+        link_fd: fd.as_raw_fd() as u32,
+    };
+    // SAFETY: `detach` is a valid LinkDetachAttr of the size passed, and
+    // `fd` stays open for the duration of the call.
+    unsafe {
+        sys_bpf(
+            BPF_LINK_DETACH,
+            (&mut detach as *mut LinkDetachAttr).cast(),
+            std::mem::size_of::<LinkDetachAttr>(),
+        )
+    }?;
+    Ok(())
+}
