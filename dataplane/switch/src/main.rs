@@ -253,6 +253,37 @@ fn arp_table_macs() -> HashMap<String, [u8; 6]> {
     out
 }
 
+/// Fills in unknown peer MACs from the kernel's ARP table. A host that has
+/// sent nothing yet is not in it: a datagram to the discard port makes the
+/// kernel (which owns the gateway address on the port) resolve it by ARP,
+/// which the XDP program leaves to the kernel.
+fn resolve_peers(
+    sw: &mut Switch<XskIo>,
+    ifnames: &[String],
+    host_v4: &[(usize, std::net::Ipv4Addr)],
+) {
+    let missing = sw.ports_without_peer();
+    if missing.is_empty() {
+        return;
+    }
+    let table = arp_table_macs();
+    for port in missing {
+        match table.get(&ifnames[port]) {
+            Some(mac) => {
+                info!(port = %ifnames[port], "peer MAC from the ARP table");
+                sw.set_peer_mac(port, *mac);
+            }
+            None => {
+                if let Ok(sock) = std::net::UdpSocket::bind("0.0.0.0:0") {
+                    for (_, ip) in host_v4.iter().filter(|(p, _)| *p == port) {
+                        let _ = sock.send_to(&[0], (*ip, 9));
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn write_stats(path: &PathBuf, value: &serde_json::Value) {
     let tmp = path.with_extension("tmp");
     let ok = std::fs::write(&tmp, value.to_string()).and_then(|_| std::fs::rename(&tmp, path));
@@ -351,6 +382,22 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         // makes timer deadlines (shaper, delay line) wake on time.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
     }
+    // IPv4 host addresses behind each port, to make the kernel resolve a
+    // silent host's MAC (see `resolve_peers`).
+    let sw_id = topo.switch_by_name(&args.switch).map(|s| s.id);
+    let host_v4: Vec<(usize, std::net::Ipv4Addr)> = topo
+        .hosts()
+        .iter()
+        .filter(|h| Some(h.switch) == sw_id)
+        .flat_map(|h| {
+            h.addresses.iter().filter_map(move |a| match a.addr() {
+                std::net::IpAddr::V4(v4) => Some((h.port as usize, v4)),
+                _ => None,
+            })
+        })
+        .collect();
+    let ifnames_by_port: Vec<String> = ifnames.clone();
+    let mut last_resolve = Instant::now();
     let stats_every = Duration::from_millis(args.stats_interval_ms.max(10));
     let mut last_stats = Instant::now();
     while !STOP.load(Ordering::Relaxed) {
@@ -362,6 +409,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             if deadline > now {
                 sw.io().wait(Some(deadline - now));
             }
+        }
+        if last_resolve.elapsed() >= Duration::from_millis(200) {
+            resolve_peers(&mut sw, &ifnames_by_port, &host_v4);
+            last_resolve = Instant::now();
         }
         if let Some(path) = &args.stats_file {
             if last_stats.elapsed() >= stats_every {

@@ -462,6 +462,18 @@ impl<IO: PacketIo> Switch<IO> {
             .collect()
     }
 
+    /// Ports whose peer MAC is not known yet.
+    pub fn ports_without_peer(&self) -> Vec<usize> {
+        (0..self.ports.len())
+            .filter(|&p| self.ports[p].peer_mac.is_none())
+            .collect()
+    }
+
+    /// Sets a port's peer MAC (from the neighbour table).
+    pub fn set_peer_mac(&mut self, port: usize, mac: MacAddr) {
+        self.ports[port].peer_mac = Some(mac);
+    }
+
     /// The routes in use.
     pub fn routes(&self) -> &[Route] {
         self.routes.routes()

@@ -310,10 +310,7 @@ fn full_buffer_tail_drops_and_counts() {
         ecn: None,
         max_in_flight: 4096,
     };
-    let mut b = bed(
-        Policy::Ecmp,
-        [unshaped(), small, small, small],
-    );
+    let mut b = bed(Policy::Ecmp, [unshaped(), small, small, small]);
     let frames: Vec<Vec<u8>> = (0..20)
         .map(|_| {
             FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
@@ -342,10 +339,7 @@ fn ecn_marks_ect_frames_in_a_deep_queue() {
         }),
         max_in_flight: 4096,
     };
-    let mut b = bed(
-        Policy::Ecmp,
-        [unshaped(), marking, marking, marking],
-    );
+    let mut b = bed(Policy::Ecmp, [unshaped(), marking, marking, marking]);
     let frames: Vec<Vec<u8>> = (0..40)
         .map(|_| {
             FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
@@ -429,10 +423,7 @@ fn no_frame_is_lost_from_the_pool() {
         ecn: None,
         max_in_flight: 8,
     };
-    let mut b = bed(
-        Policy::Ecmp,
-        [unshaped(), small, small, small],
-    );
+    let mut b = bed(Policy::Ecmp, [unshaped(), small, small, small]);
     let before = b.sw.io().free_frames();
     let frames: Vec<Vec<u8>> = (0..300)
         .map(|i| udp_a_to_b(100 + (i % 7) as u16, i as u16))

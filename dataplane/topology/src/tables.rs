@@ -108,6 +108,11 @@ pub fn path_cost_model(
             paths.extend(r.candidates.iter().map(|c| attributes(c, metric)));
         }
     }
+    if paths.is_empty() {
+        // No remote prefixes (a single switch): C_path is never used, any
+        // scale will do.
+        paths.push((1, 1));
+    }
     PathCostModel::for_paths(params, paths).map_err(TableError::PathCost)
 }
 
