@@ -43,6 +43,13 @@ pub trait PacketIo {
     /// Whether the port's link is up (carrier).
     fn link_up(&mut self, port: usize) -> bool;
 
+    /// Whether link state may have changed since the last call (a link
+    /// event arrived), so the switch re-reads it at once instead of waiting
+    /// for its periodic check.
+    fn links_changed(&mut self) -> bool {
+        false
+    }
+
     /// Blocks until a port has frames or `timeout_ns` passes (`None`: no
     /// timeout). Event mode only; busy polling never calls it.
     fn wait(&mut self, timeout_ns: Option<u64>);

@@ -121,8 +121,9 @@ struct Args {
     /// How often the stats file is written, milliseconds.
     #[arg(long, default_value_t = 500)]
     stats_interval_ms: u64,
-    /// Link-state check interval, milliseconds.
-    #[arg(long, default_value_t = 2)]
+    /// Link-state check interval, milliseconds. Link events (netlink) also
+    /// trigger a check at once; this is the fallback.
+    #[arg(long, default_value_t = 100)]
     link_check_ms: u64,
 }
 

@@ -225,7 +225,7 @@ impl<IO: PacketIo> Switch<IO> {
     /// transmit, sample queues, evict idle flows. Returns the number of
     /// frames received and transmitted (0: nothing happened).
     pub fn poll(&mut self, now_ns: u64) -> usize {
-        if now_ns >= self.next_link_check_ns {
+        if now_ns >= self.next_link_check_ns || self.io.links_changed() {
             self.check_links();
             self.next_link_check_ns = now_ns + self.link_check_interval_ns;
         }

@@ -53,6 +53,70 @@ impl std::fmt::Display for XskError {
 
 impl std::error::Error for XskError {}
 
+/// A netlink socket subscribed to link events (RTMGRP_LINK): carrier
+/// changes wake the event loop, so link state needs no fast polling.
+struct LinkEvents {
+    fd: std::os::fd::OwnedFd,
+}
+
+impl LinkEvents {
+    fn open() -> Option<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain socket(2) call; the result is checked.
+        let fd = unsafe {
+            libc::socket(
+                libc::AF_NETLINK,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                libc::NETLINK_ROUTE,
+            )
+        };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a fresh descriptor we own.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        // SAFETY: sockaddr_nl is plain data; zeroed is a valid value.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        addr.nl_groups = libc::RTMGRP_LINK as u32;
+        use std::os::fd::AsRawFd;
+        // SAFETY: addr is a valid sockaddr_nl of the given size.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        (rc == 0).then_some(LinkEvents { fd })
+    }
+
+    /// Drains pending events; true if there were any.
+    fn drain(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut buf = [0u8; 8192];
+        let mut any = false;
+        loop {
+            // SAFETY: buf is writable for its length.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n <= 0 {
+                // ENOBUFS (events lost) also means "re-read link state".
+                let overrun =
+                    n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS);
+                return any || overrun;
+            }
+            any = true;
+        }
+    }
+}
+
 /// Anonymous memory for the UMEM, unmapped on drop.
 struct Area {
     ptr: NonNull<u8>,
@@ -120,7 +184,9 @@ pub struct XskIo {
     area: Area,
     free: Vec<u64>,
     ring_size: u32,
+    /// The ports' RX fds, then the link-event socket's, if any.
     poll_fds: Vec<libc::pollfd>,
+    link_events: Option<LinkEvents>,
 }
 
 /// Per-port AF_XDP details for logs and metrics.
@@ -231,10 +297,16 @@ impl XskIo {
             .rev()
             .map(|i| i * FRAME_SIZE as u64)
             .collect();
+        let link_events = LinkEvents::open();
         let poll_fds = ports
             .iter()
-            .map(|p| libc::pollfd {
-                fd: p.rx.as_raw_fd(),
+            .map(|p| p.rx.as_raw_fd())
+            .chain(link_events.as_ref().map(|l| {
+                use std::os::fd::AsRawFd;
+                l.fd.as_raw_fd()
+            }))
+            .map(|fd| libc::pollfd {
+                fd,
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -246,6 +318,7 @@ impl XskIo {
             free,
             ring_size: ring,
             poll_fds,
+            link_events,
         };
         io.refill();
         Ok(io)
@@ -402,6 +475,10 @@ impl PacketIo for XskIo {
             Some(f) => matches!(f.read_at(&mut b, 0), Ok(n) if n >= 1 && b[0] == b'1'),
             None => true,
         }
+    }
+
+    fn links_changed(&mut self) -> bool {
+        self.link_events.as_ref().is_some_and(|l| l.drain())
     }
 
     fn wait(&mut self, timeout_ns: Option<u64>) {
