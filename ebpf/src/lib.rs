@@ -85,7 +85,8 @@ mod slot {
     pub const PASSED_VLAN: u32 = 4;
     pub const PASSED_NON_IP: u32 = 5;
     pub const TRUNCATED: u32 = 6;
-    pub const COUNT: u32 = 7;
+    pub const PASSED_MULTICAST: u32 = 7;
+    pub const COUNT: u32 = 8;
 }
 
 /// Requested XDP attach mode.
@@ -173,6 +174,8 @@ pub struct VerdictCounters {
     pub passed_non_ip: u64,
     /// Frames too short for the headers inspected, passed to the kernel.
     pub truncated: u64,
+    /// IPv4 multicast/broadcast and IPv6 multicast, passed to the kernel.
+    pub passed_multicast: u64,
 }
 
 impl VerdictCounters {
@@ -185,6 +188,7 @@ impl VerdictCounters {
             passed_vlan: s[slot::PASSED_VLAN as usize],
             passed_non_ip: s[slot::PASSED_NON_IP as usize],
             truncated: s[slot::TRUNCATED as usize],
+            passed_multicast: s[slot::PASSED_MULTICAST as usize],
         }
     }
 
@@ -198,6 +202,7 @@ impl VerdictCounters {
             ("passed_vlan", self.passed_vlan),
             ("passed_non_ip", self.passed_non_ip),
             ("truncated", self.truncated),
+            ("passed_multicast", self.passed_multicast),
         ]
     }
 
@@ -225,6 +230,9 @@ impl VerdictCounters {
             passed_vlan: self.passed_vlan.saturating_sub(earlier.passed_vlan),
             passed_non_ip: self.passed_non_ip.saturating_sub(earlier.passed_non_ip),
             truncated: self.truncated.saturating_sub(earlier.truncated),
+            passed_multicast: self
+                .passed_multicast
+                .saturating_sub(earlier.passed_multicast),
         }
     }
 }

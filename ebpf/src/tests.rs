@@ -76,6 +76,7 @@ fn shared_header_matches_rust() {
         ("LCMP_CNT_PASSED_VLAN", slot::PASSED_VLAN),
         ("LCMP_CNT_PASSED_NON_IP", slot::PASSED_NON_IP),
         ("LCMP_CNT_TRUNCATED", slot::TRUNCATED),
+        ("LCMP_CNT_PASSED_MULTICAST", slot::PASSED_MULTICAST),
         ("LCMP_CNT_COUNT", slot::COUNT),
         ("LCMP_XSKS_MAX_ENTRIES", MAX_QUEUES),
     ];
@@ -91,11 +92,12 @@ fn shared_header_matches_rust() {
 
 #[test]
 fn counters_arithmetic() {
-    let c = VerdictCounters::from_slots([1, 2, 3, 4, 5, 6, 7]);
+    let c = VerdictCounters::from_slots([1, 2, 3, 4, 5, 6, 7, 8]);
     assert_eq!(c.redirected, 1);
     assert_eq!(c.truncated, 7);
-    assert_eq!(c.total(), 28);
-    assert_eq!(c.passed(), 27);
+    assert_eq!(c.passed_multicast, 8);
+    assert_eq!(c.total(), 36);
+    assert_eq!(c.passed(), 35);
     let names: Vec<_> = c.as_pairs().iter().map(|(n, _)| *n).collect();
     assert_eq!(names[0], "redirected");
     let later = VerdictCounters {
@@ -146,6 +148,18 @@ fn ipv4_udp() -> Vec<u8> {
     let mut ip = vec![0x45, 0, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0];
     ip.extend_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
     ip.extend_from_slice(&[0x9c, 0x40, 0x9c, 0x41, 0, 8, 0, 0]); // UDP, no payload
+    ip
+}
+
+fn ipv4_to(dst: [u8; 4]) -> Vec<u8> {
+    let mut ip = ipv4_udp();
+    ip[16..20].copy_from_slice(&dst);
+    ip
+}
+
+fn ipv6_to(next_header: u8, dst: [u8; 16], payload: &[u8]) -> Vec<u8> {
+    let mut ip = ipv6(next_header, payload);
+    ip[24..40].copy_from_slice(&dst);
     ip
 }
 
@@ -230,6 +244,28 @@ fn fixtures() -> Vec<(&'static str, Vec<u8>, u32)> {
         ("802.1ad", vlan(0x88a8), slot::PASSED_VLAN),
         ("qinq 0x9100", vlan(0x9100), slot::PASSED_VLAN),
         ("lldp", eth(0x88cc, &[0; 32]), slot::PASSED_NON_IP),
+        (
+            "ipv4 multicast",
+            eth(0x0800, &ipv4_to([224, 0, 0, 251])),
+            slot::PASSED_MULTICAST,
+        ),
+        (
+            "ipv4 broadcast",
+            eth(0x0800, &ipv4_to([255, 255, 255, 255])),
+            slot::PASSED_MULTICAST,
+        ),
+        (
+            "ipv6 multicast (mld to ff02::16)",
+            eth(
+                0x86dd,
+                &ipv6_to(
+                    58,
+                    [0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x16],
+                    &[143, 0, 0, 0, 0, 0, 0, 0],
+                ),
+            ),
+            slot::PASSED_MULTICAST,
+        ),
         ("mpls", eth(0x8847, &[0; 32]), slot::PASSED_NON_IP),
         (
             "802.3 length field",

@@ -16,7 +16,8 @@
 #define LCMP_CNT_PASSED_VLAN 4      /* 802.1Q / 802.1ad / 0x9100 tagged frame */
 #define LCMP_CNT_PASSED_NON_IP 5    /* any other EtherType (LLDP, MPLS, ...) */
 #define LCMP_CNT_TRUNCATED 6        /* too short to read the headers we look at: passed */
-#define LCMP_CNT_COUNT 7            /* number of counters = max_entries of `verdicts` */
+#define LCMP_CNT_PASSED_MULTICAST 7 /* IPv4 multicast/broadcast or IPv6 multicast destination: not routed by the switch */
+#define LCMP_CNT_COUNT 8            /* number of counters = max_entries of `verdicts` */
 
 /* max_entries of the `xsks` XSKMAP: RX queue ids 0..LCMP_XSKS_MAX_ENTRIES-1. */
 #define LCMP_XSKS_MAX_ENTRIES 256

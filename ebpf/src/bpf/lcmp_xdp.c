@@ -23,9 +23,11 @@
  * frames back to the kernel itself.
  *
  * Known simplifications (documented, deliberate):
+ *   - IPv4 multicast/broadcast and IPv6 multicast destinations (MLD, IGMP,
+ *     mDNS, ...): kernel. The switch routes unicast only.
  *   - ND behind IPv6 extension headers is not recognised (RFC 4861 messages
- *     normally have none) and goes to AF_XDP like other IPv6; so do MLD
- *     (ICMPv6 130..132, 143) and IGMP.
+ *     normally have none) and goes to AF_XDP like other IPv6 unless its
+ *     destination is multicast.
  *   - Not multi-buffer aware (plain "xdp" section): frames must fit one
  *     buffer, so jumbo MTUs in native mode need an "xdp.frags" variant.
  *   - "redirected" counts the verdict. A frame can still be dropped after
@@ -97,6 +99,10 @@ int lcmp_xdp(struct xdp_md *ctx)
 
 		if ((void *)(ip + 1) > data_end)
 			return pass(LCMP_CNT_TRUNCATED);
+		/* 224.0.0.0/4 and 255.255.255.255: the switch routes unicast. */
+		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
+		    ip->daddr == 0xffffffff)
+			return pass(LCMP_CNT_PASSED_MULTICAST);
 		break;
 	}
 	case bpf_htons(ETH_P_IPV6): {
@@ -114,6 +120,9 @@ int lcmp_xdp(struct xdp_md *ctx)
 			    *icmp6_type <= ICMPV6_NDISC_REDIRECT)
 				return pass(LCMP_CNT_PASSED_ND);
 		}
+		/* ff00::/8 (MLD, RS to all-routers, ...): the kernel's. */
+		if (ip6->daddr.in6_u.u6_addr8[0] == 0xff)
+			return pass(LCMP_CNT_PASSED_MULTICAST);
 		break;
 	}
 	case bpf_htons(ETH_P_ARP):
