@@ -6,6 +6,7 @@
 #   libbpf-dev           <bpf/bpf_helpers.h> and friends for the XDP program
 #   linux-libc-dev       <linux/bpf.h>, <asm/types.h> (multiarch include dir)
 #   iproute2, ethtool    namespaces, veth pairs, offload settings in tests
+#   procps               sysctl inside test namespaces (netns-tests)
 #   iputils-ping, iperf3, tcpdump, bpftool   traffic and debugging
 #   rustfmt, clippy      rustup components used by CI
 #
@@ -20,6 +21,7 @@ APT_PACKAGES=(
     linux-libc-dev
     iproute2
     ethtool
+    procps
     iputils-ping
     iperf3
     tcpdump

@@ -1,0 +1,746 @@
+//! Traffic helpers: ping, iperf3, a checked TCP transfer and a sequenced,
+//! timestamped UDP sender/receiver for ordering and loss checks.
+//!
+//! The Rust senders and receivers run on threads that joined the host's
+//! namespace with `setns` ([`Netns::run_in`], [`Netns::spawn_thread`]).
+//! UDP probes carry a `CLOCK_REALTIME` send timestamp and the receiver uses
+//! the kernel's receive timestamp, so one-way delays are exact to the
+//! nanosecond clock and free of the receiver's wake-up latency.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::netns::{Bg, Netns};
+use crate::{json, Error, Result};
+
+/// Result of [`ping`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PingStats {
+    /// Echo requests sent.
+    pub transmitted: u32,
+    /// Replies received.
+    pub received: u32,
+    /// Round-trip times of the replies, milliseconds, in arrival order.
+    pub rtts_ms: Vec<f64>,
+    /// Smallest RTT (ms), 0 if none.
+    pub min_ms: f64,
+    /// Mean RTT (ms), 0 if none.
+    pub avg_ms: f64,
+    /// Largest RTT (ms), 0 if none.
+    pub max_ms: f64,
+}
+
+impl PingStats {
+    /// The `q`-quantile (0..=1) of the RTTs in ms (nearest rank).
+    pub fn quantile_ms(&self, q: f64) -> Option<f64> {
+        quantile(&self.rtts_ms, q)
+    }
+}
+
+/// The `q`-quantile (nearest rank) of `values`.
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((q.clamp(0.0, 1.0) * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    Some(v[rank - 1])
+}
+
+/// Pings `dst` from namespace `ns` `count` times, `interval` apart (root
+/// may go below 200 ms), waiting up to 2 s for the last reply. Lost replies
+/// are not an error: check `received`.
+pub fn ping(ns: &Netns, dst: IpAddr, count: u32, interval: Duration) -> Result<PingStats> {
+    let fam = if dst.is_ipv4() { "-4" } else { "-6" };
+    let c = count.to_string();
+    let i = format!("{:.3}", interval.as_secs_f64());
+    let d = dst.to_string();
+    let timeout = interval * count + Duration::from_secs(15);
+    let out = ns.exec_output(
+        &["ping", fam, "-n", "-c", &c, "-i", &i, "-W", "2", &d],
+        timeout,
+    )?;
+    let stats = parse_ping(&out.stdout);
+    if stats.transmitted == 0 {
+        return Err(Error::new(format!(
+            "ping {d} from {}: no summary ({}): {}",
+            ns.name(),
+            out.status,
+            out.stderr.trim()
+        )));
+    }
+    Ok(stats)
+}
+
+/// Parses iputils `ping` output.
+pub fn parse_ping(text: &str) -> PingStats {
+    let mut s = PingStats {
+        transmitted: 0,
+        received: 0,
+        rtts_ms: Vec::new(),
+        min_ms: 0.0,
+        avg_ms: 0.0,
+        max_ms: 0.0,
+    };
+    for line in text.lines() {
+        if let Some(pos) = line.find("time=") {
+            let v = line[pos + 5..].split_whitespace().next().unwrap_or("");
+            if let Ok(ms) = v.parse::<f64>() {
+                s.rtts_ms.push(ms);
+            }
+        } else if line.contains("packets transmitted") {
+            let mut it = line.split(',').map(str::trim);
+            let first_num = |p: Option<&str>| -> u32 {
+                p.and_then(|p| p.split_whitespace().next())
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0)
+            };
+            s.transmitted = first_num(it.next());
+            s.received = first_num(it.next());
+        } else if let Some(rest) = line.split(" = ").nth(1).filter(|_| line.starts_with("rtt")) {
+            let nums: Vec<f64> = rest
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .split('/')
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            if nums.len() >= 3 {
+                (s.min_ms, s.avg_ms, s.max_ms) = (nums[0], nums[1], nums[2]);
+            }
+        }
+    }
+    s
+}
+
+/// Waits until something in `ns` listens on TCP `port`.
+pub fn wait_tcp_listen(ns: &Netns, port: u16, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    let filter = format!("sport = :{port}");
+    loop {
+        let out = ns.exec(&["ss", "-H", "-l", "-t", "-n", &filter])?;
+        if !out.trim().is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::new(format!(
+                "nothing listens on TCP port {port} in {} after {timeout:?}",
+                ns.name()
+            )));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Starts a one-shot `iperf3` server (`-s -1`) on `port` in `ns` and waits
+/// until it listens. Drop the handle to stop it.
+pub fn iperf3_server(ns: &Netns, port: u16) -> Result<Bg> {
+    let p = port.to_string();
+    let bg = ns.spawn(&["iperf3", "-s", "-1", "-p", &p])?;
+    wait_tcp_listen(ns, port, Duration::from_secs(10))?;
+    Ok(bg)
+}
+
+/// The numbers of an iperf3 TCP test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IperfResult {
+    /// Receiver-side throughput (`end.sum_received.bits_per_second`).
+    pub bits_per_second: f64,
+    /// Bytes the receiver got (`end.sum_received.bytes`).
+    pub bytes_received: u64,
+    /// Bytes the sender sent (`end.sum_sent.bytes`).
+    pub bytes_sent: u64,
+    /// Sender retransmissions, where reported.
+    pub retransmits: Option<u64>,
+}
+
+/// Runs an iperf3 TCP client in `ns` against `server:port` for `secs`
+/// seconds (`-J` output parsed); `extra` adds arguments (e.g. `["-P",
+/// "4"]`).
+pub fn iperf3_client(
+    ns: &Netns,
+    server: IpAddr,
+    port: u16,
+    secs: u32,
+    extra: &[&str],
+) -> Result<IperfResult> {
+    let s = server.to_string();
+    let p = port.to_string();
+    let t = secs.to_string();
+    let mut args = vec!["iperf3", "-J", "-c", &s, "-p", &p, "-t", &t];
+    args.extend_from_slice(extra);
+    let out = ns.exec_output(&args, Duration::from_secs(u64::from(secs) + 60))?;
+    let v = json::parse(&out.stdout).map_err(|e| {
+        Error::new(format!(
+            "iperf3 output: {e}: {}{}",
+            out.stdout.chars().take(400).collect::<String>(),
+            out.stderr
+        ))
+    })?;
+    if let Some(err) = v.get("error").as_str() {
+        return Err(Error::new(format!("iperf3: {err}")));
+    }
+    let end = v.get("end");
+    let recv = end.get("sum_received");
+    let bits_per_second = recv
+        .get("bits_per_second")
+        .as_f64()
+        .ok_or_else(|| Error::new("iperf3: no end.sum_received.bits_per_second"))?;
+    Ok(IperfResult {
+        bits_per_second,
+        bytes_received: recv.get("bytes").as_u64().unwrap_or(0),
+        bytes_sent: end.get("sum_sent").get("bytes").as_u64().unwrap_or(0),
+        retransmits: end.get("sum_sent").get("retransmits").as_u64(),
+    })
+}
+
+/// A deterministic byte stream (xorshift64*), so the receiver can check
+/// every byte without keeping a copy.
+#[derive(Debug, Clone)]
+pub struct PatternStream {
+    state: u64,
+    buf: [u8; 8],
+    pos: usize,
+}
+
+impl PatternStream {
+    /// A stream seeded with `seed` (any value).
+    pub fn new(seed: u64) -> PatternStream {
+        PatternStream {
+            state: seed | 1,
+            buf: [0; 8],
+            pos: 8,
+        }
+    }
+
+    /// Fills `out` with the next bytes.
+    pub fn fill(&mut self, out: &mut [u8]) {
+        for b in out {
+            if self.pos == 8 {
+                self.state ^= self.state >> 12;
+                self.state ^= self.state << 25;
+                self.state ^= self.state >> 27;
+                self.buf = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes();
+                self.pos = 0;
+            }
+            *b = self.buf[self.pos];
+            self.pos += 1;
+        }
+    }
+}
+
+/// Result of [`tcp_transfer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransferReport {
+    /// Bytes the receiver got.
+    pub received: u64,
+    /// Whether every received byte matched the sent pattern and the count
+    /// equals what was sent.
+    pub intact: bool,
+    /// Offset of the first mismatching byte, if any.
+    pub first_mismatch: Option<u64>,
+    /// Time from connect to the receiver seeing EOF.
+    pub elapsed: Duration,
+}
+
+/// Sends `bytes` of a pseudo-random pattern over TCP from namespace `from`
+/// to a listener on `dst:port` in namespace `to`, and checks every byte at
+/// the receiver. Fails if it takes longer than `timeout`.
+pub fn tcp_transfer(
+    from: &Netns,
+    to: &Netns,
+    dst: IpAddr,
+    port: u16,
+    bytes: u64,
+    timeout: Duration,
+) -> Result<TransferReport> {
+    const SEED: u64 = 0x1c3d_5e7f_9a0b_2c4d;
+    let deadline = Instant::now() + timeout;
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let receiver = to.spawn_thread(move || -> io::Result<TransferReport> {
+        let listener = match TcpListener::bind(SocketAddr::new(dst, port)) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready_tx.send(Err(e.to_string()));
+                return Err(e);
+            }
+        };
+        let _ = ready_tx.send(Ok(()));
+        listener.set_nonblocking(true)?;
+        let (mut conn, _) = loop {
+            match listener.accept() {
+                Ok(c) => break c,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if Instant::now() >= deadline {
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, "no connection"));
+                    }
+                    thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        let start = Instant::now();
+        conn.set_nonblocking(false)?;
+        conn.set_read_timeout(Some(Duration::from_millis(200)))?;
+        let mut pattern = PatternStream::new(SEED);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut expect = vec![0u8; 64 * 1024];
+        let mut received = 0u64;
+        let mut first_mismatch = None;
+        loop {
+            let n = match conn.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if Instant::now() >= deadline {
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, "transfer stalled"));
+                    }
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            pattern.fill(&mut expect[..n]);
+            if first_mismatch.is_none() && buf[..n] != expect[..n] {
+                let i = buf[..n].iter().zip(&expect[..n]).position(|(a, b)| a != b);
+                first_mismatch = Some(received + i.unwrap_or(0) as u64);
+            }
+            received += n as u64;
+        }
+        Ok(TransferReport {
+            received,
+            intact: first_mismatch.is_none() && received == bytes,
+            first_mismatch,
+            elapsed: start.elapsed(),
+        })
+    });
+    match ready_rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(Error::new(format!("receiver bind {dst}:{port}: {e}"))),
+        Err(_) => {
+            return Err(Error::new(
+                receiver
+                    .join()
+                    .map(|r| format!("receiver did not start: {r:?}"))
+                    .unwrap_or_else(|_| "receiver panicked".into()),
+            ))
+        }
+    }
+    let sent = from.run_in(move || -> io::Result<u64> {
+        let mut conn =
+            TcpStream::connect_timeout(&SocketAddr::new(dst, port), Duration::from_secs(10))?;
+        conn.set_write_timeout(Some(timeout))?;
+        let mut pattern = PatternStream::new(SEED);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(buf.len() as u64) as usize;
+            pattern.fill(&mut buf[..n]);
+            conn.write_all(&buf[..n])?;
+            left -= n as u64;
+        }
+        conn.shutdown(std::net::Shutdown::Write)?;
+        Ok(bytes)
+    })?;
+    let report = receiver
+        .join()
+        .map_err(|_| Error::new("TCP receiver panicked"))??;
+    sent.map_err(|e| Error::new(format!("TCP sender: {e}")))?;
+    report.map_err(|e| Error::new(format!("TCP receiver: {e}")))
+}
+
+/// Wall-clock time (`CLOCK_REALTIME`) in ns: the clock of the kernel's
+/// receive timestamps, shared by every process and namespace of the
+/// machine.
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Header of a [`udp_send`] packet: sequence number (big-endian u64) and
+/// send time, `CLOCK_REALTIME` ns (big-endian u64), taken just before the
+/// `send` call.
+pub const UDP_HEADER: usize = 16;
+
+/// What [`udp_send`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpSendReport {
+    /// Packets handed to the socket.
+    pub sent: u64,
+    /// Sends that failed (e.g. ENOBUFS), not counted in `sent`.
+    pub errors: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Sends `count` UDP packets with sequence numbers 0.. from namespace `ns`
+/// to `dst`, each `payload` bytes (at least 16), paced `gap` apart on an
+/// absolute schedule (`Duration::ZERO`: back to back; beware the 256-frame
+/// veth XDP ring). `src_port` 0 lets the kernel choose.
+pub fn udp_send(
+    ns: &Netns,
+    dst: SocketAddr,
+    src_port: u16,
+    count: u64,
+    payload: usize,
+    gap: Duration,
+) -> Result<UdpSendReport> {
+    let payload = payload.max(UDP_HEADER);
+    ns.run_in(move || -> io::Result<UdpSendReport> {
+        let bind: SocketAddr = if dst.is_ipv4() {
+            SocketAddr::new(IpAddr::from([0u8; 4]), src_port)
+        } else {
+            SocketAddr::new(IpAddr::from([0u16; 8]), src_port)
+        };
+        let sock = UdpSocket::bind(bind)?;
+        sock.connect(dst)?;
+        let mut buf = vec![0u8; payload];
+        for (i, b) in buf.iter_mut().enumerate().skip(UDP_HEADER) {
+            *b = i as u8;
+        }
+        let start = Instant::now();
+        let mut sent = 0;
+        let mut errors = 0;
+        for seq in 0..count {
+            if !gap.is_zero() {
+                let due = start + gap * u32::try_from(seq).unwrap_or(u32::MAX);
+                let now = Instant::now();
+                if due > now {
+                    thread::sleep(due - now);
+                }
+            }
+            buf[..8].copy_from_slice(&seq.to_be_bytes());
+            let ts = realtime_ns();
+            buf[8..16].copy_from_slice(&ts.to_be_bytes());
+            match sock.send(&buf) {
+                Ok(_) => sent += 1,
+                Err(_) => errors += 1,
+            }
+        }
+        Ok(UdpSendReport {
+            sent,
+            errors,
+            elapsed: start.elapsed(),
+        })
+    })?
+    .map_err(|e| Error::new(format!("UDP sender to {dst}: {e}")))
+}
+
+/// One received [`udp_send`] packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpArrival {
+    /// Its sequence number.
+    pub seq: u64,
+    /// Sender's UDP source port (tells flows apart).
+    pub src_port: u16,
+    /// One-way delay, ns: the kernel's receive timestamp of the packet
+    /// (`SO_TIMESTAMPNS`, taken when the sink's veth hands it to the
+    /// stack, so the receiver's wake-up is not included; the thread's clock
+    /// if the kernel gave none) minus the send timestamp.
+    pub delay_ns: u64,
+}
+
+/// Summary of what a [`UdpReceiver`] got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UdpReport {
+    /// Every arrival, in arrival order.
+    pub arrivals: Vec<UdpArrival>,
+    /// Distinct (source port, sequence) pairs.
+    pub unique: u64,
+    /// Arrivals of a pair already seen.
+    pub duplicates: u64,
+    /// Arrivals whose sequence number is below the highest seen so far from
+    /// the same source port (out of order).
+    pub reordered: u64,
+}
+
+impl UdpReport {
+    /// Packets of `sent` (sequence 0..sent per flow, `flows` source ports)
+    /// that never arrived.
+    pub fn lost(&self, sent_per_flow: u64, flows: u64) -> u64 {
+        (sent_per_flow * flows).saturating_sub(self.unique)
+    }
+
+    /// The `q`-quantile of one-way delays in microseconds.
+    pub fn delay_quantile_us(&self, q: f64) -> Option<f64> {
+        let d: Vec<f64> = self
+            .arrivals
+            .iter()
+            .map(|a| a.delay_ns as f64 / 1e3)
+            .collect();
+        quantile(&d, q)
+    }
+}
+
+/// A UDP receiver on a thread inside a namespace, recording sequence
+/// numbers and one-way delays of [`udp_send`] packets.
+#[derive(Debug)]
+pub struct UdpReceiver {
+    handle: Option<JoinHandle<Result<io::Result<Vec<UdpArrival>>>>>,
+    stop: Arc<AtomicBool>,
+    last_rx: Arc<std::sync::Mutex<Instant>>,
+}
+
+impl UdpReceiver {
+    /// Binds `bind` inside `ns` (returns once bound) and starts receiving.
+    pub fn start(ns: &Netns, bind: SocketAddr) -> Result<UdpReceiver> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let last_rx = Arc::new(std::sync::Mutex::new(Instant::now()));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let (stop2, last2) = (stop.clone(), last_rx.clone());
+        let handle = ns.spawn_thread(move || -> io::Result<Vec<UdpArrival>> {
+            let sock = match UdpSocket::bind(bind) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return Err(e);
+                }
+            };
+            // A deep receive buffer: bursts must not overflow the socket.
+            set_rcvbuf(&sock, 8 << 20);
+            enable_rx_timestamps(&sock);
+            sock.set_read_timeout(Some(Duration::from_millis(20)))?;
+            let _ = ready_tx.send(Ok(()));
+            let mut out = Vec::new();
+            let mut buf = vec![0u8; 65536];
+            while !stop2.load(Ordering::Relaxed) {
+                match recv_timestamped(&sock, &mut buf) {
+                    Ok((n, src_port, rx_ns)) if n >= UDP_HEADER => {
+                        let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
+                        let ts = u64::from_be_bytes(buf[8..16].try_into().expect("8 bytes"));
+                        out.push(UdpArrival {
+                            seq,
+                            src_port,
+                            delay_ns: rx_ns.saturating_sub(ts),
+                        });
+                        if let Ok(mut l) = last2.lock() {
+                            *l = Instant::now();
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(out)
+        });
+        match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(UdpReceiver {
+                handle: Some(handle),
+                stop,
+                last_rx,
+            }),
+            Ok(Err(e)) => Err(Error::new(format!("UDP receiver bind {bind}: {e}"))),
+            Err(_) => Err(Error::new(format!(
+                "UDP receiver in {} did not start",
+                ns.name()
+            ))),
+        }
+    }
+
+    /// Waits until nothing has arrived for `quiet` (at most `max_wait`),
+    /// stops the receiver and summarises.
+    pub fn finish(mut self, quiet: Duration, max_wait: Duration) -> Result<UdpReport> {
+        let deadline = Instant::now() + max_wait;
+        loop {
+            let last = *self.last_rx.lock().expect("not poisoned");
+            if last.elapsed() >= quiet || Instant::now() >= deadline {
+                break;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        let arrivals = self
+            .handle
+            .take()
+            .expect("finished once")
+            .join()
+            .map_err(|_| Error::new("UDP receiver panicked"))??
+            .map_err(|e| Error::new(format!("UDP receiver: {e}")))?;
+        Ok(summarise(arrivals))
+    }
+}
+
+impl Drop for UdpReceiver {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn summarise(arrivals: Vec<UdpArrival>) -> UdpReport {
+    use std::collections::{HashMap, HashSet};
+    let mut seen = HashSet::new();
+    let mut highest: HashMap<u16, u64> = HashMap::new();
+    let (mut duplicates, mut reordered) = (0, 0);
+    for a in &arrivals {
+        if !seen.insert((a.src_port, a.seq)) {
+            duplicates += 1;
+            continue;
+        }
+        let h = highest.entry(a.src_port).or_insert(a.seq);
+        if a.seq < *h {
+            reordered += 1;
+        } else {
+            *h = a.seq;
+        }
+    }
+    UdpReport {
+        unique: seen.len() as u64,
+        arrivals,
+        duplicates,
+        reordered,
+    }
+}
+
+fn set_rcvbuf(sock: &UdpSocket, bytes: i32) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: setsockopt(2) on a socket we own, with a pointer to an i32
+    // that lives for the call and its exact size. Failure is harmless.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+    }
+}
+
+fn enable_rx_timestamps(sock: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let on: i32 = 1;
+    // SAFETY: setsockopt(2) on a socket we own, with a pointer to an i32
+    // that lives for the call and its exact size. Failure only means no
+    // kernel timestamps (the receiver then uses its own clock).
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        );
+    }
+}
+
+/// `recvmsg` with the kernel's receive timestamp: (bytes, source port,
+/// receive time in `CLOCK_REALTIME` ns; the current time if the kernel
+/// attached no `SCM_TIMESTAMPNS`).
+fn recv_timestamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, u16, u64)> {
+    use std::os::fd::AsRawFd;
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // u64 elements keep the control buffer aligned for cmsghdr.
+    let mut control = [0u64; 16];
+    // SAFETY: all-zero bytes are a valid sockaddr_storage and msghdr.
+    let mut src: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut src as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: `msg` points at `iov` (into `buf`), `src` and `control`, all
+    // alive and writable for the call, with their true sizes.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut rx_ns = None;
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled,
+    // bounded by `msg.msg_controllen`; CMSG_DATA of an SCM_TIMESTAMPNS
+    // message holds a struct timespec, read unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                rx_ns = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let port = match i32::from(src.ss_family) {
+        // SAFETY: the family says the storage holds a sockaddr_in.
+        libc::AF_INET => u16::from_be(unsafe {
+            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>()).sin_port
+        }),
+        // SAFETY: the family says the storage holds a sockaddr_in6.
+        libc::AF_INET6 => u16::from_be(unsafe {
+            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()).sin6_port
+        }),
+        _ => 0,
+    };
+    Ok((n as usize, port, rx_ns.unwrap_or_else(realtime_ns)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ping_output() {
+        let text = "PING 10.0.2.2 (10.0.2.2) 56(84) bytes of data.
+64 bytes from 10.0.2.2: icmp_seq=1 ttl=61 time=0.081 ms
+64 bytes from 10.0.2.2: icmp_seq=2 ttl=61 time=0.120 ms
+
+--- 10.0.2.2 ping statistics ---
+3 packets transmitted, 2 received, 33.3333% packet loss, time 2003ms
+rtt min/avg/max/mdev = 0.081/0.100/0.120/0.019 ms
+";
+        let s = parse_ping(text);
+        assert_eq!((s.transmitted, s.received), (3, 2));
+        assert_eq!(s.rtts_ms, vec![0.081, 0.120]);
+        assert_eq!((s.min_ms, s.avg_ms, s.max_ms), (0.081, 0.100, 0.120));
+        assert_eq!(s.quantile_ms(0.5), Some(0.081));
+        assert_eq!(s.quantile_ms(1.0), Some(0.120));
+    }
+
+    #[test]
+    fn ordering_summary() {
+        let a = |seq, src_port| UdpArrival {
+            seq,
+            src_port,
+            delay_ns: 0,
+        };
+        let r = summarise(vec![a(0, 1), a(2, 1), a(1, 1), a(2, 1), a(0, 2), a(3, 1)]);
+        assert_eq!((r.unique, r.duplicates, r.reordered), (5, 1, 1));
+        assert_eq!(r.lost(4, 1), 0);
+    }
+
+    #[test]
+    fn pattern_is_deterministic() {
+        let mut a = PatternStream::new(7);
+        let mut b = PatternStream::new(7);
+        let mut x = [0u8; 13];
+        let mut y = [0u8; 5];
+        let mut z = [0u8; 8];
+        a.fill(&mut x);
+        b.fill(&mut y);
+        b.fill(&mut z);
+        assert_eq!(&x[..5], &y);
+        assert_eq!(&x[5..], &z);
+    }
+}

@@ -1,0 +1,412 @@
+#!/usr/bin/env bash
+# Packet-rate and latency harness for a forwarder on veth (root).
+#
+#   sudo scripts/bench-forwarding.sh          # writes target/bench/forwarding.json
+#
+# Topology (namespaces $TAG-gen, $TAG-dut, $TAG-sink; TAG=lcmpb-<pid>):
+#
+#   gen  g0 198.18.0.2 ---- d0 198.18.0.1  dut  d1 198.18.1.1 ---- s0 198.18.1.2  sink
+#   gen  g1 198.18.2.2 ------------------------------------------- s1 198.18.2.1  sink
+#
+# g1-s1 is a direct pair (no DUT): the generator's own rate and the latency
+# reference. Neighbour entries are static (no ARP); offloads are off.
+#
+# Traffic source: `lcmp-bench-tool gen` (netns-tests crate), an XDP
+# live-frames generator: BPF_PROG_TEST_RUN with BPF_F_TEST_XDP_LIVE_FRAMES
+# runs an XDP_TX program on a prepared Ethernet/IPv4/UDP frame and sends each
+# copy out of g0, like xdp-trafficgen does. xdp-trafficgen itself (xdp-tools
+# 1.3.1, Debian 12) does not run here: its BPF object carries a tracepoint
+# program for `xdp_redirect_map_err`, a tracepoint newer kernels (6.18 here)
+# no longer have, and libbpf 1.1 refuses the whole object ("failed to find
+# kernel BTF type ID of 'xdp_redirect_map_err'"). `xdp-bench` fails the same
+# way, so the sink and the in-kernel redirect use `lcmp-bench-tool xdp`
+# (minimal hand-assembled XDP programs attached over rtnetlink). Frame size
+# is the Ethernet frame without FCS (64 or 1500 bytes), one UDP flow to
+# 198.18.1.2:9, TTL 64.
+#
+# Sink: an XDP_DROP program on s0 (s1); the count is the veth's
+# rx_queue_*_xdp_packets. veth only accepts XDP-transmitted/redirected frames
+# when the receiving end has NAPI on, so the receiving end of every
+# generator or redirect hop carries an XDP program.
+#
+# Method per rate case: run the generator unpaced for $DURATION s pinned to
+# CPU $GEN_CPU; offered = frames it handed to g0, forwarded = frames the sink
+# counted; pps = forwarded / generator time. A forwarder's rate counts only
+# if the source offered more than it forwarded (>2% more): else the line says
+# WARNING and the number is a lower bound.
+#
+# veth runs a receiver's whole path inside the sender's softirq, on the
+# sender's CPU, unless something moves it. So:
+#  - kernel_pps_*: the DUT's ingress d0 steers packets by RPS to CPU $FWD_CPU,
+#    so the kernel forwards on its own core (the generator and the veth
+#    receive of d0 stay on CPU $GEN_CPU), as a userspace switch pinned to
+#    $FWD_CPU would. d0 carries an XDP_PASS program only to turn on veth NAPI.
+#  - kernel_inline_pps_64: the veth default, everything inline on the
+#    generator's CPU; the generator waits for the forwarder, so offered equals
+#    forwarded by construction (reported for reference, rate of the pair).
+#  - xdp_redirect_pps_64: bpf_redirect d0 -> d1 in d0's XDP (inline on the
+#    generator's CPU; moving it to another core with threaded NAPI measured
+#    ~3x slower on veth). The platform's upper bound; normally source-bound.
+#
+# Latency (kernel_latency_p50_us / p99): `lcmp-bench-tool latency` sends
+# $PROBE_COUNT UDP probes, $PROBE_GAP_US us apart, from a thread in gen
+# stamped with CLOCK_REALTIME just before send(), to a thread in sink that
+# reads the kernel's receive timestamp (SO_TIMESTAMPNS, taken when s0/s1
+# hands the packet to the stack): ns resolution and no receiver wake-up
+# noise (ping's 1 us resolution is too coarse for a ~1 us hop). Once
+# over the direct pair (g1 -> s1) and once through the DUT (g0 -> d0, d1 ->
+# s0); added one-way latency of the forwarding hop = delay quantile through
+# the DUT - the same quantile direct (p50 and p99; the difference of
+# quantiles, not a quantile of differences). The DUT path has one forwarding
+# step and one more veth crossing. Both include the sender's syscall entry
+# and UDP/IP output, which cancel in the difference. The DUT runs the plain
+# kernel configuration (no XDP, no RPS) for this.
+#
+# Environment: DURATION (5), GEN_CPU (0), FWD_CPU (1), PROBE_COUNT (3000),
+# PROBE_GAP_US (1000), OUT (target/bench/forwarding.json), CARGO_TARGET_DIR.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DURATION=${DURATION:-5}
+GEN_CPU=${GEN_CPU:-0}
+FWD_CPU=${FWD_CPU:-1}
+PROBE_COUNT=${PROBE_COUNT:-3000}
+PROBE_GAP_US=${PROBE_GAP_US:-1000}
+OUT=${OUT:-$ROOT/target/bench/forwarding.json}
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+TOOL=$TARGET_DIR/release/lcmp-bench-tool
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "bench-forwarding.sh: needs root (network namespaces, XDP)" >&2
+    exit 1
+fi
+for t in ip ethtool taskset awk sed; do
+    command -v "$t" >/dev/null || { echo "missing $t: run scripts/install-deps.sh" >&2; exit 1; }
+done
+if [[ $(nproc) -lt 2 ]]; then
+    FWD_CPU=$GEN_CPU
+fi
+
+TAG=lcmpb-$$
+GEN_NS=$TAG-gen
+DUT_NS=$TAG-dut
+SINK_NS=$TAG-sink
+WORK=$(mktemp -d /tmp/lcmpb.XXXXXX)
+
+GEN_IP=198.18.0.2 DUT_IN_IP=198.18.0.1 DUT_OUT_IP=198.18.1.1 SINK_IP=198.18.1.2
+REF_GEN_IP=198.18.2.2 REF_SINK_IP=198.18.2.1
+MAC_G0=02:4c:b0:00:00:01 MAC_D0=02:4c:b0:00:00:02
+MAC_D1=02:4c:b0:00:00:03 MAC_S0=02:4c:b0:00:00:04
+MAC_G1=02:4c:b0:00:00:05 MAC_S1=02:4c:b0:00:00:06
+
+log() { echo "[bench] $*" >&2; }
+nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+cleanup() {
+    set +e
+    for ns in "$GEN_NS" "$DUT_NS" "$SINK_NS"; do
+        ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+        ip netns del "$ns" 2>/dev/null
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Namespaces of an earlier run whose process is gone.
+sweep_leftovers() {
+    local ns pid
+    for ns in $(ip netns list | awk '{print $1}' | grep '^lcmpb-' || true); do
+        pid=${ns#lcmpb-}
+        pid=${pid%%-*}
+        if [[ ! -d /proc/$pid ]]; then
+            log "removing leftover namespace $ns"
+            ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+            ip netns del "$ns" || true
+        fi
+    done
+}
+
+build_tool() {
+    log "building lcmp-bench-tool"
+    (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR cargo build --release --quiet \
+        -p lcmp-netns-tests --bin lcmp-bench-tool)
+}
+
+# veth NS_A DEV_A MAC_A NS_B DEV_B MAC_B
+veth() {
+    ip link add name "$2" address "$3" netns "$1" type veth \
+        peer name "$5" address "$6" netns "$4"
+    nsx "$1" ethtool -K "$2" tso off gso off gro off tx off >/dev/null
+    nsx "$4" ethtool -K "$5" tso off gso off gro off tx off >/dev/null
+    ip -n "$1" link set "$2" up
+    ip -n "$4" link set "$5" up
+}
+
+setup() {
+    for ns in "$GEN_NS" "$DUT_NS" "$SINK_NS"; do
+        ip netns add "$ns"
+        ip -n "$ns" link set lo up
+        nsx "$ns" sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
+            net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
+    done
+    veth "$GEN_NS" g0 $MAC_G0 "$DUT_NS" d0 $MAC_D0
+    veth "$DUT_NS" d1 $MAC_D1 "$SINK_NS" s0 $MAC_S0
+    veth "$GEN_NS" g1 $MAC_G1 "$SINK_NS" s1 $MAC_S1
+
+    ip -n "$GEN_NS" addr add $GEN_IP/24 dev g0
+    ip -n "$GEN_NS" addr add $REF_GEN_IP/24 dev g1
+    ip -n "$GEN_NS" route add 198.18.1.0/24 via $DUT_IN_IP dev g0
+    ip -n "$GEN_NS" neigh replace $DUT_IN_IP lladdr $MAC_D0 dev g0 nud permanent
+    ip -n "$GEN_NS" neigh replace $REF_SINK_IP lladdr $MAC_S1 dev g1 nud permanent
+
+    ip -n "$DUT_NS" addr add $DUT_IN_IP/24 dev d0
+    ip -n "$DUT_NS" addr add $DUT_OUT_IP/24 dev d1
+    ip -n "$DUT_NS" neigh replace $GEN_IP lladdr $MAC_G0 dev d0 nud permanent
+    ip -n "$DUT_NS" neigh replace $SINK_IP lladdr $MAC_S0 dev d1 nud permanent
+
+    ip -n "$SINK_NS" addr add $SINK_IP/24 dev s0
+    ip -n "$SINK_NS" addr add $REF_SINK_IP/24 dev s1
+    ip -n "$SINK_NS" route add 198.18.0.0/24 via $DUT_OUT_IP dev s0
+    ip -n "$SINK_NS" neigh replace $DUT_OUT_IP lladdr $MAC_D1 dev s0 nud permanent
+    ip -n "$SINK_NS" neigh replace $REF_GEN_IP lladdr $MAC_G1 dev s1 nud permanent
+
+    # The same DUT as a topology, for a switch daemon (see run_switch_case).
+    cat >"$WORK/bench-topology.toml" <<EOF
+# bench-forwarding.sh: one switch between a traffic source and a sink.
+[[switch]]
+name = "dut"
+prefixes = ["198.18.0.0/24", "198.18.1.0/24"]
+
+[[host]]
+name = "gen"
+switch = "dut"
+addresses = ["$GEN_IP/24"]
+rate = "100Gbps"
+delay = "0us"
+ifname = "g0"
+switch_ifname = "d0"
+
+[[host]]
+name = "sink"
+switch = "dut"
+addresses = ["$SINK_IP/24"]
+rate = "100Gbps"
+delay = "0us"
+ifname = "s0"
+switch_ifname = "d1"
+EOF
+}
+
+xdp() { nsx "$1" "$TOOL" xdp --dev "$2" "$3"; }
+
+# Sum of an ethtool -S counter pattern over queues.
+counter() {
+    nsx "$1" ethtool -S "$2" | awk -v re="$3" '$1 ~ re {s += $2} END {print s + 0}'
+}
+
+dut_plain() {
+    xdp "$DUT_NS" d0 off
+    nsx "$DUT_NS" sh -c 'echo 0 > /sys/class/net/d0/queues/rx-0/rps_cpus'
+    nsx "$DUT_NS" sysctl -qw net.ipv4.ip_forward=0
+}
+
+# Packets dropped at the kernel's per-CPU backlog (RPS target full), all CPUs.
+backlog_drops() {
+    local _ dropped sum=0
+    while read -r _ dropped _; do
+        sum=$((sum + 16#$dropped))
+    done </proc/net/softnet_stat
+    echo "$sum"
+}
+
+# measure_rate LABEL SIZE GEN_DEV DST_MAC DST_IP SINK_DEV [inline]
+# Runs the generator and counts at the sink. Sets RATE_PPS, OFFERED_PPS,
+# RING_DROPS, BACKLOG_DROPS and BOUND ("forwarder" or "source"); prints one line. With
+# "inline" (forwarder runs in the generator's softirq, so offered equals
+# forwarded by construction) no warning is printed.
+measure_rate() {
+    local label=$1 size=$2 gdev=$3 dmac=$4 dip=$5 sdev=$6 mode=${7:-}
+    local src=$GEN_IP
+    [[ $gdev == g1 ]] && src=$REF_GEN_IP
+    local c0 e0 b0 c1 e1 b1 out frames secs
+    c0=$(counter "$SINK_NS" "$sdev" '^rx_queue_[0-9]+_xdp_packets:')
+    e0=$(counter "$GEN_NS" "$gdev" '^tx_queue_[0-9]+_xdp_xmit_errors:')
+    b0=$(backlog_drops)
+    out=$(taskset -c "$GEN_CPU" ip netns exec "$GEN_NS" "$TOOL" gen --dev "$gdev" \
+        --dst-mac "$dmac" --src-ip "$src" --dst-ip "$dip" --size "$size" --duration "$DURATION")
+    sleep 0.3
+    c1=$(counter "$SINK_NS" "$sdev" '^rx_queue_[0-9]+_xdp_packets:')
+    e1=$(counter "$GEN_NS" "$gdev" '^tx_queue_[0-9]+_xdp_xmit_errors:')
+    b1=$(backlog_drops)
+    frames=$(sed -n 's/.*frames=\([0-9]*\).*/\1/p' <<<"$out")
+    secs=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$out")
+    RATE_PPS=$(awk -v n=$((c1 - c0)) -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
+    OFFERED_PPS=$(awk -v n="$frames" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
+    RING_DROPS=$((e1 - e0))
+    BACKLOG_DROPS=$((b1 - b0))
+    if awk -v f="$RATE_PPS" -v o="$OFFERED_PPS" 'BEGIN {exit !(o > f * 1.02)}'; then
+        BOUND=forwarder
+    else
+        BOUND=source
+    fi
+    log "$(printf '%-14s size %4s: forwarded %9s pps, offered %9s pps; drops: DUT veth ring %s, backlog %s' \
+        "$label" "$size" "$RATE_PPS" "$OFFERED_PPS" "$RING_DROPS" "$BACKLOG_DROPS")"
+    if [[ $BOUND == source && $mode != inline ]]; then
+        log "WARNING: $label: the source offered no more than was forwarded;" \
+            "$RATE_PPS pps is a lower bound of the forwarder's rate"
+    fi
+}
+
+# probe DST_NS DST_IP: one-way UDP delay gen -> DST_NS (lcmp-bench-tool
+# latency). Sets P50_NS, P99_NS, RECEIVED.
+probe() {
+    local out
+    out=$("$TOOL" latency --from "$GEN_NS" --to "$1" --dst "$2:7777" \
+        --count "$PROBE_COUNT" --gap-us "$PROBE_GAP_US")
+    P50_NS=$(sed -n 's/.*p50_ns=\([0-9a-z]*\).*/\1/p' <<<"$out")
+    P99_NS=$(sed -n 's/.*p99_ns=\([0-9a-z]*\).*/\1/p' <<<"$out")
+    RECEIVED=$(sed -n 's/.*received=\([0-9]*\).*/\1/p' <<<"$out")
+}
+
+# measure_latency LABEL: added one-way latency of the path through the DUT
+# against the direct pair. Sets LAT_P50_US, LAT_P99_US (null if more than
+# 5% of the probes were lost).
+measure_latency() {
+    local label=$1 d50 d99 dn
+    probe "$SINK_NS" $REF_SINK_IP
+    d50=$P50_NS d99=$P99_NS dn=$RECEIVED
+    probe "$SINK_NS" $SINK_IP
+    if [[ $RECEIVED -lt $((PROBE_COUNT * 95 / 100)) || $d50 == null || $P50_NS == null ]]; then
+        log "WARNING: $label latency: only $RECEIVED of $PROBE_COUNT probes through the DUT arrived"
+        LAT_P50_US=null LAT_P99_US=null
+        return
+    fi
+    LAT_P50_US=$(awk -v a="$P50_NS" -v b="$d50" 'BEGIN {printf "%.2f", (a - b) / 1000}')
+    LAT_P99_US=$(awk -v a="$P99_NS" -v b="$d99" 'BEGIN {printf "%.2f", (a - b) / 1000}')
+    log "$(printf '%-14s one-way delay p50/p99 ns: direct %s/%s (%s), via DUT %s/%s (%s) -> added p50 %s us, p99 %s us' \
+        "$label" "$d50" "$d99" "$dn" "$P50_NS" "$P99_NS" "$RECEIVED" "$LAT_P50_US" "$LAT_P99_US")"
+}
+
+# ---------------------------------------------------------------------------
+# run_switch_case: FILLED IN BY THE SWITCH PART (not yet).
+#
+# Arguments: GEN_NS DUT_NS SINK_NS DUT_IN_IF DUT_OUT_IF SIZE TOPOLOGY_FILE
+#   The DUT namespace has d0 (towards gen, 198.18.0.1) and d1 (towards the
+#   sink, 198.18.1.1) with static neighbours; ip_forward is off and no XDP
+#   program is attached. TOPOLOGY_FILE describes the DUT as switch "dut" with
+#   hosts "gen" (port 0, d0) and "sink" (port 1, d1). The sink's s0 already
+#   has the XDP_DROP counter.
+# Expected: start the switch in the DUT namespace on the two ports (pinned
+#   to CPU $FWD_CPU, e.g. `taskset -c $FWD_CPU ip netns exec $DUT_NS
+#   lcmp-switch --port d0 --port d1 ...` in the background), wait until it is
+#   ready, then
+#       measure_rate "switch" "$SIZE" g0 "$MAC_D0" "$SINK_IP" s0
+#   and echo "$RATE_PPS" (measure_rate logs to stderr), stop the switch
+#   and leave the namespace as found. Print "null" if not run. It runs in a
+#   command substitution: only its stdout comes back.
+# run_switch_latency: same arguments without SIZE; starts the switch the
+#   same way, then `measure_latency switch` (UDP probes to 198.18.1.2:7777;
+#   the XDP_DROP on s0 is off while it runs) and echoes
+#   "$LAT_P50_US $LAT_P99_US". Print "null null" if not run.
+# ---------------------------------------------------------------------------
+run_switch_case() {
+    # local gen_ns=$1 dut_ns=$2 sink_ns=$3 in_if=$4 out_if=$5 size=$6 topo=$7
+    echo null
+}
+
+run_switch_latency() {
+    # local gen_ns=$1 dut_ns=$2 sink_ns=$3 in_if=$4 out_if=$5 topo=$6
+    echo null null
+}
+
+json_num() { [[ -n ${1:-} ]] && echo "$1" || echo null; }
+
+main() {
+    sweep_leftovers
+    build_tool
+    setup
+    log "namespaces $GEN_NS / $DUT_NS / $SINK_NS; ${DURATION}s per case;" \
+        "generator on CPU $GEN_CPU, forwarding core CPU $FWD_CPU"
+    local rps_mask
+    rps_mask=$(printf '%x' $((1 << FWD_CPU)))
+
+    declare -A R
+    # 1. The generator alone, straight into the sink (g1 -> s1).
+    xdp "$SINK_NS" s1 drop
+    measure_rate generator 64 g1 $MAC_S1 $REF_SINK_IP s1 inline
+    R[generator_pps_64]=$RATE_PPS
+    measure_rate generator 1500 g1 $MAC_S1 $REF_SINK_IP s1 inline
+    R[generator_pps_1500]=$RATE_PPS
+    xdp "$SINK_NS" s1 off
+
+    # 2. Kernel IP forwarding on its own core (RPS to FWD_CPU).
+    xdp "$SINK_NS" s0 drop
+    nsx "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
+    xdp "$DUT_NS" d0 pass
+    nsx "$DUT_NS" sh -c "echo $rps_mask > /sys/class/net/d0/queues/rx-0/rps_cpus"
+    for size in 64 1500; do
+        measure_rate kernel "$size" g0 $MAC_D0 $SINK_IP s0
+        R[kernel_pps_$size]=$RATE_PPS
+        R[kernel_offered_pps_$size]=$OFFERED_PPS
+        R[kernel_forwarder_bound_$size]=$([[ $BOUND == forwarder ]] && echo true || echo false)
+    done
+    # 2b. Kernel forwarding inline on the generator's CPU (veth default).
+    nsx "$DUT_NS" sh -c 'echo 0 > /sys/class/net/d0/queues/rx-0/rps_cpus'
+    measure_rate kernel_inline 64 g0 $MAC_D0 $SINK_IP s0 inline
+    R[kernel_inline_pps_64]=$RATE_PPS
+    dut_plain
+
+    # 3. In-kernel XDP redirect d0 -> d1 (the platform's upper bound).
+    xdp "$DUT_NS" d0 redirect:d1
+    measure_rate xdp_redirect 64 g0 $MAC_D0 $SINK_IP s0
+    R[xdp_redirect_pps_64]=$RATE_PPS
+    R[xdp_redirect_offered_pps_64]=$OFFERED_PPS
+    R[xdp_redirect_forwarder_bound_64]=$([[ $BOUND == forwarder ]] && echo true || echo false)
+    dut_plain
+
+    # 4. Latency of kernel forwarding (plain DUT, no XDP anywhere).
+    xdp "$SINK_NS" s0 off
+    nsx "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
+    measure_latency kernel
+    R[kernel_latency_p50_us]=$LAT_P50_US
+    R[kernel_latency_p99_us]=$LAT_P99_US
+    dut_plain
+
+    # 5. The userspace switch (filled in by the switch part).
+    xdp "$SINK_NS" s0 drop
+    R[switch_pps_64]=$(run_switch_case "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 64 "$WORK/bench-topology.toml")
+    R[switch_pps_1500]=$(run_switch_case "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 1500 "$WORK/bench-topology.toml")
+    xdp "$SINK_NS" s0 off
+    local lat
+    lat=$(run_switch_latency "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 "$WORK/bench-topology.toml")
+    R[switch_latency_p50_us]=${lat%% *}
+    R[switch_latency_p99_us]=${lat##* }
+    R[idle_cpu_percent_event_mode]=null
+
+    mkdir -p "$(dirname "$OUT")"
+    {
+        echo "{"
+        echo "  \"duration_s\": $DURATION,"
+        echo "  \"generator\": \"lcmp-bench-tool gen (XDP live frames, 1 thread on CPU $GEN_CPU)\","
+        echo "  \"forwarding_cpu\": $FWD_CPU,"
+        local keys=(generator_pps_64 generator_pps_1500
+            kernel_pps_64 kernel_offered_pps_64 kernel_forwarder_bound_64
+            kernel_pps_1500 kernel_offered_pps_1500 kernel_forwarder_bound_1500
+            kernel_inline_pps_64
+            xdp_redirect_pps_64 xdp_redirect_offered_pps_64 xdp_redirect_forwarder_bound_64
+            kernel_latency_p50_us kernel_latency_p99_us
+            switch_pps_64 switch_pps_1500 switch_latency_p50_us switch_latency_p99_us
+            idle_cpu_percent_event_mode)
+        local i last=$((${#keys[@]} - 1))
+        for i in "${!keys[@]}"; do
+            printf '  "%s": %s%s\n' "${keys[$i]}" "$(json_num "${R[${keys[$i]}]:-}")" \
+                "$([[ $i -lt $last ]] && echo , || true)"
+        done
+        echo "}"
+    } >"$OUT"
+    log "wrote $OUT"
+    cat "$OUT"
+}
+
+main "$@"
