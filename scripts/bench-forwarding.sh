@@ -128,9 +128,10 @@ sweep_leftovers() {
 }
 
 build_tool() {
+    [[ -n ${SKIP_BUILD:-} ]] && return
     log "building lcmp-bench-tool"
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR cargo build --release --quiet \
-        -p lcmp-netns-tests --bin lcmp-bench-tool)
+        -p lcmp-netns-tests --bin lcmp-bench-tool -p lcmp-switch --bin lcmp-switch)
 }
 
 # veth NS_A DEV_A MAC_A NS_B DEV_B MAC_B
@@ -289,35 +290,96 @@ measure_latency() {
 }
 
 # ---------------------------------------------------------------------------
-# run_switch_case: FILLED IN BY THE SWITCH PART (not yet).
-#
-# Arguments: GEN_NS DUT_NS SINK_NS DUT_IN_IF DUT_OUT_IF SIZE TOPOLOGY_FILE
-#   The DUT namespace has d0 (towards gen, 198.18.0.1) and d1 (towards the
-#   sink, 198.18.1.1) with static neighbours; ip_forward is off and no XDP
-#   program is attached. TOPOLOGY_FILE describes the DUT as switch "dut" with
-#   hosts "gen" (port 0, d0) and "sink" (port 1, d1). The sink's s0 already
-#   has the XDP_DROP counter.
-# Expected: start the switch in the DUT namespace on the two ports (pinned
-#   to CPU $FWD_CPU, e.g. `taskset -c $FWD_CPU ip netns exec $DUT_NS
-#   lcmp-switch --port d0 --port d1 ...` in the background), wait until it is
-#   ready, then
-#       measure_rate "switch" "$SIZE" g0 "$MAC_D0" "$SINK_IP" s0
-#   and echo "$RATE_PPS" (measure_rate logs to stderr), stop the switch
-#   and leave the namespace as found. Print "null" if not run. It runs in a
-#   command substitution: only its stdout comes back.
-# run_switch_latency: same arguments without SIZE; starts the switch the
-#   same way, then `measure_latency switch` (UDP probes to 198.18.1.2:7777;
-#   the XDP_DROP on s0 is off while it runs) and echoes
-#   "$LAT_P50_US $LAT_P99_US". Print "null null" if not run.
-# ---------------------------------------------------------------------------
-run_switch_case() {
-    # local gen_ns=$1 dut_ns=$2 sink_ns=$3 in_if=$4 out_if=$5 size=$6 topo=$7
-    echo null
+# The userspace switch as DUT: `lcmp-switch` in the DUT namespace on d0/d1
+# (switch "dut" of $WORK/bench-topology.toml: host gen on d0, host sink on
+# d1), pinned to CPU $FWD_CPU, line rate (--no-emulation: no shaper or delay
+# line), peer MACs given, stats in $WORK/switch-stats.json.
+SWITCH=$TARGET_DIR/release/lcmp-switch
+SWITCH_PID=
+
+# start_switch DUT_NS TOPOLOGY POLL_MODE
+start_switch() {
+    local dut_ns=$1 topo=$2 poll=$3
+    taskset -c "$FWD_CPU" ip netns exec "$dut_ns" "$SWITCH" --topology "$topo" --switch dut \
+        --port d0 --port d1 --peer-mac "d0=$MAC_G0" --peer-mac "d1=$MAC_S0" \
+        --no-emulation --poll "$poll" --stats-file "$WORK/switch-stats.json" ${SWITCH_ARGS:-} \
+        >"$WORK/switch.log" 2>&1 &
+    SWITCH_PID=$!
+    local i
+    for i in $(seq 100); do
+        grep -q forwarding "$WORK/switch.log" 2>/dev/null && return 0
+        kill -0 "$SWITCH_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    log "ERROR: lcmp-switch did not start:"
+    sed 's/^/    /' "$WORK/switch.log" >&2
+    return 1
 }
 
+stop_switch() {
+    [[ -n $SWITCH_PID ]] || return 0
+    kill -INT "$SWITCH_PID" 2>/dev/null || true
+    wait "$SWITCH_PID" 2>/dev/null || true
+    SWITCH_PID=
+    # The final stats line: drops by reason, for the log.
+    grep '^{' "$WORK/switch.log" | tail -n 1 | sed 's/^/    switch stats: /' >&2
+}
+
+# run_switch_case GEN_NS DUT_NS SINK_NS DUT_IN_IF DUT_OUT_IF SIZE TOPOLOGY
+# Echoes the forwarded pps (busy polling on one core), or null.
+run_switch_case() {
+    local dut_ns=$2 size=$6 topo=$7
+    start_switch "$dut_ns" "$topo" busy || { echo null; return; }
+    local perf_pid=
+    if [[ -n ${PERF:-} ]]; then
+        # Profile the forwarding core while it runs (PERF=1).
+        perf record -q -g -C "$FWD_CPU" -o "$WORK/perf-switch-$size.data" \
+            -- sleep "$DURATION" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
+    measure_rate switch "$size" g0 "$MAC_D0" "$SINK_IP" s0
+    if [[ -n $perf_pid ]]; then
+        wait "$perf_pid" || true
+        mkdir -p "$(dirname "$OUT")"
+        {
+            perf report -q -i "$WORK/perf-switch-$size.data" --no-children --sort comm,dso \
+                --stdio -g none 2>/dev/null | grep -v '^$' | head -15
+            perf report -q -i "$WORK/perf-switch-$size.data" --no-children --sort sym \
+                --stdio -g none 2>/dev/null | grep -v '^$' | head -50
+            if [[ -n ${PERF_ANNOTATE:-} ]]; then
+                perf annotate -q -i "$WORK/perf-switch-$size.data" --stdio -s "$PERF_ANNOTATE" \
+                    2>/dev/null | grep -E '^ +[0-9]+\.[0-9]+' | sort -rn | head -30
+            fi
+        } >"$(dirname "$OUT")/perf-switch-$size.txt" || true
+        log "profile of the forwarding core: $(dirname "$OUT")/perf-switch-$size.txt"
+    fi
+    stop_switch
+    echo "$RATE_PPS"
+}
+
+# run_switch_latency GEN_NS DUT_NS SINK_NS DUT_IN_IF DUT_OUT_IF TOPOLOGY
+# Echoes "p50 p99" of the added one-way latency (busy polling).
 run_switch_latency() {
-    # local gen_ns=$1 dut_ns=$2 sink_ns=$3 in_if=$4 out_if=$5 topo=$6
-    echo null null
+    local dut_ns=$2 topo=$6
+    start_switch "$dut_ns" "$topo" busy || { echo null null; return; }
+    measure_latency switch
+    stop_switch
+    echo "$LAT_P50_US $LAT_P99_US"
+}
+
+# idle_cpu DUT_NS TOPOLOGY: CPU use of an idle switch in event mode, percent
+# of one core, over 10 s (utime + stime from /proc/PID/stat).
+idle_cpu() {
+    local dut_ns=$1 topo=$2
+    start_switch "$dut_ns" "$topo" event || { echo null; return; }
+    sleep 1
+    local hz t0 t1
+    hz=$(getconf CLK_TCK)
+    t0=$(awk '{print $14 + $15}' "/proc/$SWITCH_PID/stat")
+    sleep 10
+    t1=$(awk '{print $14 + $15}' "/proc/$SWITCH_PID/stat")
+    stop_switch
+    awk -v d=$((t1 - t0)) -v hz="$hz" 'BEGIN {printf "%.2f", 100 * d / hz / 10}'
 }
 
 json_num() { [[ -n ${1:-} ]] && echo "$1" || echo null; }
@@ -332,6 +394,12 @@ main() {
     rps_mask=$(printf '%x' $((1 << FWD_CPU)))
 
     declare -A R
+    if [[ -n ${ONLY_SWITCH:-} ]]; then
+        # Quick loop for switch work: the switch cases only (ONLY_SWITCH=1).
+        xdp "$SINK_NS" s0 drop
+        run_switch_case "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 64 "$WORK/bench-topology.toml"
+        return
+    fi
     # 1. The generator alone, straight into the sink (g1 -> s1).
     xdp "$SINK_NS" s1 drop
     measure_rate generator 64 g1 $MAC_S1 $REF_SINK_IP s1 inline
@@ -382,7 +450,8 @@ main() {
     lat=$(run_switch_latency "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 "$WORK/bench-topology.toml")
     R[switch_latency_p50_us]=${lat%% *}
     R[switch_latency_p99_us]=${lat##* }
-    R[idle_cpu_percent_event_mode]=null
+    R[idle_cpu_percent_event_mode]=$(idle_cpu "$DUT_NS" "$WORK/bench-topology.toml")
+    log "idle CPU of lcmp-switch in event mode: ${R[idle_cpu_percent_event_mode]}% of one core"
 
     mkdir -p "$(dirname "$OUT")"
     {

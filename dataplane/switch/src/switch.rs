@@ -112,6 +112,10 @@ pub struct Switch<IO: PacketIo> {
     next_sample_ns: u64,
     link_check_interval_ns: u64,
     next_link_check_ns: u64,
+    next_link_event_ns: u64,
+    next_evict_ns: u64,
+    /// Buckets per sweep slice: the whole cache every half idle timeout.
+    evict_budget: usize,
     rx: Vec<Frame>,
     tx: Vec<Frame>,
     dropped: Vec<Frame>,
@@ -121,6 +125,27 @@ pub struct Switch<IO: PacketIo> {
 /// enough for the persistence counter to decay fully (it saturates at
 /// 1023), beyond that nothing changes.
 const MAX_CATCH_UP_SAMPLES: u64 = 1100;
+
+/// How often pending link events are looked at.
+const LINK_EVENT_INTERVAL_NS: u64 = 200_000;
+
+/// How often a slice of the flow cache is swept for idle flows.
+const EVICT_INTERVAL_NS: u64 = 1_000_000;
+
+/// Hints the CPU to fetch the first cache line of `bytes`.
+#[inline(always)]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
+    // faults or changes memory, whatever the address.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            bytes.as_ptr().cast(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
+}
 
 fn flow_key(flow: &FlowTuple) -> FlowKey {
     match *flow {
@@ -197,14 +222,14 @@ impl<IO: PacketIo> Switch<IO> {
             })
             .collect();
         let batch = config.batch_size;
+        let cache = FlowCache::new(config.flow_capacity, config.flow_idle_timeout_ns);
+        let slices = (config.flow_idle_timeout_ns / 2 / EVICT_INTERVAL_NS).max(1);
+        let evict_budget = (cache.capacity() / 8).div_ceil(slices as usize).max(1);
         Ok(Switch {
             io,
             ports,
             routes: RoutingTable::new(config.routes),
-            router: FlowRouter::new(
-                Selector::new(config.policy),
-                FlowCache::new(config.flow_capacity, config.flow_idle_timeout_ns),
-            ),
+            router: FlowRouter::new(Selector::new(config.policy), cache),
             congestion,
             hasher: FlowHasher::new(config.seed),
             counters: Counters::default(),
@@ -214,6 +239,9 @@ impl<IO: PacketIo> Switch<IO> {
             next_sample_ns: 0,
             link_check_interval_ns: config.link_check_interval_ns.max(1),
             next_link_check_ns: 0,
+            next_link_event_ns: 0,
+            next_evict_ns: 0,
+            evict_budget,
             rx: Vec::with_capacity(batch),
             tx: Vec::with_capacity(4096),
             dropped: Vec::with_capacity(4096),
@@ -225,7 +253,13 @@ impl<IO: PacketIo> Switch<IO> {
     /// transmit, sample queues, evict idle flows. Returns the number of
     /// frames received and transmitted (0: nothing happened).
     pub fn poll(&mut self, now_ns: u64) -> usize {
-        if now_ns >= self.next_link_check_ns || self.io.links_changed() {
+        // Link events are a syscall to read: look at most every 200 us (the
+        // failover budget is milliseconds), else only at the periodic check.
+        let event = now_ns >= self.next_link_event_ns && {
+            self.next_link_event_ns = now_ns + LINK_EVENT_INTERVAL_NS;
+            self.io.links_changed()
+        };
+        if event || now_ns >= self.next_link_check_ns {
             self.check_links();
             self.next_link_check_ns = now_ns + self.link_check_interval_ns;
         }
@@ -234,6 +268,12 @@ impl<IO: PacketIo> Switch<IO> {
             self.rx.clear();
             self.io.recv(port, &mut self.rx, self.batch_size);
             work += self.rx.len();
+            // The kernel wrote these frames on another core: start pulling
+            // their headers in now, so the misses overlap instead of
+            // stalling each frame's parse in turn.
+            for f in &self.rx {
+                prefetch(self.io.frame(*f));
+            }
             for i in 0..self.rx.len() {
                 let frame = self.rx[i];
                 self.forward(port, frame, now_ns);
@@ -241,7 +281,10 @@ impl<IO: PacketIo> Switch<IO> {
         }
         work += self.transmit(now_ns);
         self.sample(now_ns);
-        self.router.evict_step(now_ns, 4);
+        if now_ns >= self.next_evict_ns {
+            self.router.evict_step(now_ns, self.evict_budget);
+            self.next_evict_ns = now_ns + EVICT_INTERVAL_NS;
+        }
         self.release_dropped();
         self.io.flush();
         work
