@@ -35,6 +35,22 @@ fn mask6(len: u8) -> u128 {
     u128::MAX.checked_shl(128 - len as u32).unwrap_or(0)
 }
 
+/// The map of prefix length `len` in a longest-first list, made if absent.
+fn slot<K>(by_len: &mut Vec<(u8, HashMap<K, usize>)>, len: u8) -> &mut HashMap<K, usize> {
+    let at = match by_len.iter().position(|(l, _)| *l <= len) {
+        Some(i) if by_len[i].0 == len => i,
+        Some(i) => {
+            by_len.insert(i, (len, HashMap::default()));
+            i
+        }
+        None => {
+            by_len.push((len, HashMap::default()));
+            by_len.len() - 1
+        }
+    };
+    &mut by_len[at].1
+}
+
 impl RoutingTable {
     /// A table of `routes`. A prefix given twice keeps the last.
     pub fn new(routes: Vec<Route>) -> Self {
@@ -58,33 +74,11 @@ impl RoutingTable {
     }
 
     fn slot4(&mut self, len: u8) -> &mut HashMap<u32, usize> {
-        let at = match self.v4.iter().position(|(l, _)| *l <= len) {
-            Some(i) if self.v4[i].0 == len => i,
-            Some(i) => {
-                self.v4.insert(i, (len, HashMap::default()));
-                i
-            }
-            None => {
-                self.v4.push((len, HashMap::default()));
-                self.v4.len() - 1
-            }
-        };
-        &mut self.v4[at].1
+        slot(&mut self.v4, len)
     }
 
     fn slot6(&mut self, len: u8) -> &mut HashMap<u128, usize> {
-        let at = match self.v6.iter().position(|(l, _)| *l <= len) {
-            Some(i) if self.v6[i].0 == len => i,
-            Some(i) => {
-                self.v6.insert(i, (len, HashMap::default()));
-                i
-            }
-            None => {
-                self.v6.push((len, HashMap::default()));
-                self.v6.len() - 1
-            }
-        };
-        &mut self.v6[at].1
+        slot(&mut self.v6, len)
     }
 
     /// The route of an IPv4 destination.
