@@ -394,6 +394,22 @@ main() {
     rps_mask=$(printf '%x' $((1 << FWD_CPU)))
 
     declare -A R
+    if [[ -n ${ONLY_KERNEL:-} ]]; then
+        # Quick loop: kernel forwarding at 64 bytes only, profiled with PERF=1.
+        xdp "$SINK_NS" s0 drop
+        nsx "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
+        xdp "$DUT_NS" d0 pass
+        nsx "$DUT_NS" sh -c "echo $rps_mask > /sys/class/net/d0/queues/rx-0/rps_cpus"
+        [[ -n ${PERF:-} ]] && perf record -q -g -C "$FWD_CPU" -o "$WORK/perf-kernel.data" -- sleep "$DURATION" >/dev/null 2>&1 &
+        measure_rate kernel 64 g0 $MAC_D0 $SINK_IP s0
+        wait || true
+        if [[ -n ${PERF:-} ]]; then
+            mkdir -p "$(dirname "$OUT")"
+            perf report -q -i "$WORK/perf-kernel.data" --no-children --sort sym --stdio -g none \
+                2>/dev/null | grep -v '^$' | head -50 >"$(dirname "$OUT")/perf-kernel-64.txt" || true
+        fi
+        return
+    fi
     if [[ -n ${ONLY_SWITCH:-} ]]; then
         # Quick loop for switch work: the switch cases only (ONLY_SWITCH=1).
         xdp "$SINK_NS" s0 drop

@@ -132,19 +132,51 @@ const LINK_EVENT_INTERVAL_NS: u64 = 200_000;
 /// How often a slice of the flow cache is swept for idle flows.
 const EVICT_INTERVAL_NS: u64 = 1_000_000;
 
-/// Hints the CPU to fetch the first cache line of `bytes`.
+/// Hints the CPU to fetch the first cache line of `bytes` for writing: the
+/// frame's headers are read and then rewritten, and fetching the line
+/// exclusive at once (PREFETCHW) saves the second coherence round trip a
+/// read-then-write of a line another core wrote costs.
 #[inline(always)]
 fn prefetch(bytes: &[u8]) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86_64 baseline, and a prefetch never
-    // faults or changes memory, whatever the address.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-            bytes.as_ptr().cast(),
-        );
+    {
+        let p = bytes.as_ptr();
+        if has_prefetchw() {
+            // SAFETY: PREFETCHW exists on this CPU (CPUID checked); a
+            // prefetch never faults, reads into registers or changes memory.
+            unsafe {
+                core::arch::asm!("prefetchw [{p}]", p = in(reg) p, options(nostack, preserves_flags, readonly));
+            }
+        } else {
+            // SAFETY: SSE is part of the x86_64 baseline; a prefetch never
+            // faults or changes memory.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = bytes;
+}
+
+/// Whether the CPU has PREFETCHW (CPUID 0x8000_0001, ECX bit 8), probed
+/// once.
+#[cfg(target_arch = "x86_64")]
+fn has_prefetchw() -> bool {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            // CPUID is always available on x86_64.
+            let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+            let yes = max_ext >= 0x8000_0001
+                && core::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+            KNOWN.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
+        }
+    }
 }
 
 fn flow_key(flow: &FlowTuple) -> FlowKey {
