@@ -25,9 +25,14 @@
 //! [`Netns::spawn_thread`]); sockets a thread creates belong to the
 //! namespace the thread is in, and the rest of the process is unaffected.
 //!
+//! The switch itself runs as [`SwitchDaemon`]s, one `lcmp-switch` per switch
+//! namespace on that switch's ports (see [`daemon`] for how the binary is
+//! found or built).
+//!
 //! Tests start with [`require_root!`], which prints "skipping: needs root"
 //! and returns when not run as root.
 
+pub mod daemon;
 pub mod json;
 pub mod netns;
 pub mod testbed;
@@ -36,11 +41,12 @@ pub mod xdp;
 
 use std::fmt;
 
+pub use daemon::{switch_binary, SwitchDaemon};
 pub use netns::{Bg, CmdOutput, LinkCounters, Netns};
 pub use testbed::{HostNode, Mac, PortNode, PortPeer, SwitchNode, Testbed};
 pub use traffic::{
-    iperf3_client, iperf3_server, ping, tcp_transfer, udp_send, IperfResult, PingStats,
-    TransferReport, UdpReceiver, UdpReport, UdpSendReport,
+    iperf3_client, iperf3_server, ping, tcp_transfer, udp_send, udp_send_flows, IperfResult,
+    PingStats, TransferReport, UdpReceiver, UdpReport, UdpSendReport,
 };
 
 /// An error of the testbed: a failed command, a parse error, an I/O error.

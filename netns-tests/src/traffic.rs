@@ -361,7 +361,7 @@ pub fn tcp_transfer(
 /// Wall-clock time (`CLOCK_REALTIME`) in ns: the clock of the kernel's
 /// receive timestamps, shared by every process and namespace of the
 /// machine.
-fn realtime_ns() -> u64 {
+pub fn realtime_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -436,6 +436,70 @@ pub fn udp_send(
     .map_err(|e| Error::new(format!("UDP sender to {dst}: {e}")))
 }
 
+/// Sends `rounds` rounds of UDP packets from namespace `ns` to `dst`, one
+/// flow per source port in `src_ports`: round `r` sends sequence number
+/// `first_seq + r` on every flow in turn, each packet `payload` bytes (at
+/// least 16, same header as [`udp_send`]), consecutive packets `gap` apart
+/// on an absolute schedule. Many light flows at once, in a fixed order.
+pub fn udp_send_flows(
+    ns: &Netns,
+    dst: SocketAddr,
+    src_ports: &[u16],
+    first_seq: u64,
+    rounds: u64,
+    payload: usize,
+    gap: Duration,
+) -> Result<UdpSendReport> {
+    let payload = payload.max(UDP_HEADER);
+    let ports = src_ports.to_vec();
+    ns.run_in(move || -> io::Result<UdpSendReport> {
+        let unspecified = if dst.is_ipv4() {
+            IpAddr::from([0u8; 4])
+        } else {
+            IpAddr::from([0u16; 8])
+        };
+        let socks = ports
+            .iter()
+            .map(|&p| {
+                let s = UdpSocket::bind(SocketAddr::new(unspecified, p))?;
+                s.connect(dst)?;
+                Ok(s)
+            })
+            .collect::<io::Result<Vec<UdpSocket>>>()?;
+        let mut buf = vec![0u8; payload];
+        for (i, b) in buf.iter_mut().enumerate().skip(UDP_HEADER) {
+            *b = i as u8;
+        }
+        let start = Instant::now();
+        let (mut sent, mut errors, mut n) = (0, 0, 0u32);
+        for round in 0..rounds {
+            let seq = first_seq + round;
+            for sock in &socks {
+                if !gap.is_zero() {
+                    let due = start + gap * n;
+                    let now = Instant::now();
+                    if due > now {
+                        thread::sleep(due - now);
+                    }
+                }
+                n = n.saturating_add(1);
+                buf[..8].copy_from_slice(&seq.to_be_bytes());
+                buf[8..16].copy_from_slice(&realtime_ns().to_be_bytes());
+                match sock.send(&buf) {
+                    Ok(_) => sent += 1,
+                    Err(_) => errors += 1,
+                }
+            }
+        }
+        Ok(UdpSendReport {
+            sent,
+            errors,
+            elapsed: start.elapsed(),
+        })
+    })?
+    .map_err(|e| Error::new(format!("UDP sender to {dst}: {e}")))
+}
+
 /// One received [`udp_send`] packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpArrival {
@@ -448,6 +512,8 @@ pub struct UdpArrival {
     /// stack, so the receiver's wake-up is not included; the thread's clock
     /// if the kernel gave none) minus the send timestamp.
     pub delay_ns: u64,
+    /// The send timestamp the packet carries (`CLOCK_REALTIME` ns).
+    pub sent_ns: u64,
 }
 
 /// Summary of what a [`UdpReceiver`] got.
@@ -513,7 +579,14 @@ impl UdpReceiver {
             let _ = ready_tx.send(Ok(()));
             let mut out = Vec::new();
             let mut buf = vec![0u8; 65536];
-            while !stop2.load(Ordering::Relaxed) {
+            // After the stop flag: one more pass that drains what the
+            // socket already holds (a starved thread must not lose it).
+            let mut draining = false;
+            loop {
+                if !draining && stop2.load(Ordering::Relaxed) {
+                    draining = true;
+                    sock.set_nonblocking(true)?;
+                }
                 match recv_timestamped(&sock, &mut buf) {
                     Ok((n, src_port, rx_ns)) if n >= UDP_HEADER => {
                         let seq = u64::from_be_bytes(buf[..8].try_into().expect("8 bytes"));
@@ -522,6 +595,7 @@ impl UdpReceiver {
                             seq,
                             src_port,
                             delay_ns: rx_ns.saturating_sub(ts),
+                            sent_ns: ts,
                         });
                         if let Ok(mut l) = last2.lock() {
                             *l = Instant::now();
@@ -532,7 +606,12 @@ impl UdpReceiver {
                         if matches!(
                             e.kind(),
                             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                        ) => {}
+                        ) =>
+                    {
+                        if draining {
+                            break;
+                        }
+                    }
                     Err(e) => return Err(e),
                 }
             }
@@ -724,6 +803,7 @@ rtt min/avg/max/mdev = 0.081/0.100/0.120/0.019 ms
             seq,
             src_port,
             delay_ns: 0,
+            sent_ns: 0,
         };
         let r = summarise(vec![a(0, 1), a(2, 1), a(1, 1), a(2, 1), a(0, 2), a(3, 1)]);
         assert_eq!((r.unique, r.duplicates, r.reordered), (5, 1, 1));

@@ -1,0 +1,343 @@
+//! The `lcmp-switch` daemon in a testbed: finding (building) the binary,
+//! starting it in a switch namespace on that switch's ports, reading its
+//! stats file.
+//!
+//! # Which binary
+//!
+//! [`switch_binary`] returns, in this order:
+//! 1. `$LCMP_SWITCH_BIN` if set (a prebuilt daemon, used as is);
+//! 2. otherwise the `lcmp-switch` binary that
+//!    `cargo build --release -p lcmp-switch` produces, running that command
+//!    once per test process (the first caller builds, the others wait). The
+//!    cargo is `$CARGO` (cargo sets it for the tests it runs) or the cargo
+//!    that compiled this crate; it runs in the repository root with the
+//!    caller's environment, so `CARGO_TARGET_DIR` and cargo configuration
+//!    apply as they do for `cargo test`, and the binary's path is read from
+//!    cargo's JSON messages rather than guessed. A release build, because
+//!    link emulation (shaping, delay lines) and the traffic tests need an
+//!    optimised switch; from a fresh clone the first run pays for one release
+//!    build of the daemon (about a minute on the 2-core build VM), later
+//!    runs are incremental.
+//!
+//! # Starting
+//!
+//! [`SwitchDaemon::start`] runs, inside the switch's namespace,
+//! `lcmp-switch --topology FILE --switch NAME --port <ifnames in port order>
+//! --peer-mac IF=MAC (every port) --poll event --stats-file F
+//! --stats-interval-ms 20` plus the caller's extra arguments, and returns
+//! once the daemon has written its first stats file (its XDP programs are
+//! attached and its AF_XDP sockets bound by then). The process is stopped
+//! (SIGTERM, which detaches the XDP programs) when the handle drops.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::json::{self, Json};
+use crate::netns::Bg;
+use crate::testbed::SwitchNode;
+use crate::{repo_root, Error, Result};
+
+/// Environment variable naming a prebuilt `lcmp-switch` to use instead of
+/// building one.
+pub const SWITCH_BIN_ENV: &str = "LCMP_SWITCH_BIN";
+
+static BINARY: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The `lcmp-switch` binary to run (see the module docs): `$LCMP_SWITCH_BIN`,
+/// else a release build made once per process with cargo.
+pub fn switch_binary() -> Result<PathBuf> {
+    BINARY
+        .get_or_init(|| {
+            if let Some(p) = std::env::var_os(SWITCH_BIN_ENV) {
+                let p = PathBuf::from(p);
+                return if p.is_file() {
+                    Ok(p)
+                } else {
+                    Err(format!("${SWITCH_BIN_ENV} = {} is not a file", p.display()))
+                };
+            }
+            build_switch()
+        })
+        .clone()
+        .map_err(Error::new)
+}
+
+/// `cargo build --release -p lcmp-switch`, returning the executable's path
+/// from cargo's `compiler-artifact` message.
+fn build_switch() -> std::result::Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
+    let out = Command::new(&cargo)
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "lcmp-switch",
+            "--bin",
+            "lcmp-switch",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(repo_root())
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", Path::new(&cargo).display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "`cargo build --release -p lcmp-switch` failed ({})",
+            out.status
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stdout.lines() {
+        if !line.contains("\"compiler-artifact\"") || !line.contains("lcmp-switch") {
+            continue;
+        }
+        let Ok(v) = json::parse(line) else { continue };
+        if v.get("target").get("name").as_str() != Some("lcmp-switch") {
+            continue;
+        }
+        if let Some(exe) = v.get("executable").as_str() {
+            return Ok(PathBuf::from(exe));
+        }
+    }
+    Err("cargo built lcmp-switch but reported no executable".into())
+}
+
+/// A running `lcmp-switch` in a switch namespace (see the module docs).
+/// Dropping it stops the daemon and removes its stats file.
+#[derive(Debug)]
+pub struct SwitchDaemon {
+    name: String,
+    /// Always `Some` until [`SwitchDaemon::stop`] takes it.
+    bg: Option<Bg>,
+    stats_path: PathBuf,
+}
+
+/// How often the daemon rewrites its stats file in tests.
+pub const STATS_INTERVAL_MS: u64 = 20;
+
+impl SwitchDaemon {
+    /// Starts `bin` for switch `node` of topology file `topology` inside the
+    /// switch's namespace, on all its ports with their peers' MACs, in event
+    /// mode, writing stats every [`STATS_INTERVAL_MS`]; `extra` is appended
+    /// (e.g. `["--policy", "ecmp"]`). Returns once the first stats file is
+    /// there, or fails (with the daemon's log) if the daemon exits or
+    /// writes none within 30 s.
+    pub fn start(bin: &Path, topology: &Path, node: &SwitchNode, extra: &[&str]) -> Result<Self> {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let stats_path = std::env::temp_dir().join(format!(
+            "{}{}-{n}-{}-stats.json",
+            crate::netns::NETNS_PREFIX,
+            std::process::id(),
+            node.name
+        ));
+        let _ = std::fs::remove_file(&stats_path);
+        let mut args: Vec<String> = vec![
+            "ip".into(),
+            "netns".into(),
+            "exec".into(),
+            node.netns.name().into(),
+            bin.display().to_string(),
+            "--topology".into(),
+            topology.display().to_string(),
+            "--switch".into(),
+            node.name.clone(),
+            "--poll".into(),
+            "event".into(),
+            "--stats-file".into(),
+            stats_path.display().to_string(),
+            "--stats-interval-ms".into(),
+            STATS_INTERVAL_MS.to_string(),
+        ];
+        args.extend(node.port_args());
+        for p in &node.ports {
+            args.push("--peer-mac".into());
+            args.push(format!("{}={}", p.ifname, p.peer_mac));
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut bg = Bg::start(&argv, &node.name)?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if stats_path.is_file() {
+                break;
+            }
+            if let Some(status) = bg.exited() {
+                return Err(Error::new(format!(
+                    "lcmp-switch for {} exited ({status}) at start: {}",
+                    node.name,
+                    bg.log()
+                )));
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "lcmp-switch for {} wrote no stats within 30 s: {}",
+                    node.name,
+                    bg.log()
+                )));
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        Ok(SwitchDaemon {
+            name: node.name.clone(),
+            bg: Some(bg),
+            stats_path,
+        })
+    }
+
+    /// The switch's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.bg.as_ref().map_or(0, Bg::pid)
+    }
+
+    /// Whether the daemon is still running.
+    pub fn running(&mut self) -> bool {
+        self.bg.as_mut().is_some_and(|b| b.exited().is_none())
+    }
+
+    /// Everything the daemon logged so far.
+    pub fn log(&self) -> String {
+        self.bg.as_ref().map(Bg::log).unwrap_or_default()
+    }
+
+    /// The stats file's path.
+    pub fn stats_path(&self) -> &Path {
+        &self.stats_path
+    }
+
+    /// The stats file as it is now.
+    pub fn stats(&self) -> Result<Json> {
+        let text = std::fs::read_to_string(&self.stats_path)
+            .map_err(|e| Error::new(format!("{}: {e}", self.stats_path.display())))?;
+        json::parse(&text)
+    }
+
+    fn stats_mtime(&self) -> Option<(SystemTime, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(&self.stats_path).ok()?;
+        // The file is replaced by a rename: a new inode on every write.
+        Some((m.modified().ok()?, m.ino()))
+    }
+
+    /// Stats taken after this call: waits for the file to be rewritten
+    /// twice (the first rewrite may hold a snapshot taken just before the
+    /// call), at most 5 s.
+    pub fn fresh_stats(&self) -> Result<Json> {
+        Ok(fresh_stats_all(&[self])?.remove(0))
+    }
+
+    /// Polls the stats until `pred` holds (returns those stats) or
+    /// `timeout` passes (returns an error with the last stats).
+    pub fn wait_stats(&self, timeout: Duration, pred: impl Fn(&Json) -> bool) -> Result<Json> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.stats();
+            if let Ok(s) = &s {
+                if pred(s) {
+                    return Ok(s.clone());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(Error::new(format!(
+                    "stats of {} did not reach the condition within {timeout:?}: {s:?}",
+                    self.name
+                )));
+            }
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Stops the daemon (SIGTERM: it detaches its XDP programs and writes
+    /// final stats) and returns its log.
+    pub fn stop(mut self) -> String {
+        self.bg.take().map(Bg::stop).unwrap_or_default()
+    }
+}
+
+impl Drop for SwitchDaemon {
+    fn drop(&mut self) {
+        // Stop the daemon first: on SIGTERM it writes its stats file once
+        // more.
+        drop(self.bg.take());
+        let _ = std::fs::remove_file(&self.stats_path);
+        let _ = std::fs::remove_file(self.stats_path.with_extension("tmp"));
+    }
+}
+
+/// A counter of a stats document by path, e.g. `stat(&s, &["flows",
+/// "failovers"])`; 0 if absent.
+pub fn stat(stats: &Json, path: &[&str]) -> u64 {
+    path.iter()
+        .fold(stats, |v, k| v.get(k))
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The entry of `stats[section]` (an array of objects with a `name`) whose
+/// name is `ifname`.
+pub fn port_entry<'a>(stats: &'a Json, section: &str, ifname: &str) -> &'a Json {
+    static NULL: Json = Json::Null;
+    stats
+        .get(section)
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p.get("name").as_str() == Some(ifname)))
+        .unwrap_or(&NULL)
+}
+
+/// Starts a daemon on every switch of `tb` (topology file `topology`), in
+/// topology order; `extra(name)` gives each switch's extra arguments.
+pub fn start_all(
+    bin: &Path,
+    tb: &crate::Testbed,
+    topology: &Path,
+    extra: impl Fn(&str) -> Vec<String>,
+) -> Result<Vec<SwitchDaemon>> {
+    tb.switches
+        .iter()
+        .map(|node| {
+            let args = extra(&node.name);
+            let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+            SwitchDaemon::start(bin, topology, node, &argv)
+        })
+        .collect()
+}
+
+/// [`SwitchDaemon::fresh_stats`] of several daemons, waiting for all of them
+/// at once.
+pub fn fresh_stats_all(daemons: &[&SwitchDaemon]) -> Result<Vec<Json>> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut last: Vec<_> = daemons.iter().map(|d| d.stats_mtime()).collect();
+    let mut changes = vec![0u32; daemons.len()];
+    while changes.iter().any(|&c| c < 2) {
+        if Instant::now() >= deadline {
+            let late: Vec<&str> = daemons
+                .iter()
+                .zip(&changes)
+                .filter(|(_, &c)| c < 2)
+                .map(|(d, _)| d.name())
+                .collect();
+            return Err(Error::new(format!(
+                "stats of {late:?} not rewritten twice within 5 s"
+            )));
+        }
+        thread::sleep(Duration::from_millis(5));
+        for (i, d) in daemons.iter().enumerate() {
+            let now = d.stats_mtime();
+            if now != last[i] {
+                changes[i] += 1;
+                last[i] = now;
+            }
+        }
+    }
+    daemons.iter().map(|d| d.stats()).collect()
+}
