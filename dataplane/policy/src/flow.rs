@@ -52,6 +52,24 @@ impl FlowHash {
     pub fn pick(self, n: u32) -> u32 {
         (((self.0 >> 32) * n as u64) >> 32) as u32
     }
+
+    /// A second, independent hash of the same flow (a bijective mix of
+    /// this one). A re-decision after a failure picks with it: picking with
+    /// the first hash again would send every flow that was on the same rank
+    /// of the old ranking to the same rank of the new one, herding all the
+    /// flows of a dead path onto one neighbour.
+    #[inline]
+    pub fn remix(self) -> FlowHash {
+        // The murmur3 64-bit finalizer: every input bit moves every output
+        // bit, so picks made with it are independent of picks made without.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^= h >> 33;
+        FlowHash(h)
+    }
 }
 
 /// Hashes flow keys with a per-switch seed.
@@ -198,6 +216,21 @@ mod tests {
         ];
         for v in variants {
             assert_ne!(h.hash(&base), h.hash(&v), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn remix_is_independent_of_the_first_pick() {
+        // Flows that picked the same one of 3 spread over 2 after a remix.
+        let h = FlowHasher::new(5);
+        let mut counts = [[0u32; 2]; 3];
+        for p in 0..30_000u16 {
+            let f = h.hash(&v4(p));
+            counts[f.pick(3) as usize][f.remix().pick(2) as usize] += 1;
+        }
+        for row in counts {
+            let share = row[0] as f64 / (row[0] + row[1]) as f64;
+            assert!((0.45..0.55).contains(&share), "{counts:?}");
         }
     }
 

@@ -115,7 +115,9 @@ impl FlowRouter {
                 let Some(set) = candidates() else {
                     return RouteOutcome::NoRoute;
                 };
-                match self.decide(set, ports, hash) {
+                // A fresh pick (remixed hash) so the dead port's flows spread
+                // over the live ones instead of following each other.
+                match self.decide(set, ports, hash.remix()) {
                     Some(port) => {
                         self.cache.set_port(slot, port, now_ns);
                         self.stats.failovers += 1;

@@ -176,6 +176,45 @@ fn failover_moves_only_flows_of_the_dead_port() {
 }
 
 #[test]
+fn failover_spreads_a_dead_paths_flows_over_the_live_ones() {
+    // LCMP keeping all 3 of a 3-path route: whichever rank dies, its flows
+    // must spread over both survivors, not follow each other to one.
+    let set = {
+        let v: Vec<Candidate> = (0..3)
+            .map(|i| Candidate {
+                port: i,
+                c_path: 20 * i,
+                capacity_bps: G,
+            })
+            .collect();
+        CandidateSet::new(&v).unwrap()
+    };
+    let hasher = FlowHasher::new(11);
+    let hashes: Vec<_> = (0..3000).map(|i| hasher.hash(&key(i))).collect();
+    for dead in 0..3u8 {
+        let mut r = router("lcmp", 1 << 13);
+        let mut ports = ports(3);
+        let before: Vec<u8> = hashes
+            .iter()
+            .map(|&h| r.route(h, &set, &ports, 0).port().unwrap())
+            .collect();
+        ports.set_up(dead, false);
+        let mut moved_to = [0u32; 3];
+        for (&h, &old) in hashes.iter().zip(&before) {
+            if old == dead {
+                moved_to[r.route(h, &set, &ports, MS).port().unwrap() as usize] += 1;
+            }
+        }
+        let total: u32 = moved_to.iter().sum();
+        assert!(total > 800, "{moved_to:?}");
+        for p in (0..3).filter(|&p| p != dead as usize) {
+            let share = moved_to[p] as f64 / total as f64;
+            assert!((0.4..0.6).contains(&share), "dead {dead}: {moved_to:?}");
+        }
+    }
+}
+
+#[test]
 fn no_live_port_is_reported_and_counted() {
     let mut r = router("lcmp", 64);
     let set = six_paths();

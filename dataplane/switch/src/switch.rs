@@ -285,6 +285,15 @@ impl<IO: PacketIo> Switch<IO> {
     /// transmit, sample queues, evict idle flows. Returns the number of
     /// frames received and transmitted (0: nothing happened).
     pub fn poll(&mut self, now_ns: u64) -> usize {
+        self.poll_clock(|| now_ns)
+    }
+
+    /// [`Switch::poll`] reading the time from `clock` (monotonic ns) after
+    /// each receive: a frame is stamped no earlier than it was taken off
+    /// the ring, so emulated delays are never cut short when the loop was
+    /// preempted between reading the clock and receiving.
+    pub fn poll_clock(&mut self, mut clock: impl FnMut() -> u64) -> usize {
+        let mut now_ns = clock();
         // Link events are a syscall to read: look at most every 200 us (the
         // failover budget is milliseconds), else only at the periodic check.
         let event = now_ns >= self.next_link_event_ns && {
@@ -306,10 +315,17 @@ impl<IO: PacketIo> Switch<IO> {
             for f in &self.rx {
                 prefetch(self.io.frame(*f));
             }
+            if self.rx.is_empty() {
+                continue;
+            }
+            now_ns = clock();
             for i in 0..self.rx.len() {
                 let frame = self.rx[i];
                 self.forward(port, frame, now_ns);
             }
+        }
+        if work > 0 {
+            now_ns = clock();
         }
         work += self.transmit(now_ns);
         self.sample(now_ns);
