@@ -333,11 +333,22 @@ run_switch_case() {
     local perf_pid=
     if [[ -n ${PERF:-} ]]; then
         # Profile the forwarding core while it runs (PERF=1).
-        perf record -q -g -C "$FWD_CPU" -o "$WORK/perf-switch-$size.data" \
-            -- sleep "$DURATION" >/dev/null 2>&1 &
+        # Skip the generator's start-up, so the profile holds only traffic.
+        (sleep 1 && perf record -q -g -C "${PERF_CPU:-$FWD_CPU}" -o "$WORK/perf-switch-$size.data" \
+            -- sleep $((DURATION - 2)) >/dev/null 2>&1) &
         perf_pid=$!
     fi
+    cp "$WORK/switch-stats.json" "$WORK/stats-before.json" 2>/dev/null || true
     measure_rate switch "$size" g0 "$MAC_D0" "$SINK_IP" s0
+    cp "$WORK/switch-stats.json" "$WORK/stats-after.json" 2>/dev/null || true
+    if [[ -n ${POLL_STATS:-} ]]; then
+        python3 - "$WORK/stats-before.json" "$WORK/stats-after.json" >&2 <<'PY' || true
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+d = {k: b[k] - a[k] for k in ("polls", "polls_with_rx", "rx_frames")}
+print("    polls during traffic: %(polls)d, with frames: %(polls_with_rx)d, frames: %(rx_frames)d" % d)
+PY
+    fi
     if [[ -n $perf_pid ]]; then
         wait "$perf_pid" || true
         mkdir -p "$(dirname "$OUT")"

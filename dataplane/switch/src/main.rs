@@ -405,8 +405,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let stats_every = args.stats_interval_ms.max(10) * 1_000_000;
     let mut next_stats = 0u64;
     while !STOP.load(Ordering::Relaxed) {
-        let now = monotonic_ns();
         let work = sw.poll_clock(monotonic_ns);
+        let now = sw.last_poll_ns();
         if args.poll == PollMode::Event && work == 0 {
             let deadline = sw.next_deadline().min(next_resolve.max(now + 1)).min(
                 if args.stats_file.is_some() {

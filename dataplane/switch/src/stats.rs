@@ -46,7 +46,10 @@ pub fn snapshot<IO: PacketIo>(sw: &Switch<IO>) -> Value {
             })
         })
         .collect();
+    let (polls, polls_with_rx) = sw.polls();
     json!({
+        "polls": polls,
+        "polls_with_rx": polls_with_rx,
         "rx_frames": c.rx_frames,
         "rx_bytes": c.rx_bytes,
         "tx_frames": c.tx_frames,

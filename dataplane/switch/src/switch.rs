@@ -116,7 +116,16 @@ pub struct Switch<IO: PacketIo> {
     next_evict_ns: u64,
     /// Buckets per sweep slice: the whole cache every half idle timeout.
     evict_budget: usize,
+    /// The time the last poll ran at.
+    last_poll_ns: u64,
+    /// Poll iterations, and those that received something (their ratio to
+    /// `rx_frames` is the mean receive batch).
+    polls: u64,
+    polls_with_rx: u64,
+    /// Frames received this poll, all ports, port by port.
     rx: Vec<Frame>,
+    /// Where each port's frames end in `rx`.
+    rx_ends: Vec<usize>,
     tx: Vec<Frame>,
     dropped: Vec<Frame>,
 }
@@ -274,7 +283,11 @@ impl<IO: PacketIo> Switch<IO> {
             next_link_event_ns: 0,
             next_evict_ns: 0,
             evict_budget,
-            rx: Vec::with_capacity(batch),
+            rx: Vec::with_capacity(batch * n),
+            rx_ends: vec![0; n],
+            last_poll_ns: 0,
+            polls: 0,
+            polls_with_rx: 0,
             tx: Vec::with_capacity(4096),
             dropped: Vec::with_capacity(4096),
         })
@@ -293,7 +306,28 @@ impl<IO: PacketIo> Switch<IO> {
     /// the ring, so emulated delays are never cut short when the loop was
     /// preempted between reading the clock and receiving.
     pub fn poll_clock(&mut self, mut clock: impl FnMut() -> u64) -> usize {
-        let mut now_ns = clock();
+        // Receive every port's batch first, then read the clock once: each
+        // frame is stamped no earlier than it left its ring, and the clock
+        // read (which waits for outstanding loads) comes after the ring
+        // reads instead of between them.
+        self.rx.clear();
+        for port in 0..self.ports.len() {
+            let start = self.rx.len();
+            self.io.recv(port, &mut self.rx, self.batch_size);
+            // The kernel wrote these frames on another core: start pulling
+            // their headers in now, so the misses overlap instead of
+            // stalling each frame's parse in turn.
+            for f in &self.rx[start..] {
+                prefetch(self.io.frame(*f));
+            }
+            self.rx_ends[port] = self.rx.len();
+        }
+        let now_ns = clock();
+        self.last_poll_ns = now_ns;
+        self.polls += 1;
+        if !self.rx.is_empty() {
+            self.polls_with_rx += 1;
+        }
         // Link events are a syscall to read: look at most every 200 us (the
         // failover budget is milliseconds), else only at the periodic check.
         let event = now_ns >= self.next_link_event_ns && {
@@ -304,28 +338,15 @@ impl<IO: PacketIo> Switch<IO> {
             self.check_links();
             self.next_link_check_ns = now_ns + self.link_check_interval_ns;
         }
-        let mut work = 0;
+        let mut work = self.rx.len();
+        let mut start = 0;
         for port in 0..self.ports.len() {
-            self.rx.clear();
-            self.io.recv(port, &mut self.rx, self.batch_size);
-            work += self.rx.len();
-            // The kernel wrote these frames on another core: start pulling
-            // their headers in now, so the misses overlap instead of
-            // stalling each frame's parse in turn.
-            for f in &self.rx {
-                prefetch(self.io.frame(*f));
-            }
-            if self.rx.is_empty() {
-                continue;
-            }
-            now_ns = clock();
-            for i in 0..self.rx.len() {
+            let end = self.rx_ends[port];
+            for i in start..end {
                 let frame = self.rx[i];
                 self.forward(port, frame, now_ns);
             }
-        }
-        if work > 0 {
-            now_ns = clock();
+            start = end;
         }
         work += self.transmit(now_ns);
         self.sample(now_ns);
@@ -509,6 +530,16 @@ impl<IO: PacketIo> Switch<IO> {
             t = t.min(self.next_sample_ns);
         }
         t
+    }
+
+    /// Poll iterations so far, and those that received frames.
+    pub fn polls(&self) -> (u64, u64) {
+        (self.polls, self.polls_with_rx)
+    }
+
+    /// The time (monotonic ns) the last poll ran at.
+    pub fn last_poll_ns(&self) -> u64 {
+        self.last_poll_ns
     }
 
     /// The packet I/O (tests inject and collect frames through it).
