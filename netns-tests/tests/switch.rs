@@ -1608,3 +1608,62 @@ fn malformed_frames_are_counted_and_dropped() {
     assert!(s.received >= 4, "after the flood: {s:?}");
     bed.assert_all_running();
 }
+
+/// Whether an XDP program is attached to `ifname` in `netns` (what `ip
+/// link` shows).
+fn xdp_attached(netns: &lcmp_netns_tests::netns::Netns, ifname: &str) -> bool {
+    netns
+        .ip(&["link", "show", "dev", ifname])
+        .map(|out| out.contains("prog/xdp"))
+        .unwrap_or(false)
+}
+
+#[test]
+fn restart_after_kill_9_and_detach_on_sigterm() {
+    require_root!();
+    let mut bed = Bed::start(|_| Vec::new());
+    let (a, b) = (bed.tb.host("a"), bed.tb.host("b"));
+    let b_ip = IpAddr::V4(b.ipv4().expect("IPv4"));
+    let s1 = bed.tb.switch("s1");
+    assert!(s1.ports.iter().all(|p| xdp_attached(&s1.netns, &p.ifname)));
+
+    // kill -9: no chance to detach. A new daemon on the same ports must
+    // start (stale programs replaced, not an error) and forward.
+    let at = bed.daemons.iter().position(|d| d.name() == "s1").unwrap();
+    let pid = bed.daemons[at].pid() as libc::pid_t;
+    // SAFETY: plain kill(2) of the daemon this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while bed.daemons[at].running() {
+        assert!(Instant::now() < deadline, "s1 did not die");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let bin = switch_binary().expect("lcmp-switch binary");
+    let file = repo_root().join("topologies").join(TOPOLOGY);
+    let restarted = SwitchDaemon::start(&bin, &file, s1, &[]).expect("restart after kill -9");
+    bed.daemons[at] = restarted;
+    let s = ping(&a.netns, b_ip, 10, Duration::from_millis(20)).expect("ping runs");
+    assert!(s.received >= 9, "after restart: {s:?}");
+
+    // SIGTERM: the daemon detaches its programs before it exits.
+    let s2 = bed.tb.switch("s2");
+    let at = bed.daemons.iter().position(|d| d.name() == "s2").unwrap();
+    assert!(s2.ports.iter().all(|p| xdp_attached(&s2.netns, &p.ifname)));
+    let d = bed.daemons.remove(at);
+    let log = d.stop();
+    // The signal handler ran (not the SIGKILL fallback of the stop): it
+    // detached each port's program itself.
+    assert!(log.contains("stopping: detaching XDP programs"), "{log}");
+    assert_eq!(
+        log.matches("detached XDP steering program").count(),
+        s2.ports.len(),
+        "{log}"
+    );
+    for p in &s2.ports {
+        assert!(
+            !xdp_attached(&s2.netns, &p.ifname),
+            "{} still has an XDP program after SIGTERM; log: {log}",
+            p.ifname
+        );
+    }
+}
