@@ -63,7 +63,11 @@
 # kernel configuration (no XDP, no RPS) for this.
 #
 # Environment: DURATION (5), GEN_CPU (0), FWD_CPU (1), PROBE_COUNT (3000),
-# PROBE_GAP_US (1000), OUT (target/bench/forwarding.json), CARGO_TARGET_DIR.
+# PROBE_GAP_US (1000), PAIRS (3: kernel/switch 64-byte runs whose medians
+# are reported), OUT (target/bench/forwarding.json), CARGO_TARGET_DIR.
+# Quick loops for development: ONLY_SWITCH=1 or ONLY_KERNEL=1 (64 bytes
+# only), PERF=1 (profile the forwarding core into target/bench/perf-*.txt),
+# SWITCH_ARGS (extra lcmp-switch flags), SKIP_BUILD=1.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -72,6 +76,7 @@ GEN_CPU=${GEN_CPU:-0}
 FWD_CPU=${FWD_CPU:-1}
 PROBE_COUNT=${PROBE_COUNT:-3000}
 PROBE_GAP_US=${PROBE_GAP_US:-1000}
+PAIRS=${PAIRS:-3}
 OUT=${OUT:-$ROOT/target/bench/forwarding.json}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 TOOL=$TARGET_DIR/release/lcmp-bench-tool
@@ -393,6 +398,12 @@ idle_cpu() {
     awk -v d=$((t1 - t0)) -v hz="$hz" 'BEGIN {printf "%.2f", 100 * d / hz / 10}'
 }
 
+# median N...: the middle value (lower middle for an even count); null
+# values are ignored.
+median() {
+    printf '%s\n' "$@" | grep -v null | sort -n | awk '{v[NR] = $1} END {print (NR ? v[int((NR + 1) / 2)] : "null")}'
+}
+
 json_num() { [[ -n ${1:-} ]] && echo "$1" || echo null; }
 
 main() {
@@ -477,6 +488,30 @@ main() {
     lat=$(run_switch_latency "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 "$WORK/bench-topology.toml")
     R[switch_latency_p50_us]=${lat%% *}
     R[switch_latency_p99_us]=${lat##* }
+    # 6. The 64-byte ratio in alternating pairs (kernel, switch, kernel,
+    # ...): single runs on a shared VM vary by +-5-10%, so each side's
+    # figure is the median of PAIRS runs (including the ones above).
+    local k_trials=("${R[kernel_pps_64]}") s_trials=("${R[switch_pps_64]}") i
+    xdp "$SINK_NS" s0 drop
+    for ((i = 1; i < PAIRS; i++)); do
+        nsx "$DUT_NS" sysctl -qw net.ipv4.ip_forward=1
+        xdp "$DUT_NS" d0 pass
+        nsx "$DUT_NS" sh -c "echo $rps_mask > /sys/class/net/d0/queues/rx-0/rps_cpus"
+        measure_rate kernel 64 g0 $MAC_D0 $SINK_IP s0
+        k_trials+=("$RATE_PPS")
+        dut_plain
+        s_trials+=("$(run_switch_case "$GEN_NS" "$DUT_NS" "$SINK_NS" d0 d1 64 "$WORK/bench-topology.toml")")
+    done
+    xdp "$SINK_NS" s0 off
+    R[kernel_pps_64_trials]="[$(IFS=,; echo "${k_trials[*]}")]"
+    R[switch_pps_64_trials]="[$(IFS=,; echo "${s_trials[*]}")]"
+    R[kernel_pps_64]=$(median "${k_trials[@]}")
+    R[switch_pps_64]=$(median "${s_trials[@]}")
+    R[switch_to_kernel_64]=$(awk -v s="${R[switch_pps_64]}" -v k="${R[kernel_pps_64]}" \
+        'BEGIN {if (k > 0 && s != "null") printf "%.3f", s / k; else print "null"}')
+    log "64 B medians of $PAIRS: kernel ${R[kernel_pps_64]} pps ${R[kernel_pps_64_trials]}," \
+        "switch ${R[switch_pps_64]} pps ${R[switch_pps_64_trials]}; switch/kernel ${R[switch_to_kernel_64]}"
+
     R[idle_cpu_percent_event_mode]=$(idle_cpu "$DUT_NS" "$WORK/bench-topology.toml")
     log "idle CPU of lcmp-switch in event mode: ${R[idle_cpu_percent_event_mode]}% of one core"
 
@@ -493,6 +528,7 @@ main() {
             xdp_redirect_pps_64 xdp_redirect_offered_pps_64 xdp_redirect_forwarder_bound_64
             kernel_latency_p50_us kernel_latency_p99_us
             switch_pps_64 switch_pps_1500 switch_latency_p50_us switch_latency_p99_us
+            kernel_pps_64_trials switch_pps_64_trials switch_to_kernel_64
             idle_cpu_percent_event_mode)
         local i last=$((${#keys[@]} - 1))
         for i in "${!keys[@]}"; do
