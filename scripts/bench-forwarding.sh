@@ -77,6 +77,12 @@ FWD_CPU=${FWD_CPU:-1}
 PROBE_COUNT=${PROBE_COUNT:-3000}
 PROBE_GAP_US=${PROBE_GAP_US:-1000}
 PAIRS=${PAIRS:-3}
+# The switch's RX/fill ring depth in this harness (its default is 4096):
+# the live-frames generator and veth deliver in bursts of thousands of
+# frames, which a 2-4k ring cannot absorb. The kernel's counterpart is
+# net.core.netdev_max_backlog (1000 by default), measured both ways below.
+SWITCH_RX_RING=${SWITCH_RX_RING:-32768}
+DEEP_BACKLOG=${DEEP_BACKLOG:-32768}
 OUT=${OUT:-$ROOT/target/bench/forwarding.json}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 TOOL=$TARGET_DIR/release/lcmp-bench-tool
@@ -107,8 +113,10 @@ MAC_G1=02:4c:b0:00:00:05 MAC_S1=02:4c:b0:00:00:06
 log() { echo "[bench] $*" >&2; }
 nsx() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
+ORIG_BACKLOG=$(sysctl -n net.core.netdev_max_backlog)
 cleanup() {
     set +e
+    sysctl -qw net.core.netdev_max_backlog="$ORIG_BACKLOG"
     for ns in "$GEN_NS" "$DUT_NS" "$SINK_NS"; do
         ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
         ip netns del "$ns" 2>/dev/null
@@ -307,7 +315,8 @@ start_switch() {
     local dut_ns=$1 topo=$2 poll=$3
     taskset -c "$FWD_CPU" ip netns exec "$dut_ns" "$SWITCH" --topology "$topo" --switch dut \
         --port d0 --port d1 --peer-mac "d0=$MAC_G0" --peer-mac "d1=$MAC_S0" \
-        --no-emulation --poll "$poll" --stats-file "$WORK/switch-stats.json" ${SWITCH_ARGS:-} \
+        --no-emulation --poll "$poll" --stats-file "$WORK/switch-stats.json" \
+        --rx-ring-size "$SWITCH_RX_RING" --frames $((SWITCH_RX_RING * 4)) ${SWITCH_ARGS:-} \
         >"$WORK/switch.log" 2>&1 &
     SWITCH_PID=$!
     local i
@@ -457,6 +466,13 @@ main() {
         R[kernel_offered_pps_$size]=$OFFERED_PPS
         R[kernel_forwarder_bound_$size]=$([[ $BOUND == forwarder ]] && echo true || echo false)
     done
+    # 2a. The same with a backlog as deep as the switch's RX ring (the
+    # sysctl is global: restored right after).
+    sysctl -qw net.core.netdev_max_backlog="$DEEP_BACKLOG"
+    measure_rate kernel_deep 64 g0 $MAC_D0 $SINK_IP s0
+    R[kernel_deep_backlog_pps_64]=$RATE_PPS
+    R[kernel_deep_backlog_forwarder_bound_64]=$([[ $BOUND == forwarder ]] && echo true || echo false)
+    sysctl -qw net.core.netdev_max_backlog="$ORIG_BACKLOG"
     # 2b. Kernel forwarding inline on the generator's CPU (veth default).
     nsx "$DUT_NS" sh -c 'echo 0 > /sys/class/net/d0/queues/rx-0/rps_cpus'
     measure_rate kernel_inline 64 g0 $MAC_D0 $SINK_IP s0 inline
@@ -521,9 +537,12 @@ main() {
         echo "  \"duration_s\": $DURATION,"
         echo "  \"generator\": \"lcmp-bench-tool gen (XDP live frames, 1 thread on CPU $GEN_CPU)\","
         echo "  \"forwarding_cpu\": $FWD_CPU,"
+        echo "  \"switch_rx_ring\": $SWITCH_RX_RING,"
+        echo "  \"kernel_netdev_max_backlog\": $(sysctl -n net.core.netdev_max_backlog),"
         local keys=(generator_pps_64 generator_pps_1500
             kernel_pps_64 kernel_offered_pps_64 kernel_forwarder_bound_64
             kernel_pps_1500 kernel_offered_pps_1500 kernel_forwarder_bound_1500
+            kernel_deep_backlog_pps_64 kernel_deep_backlog_forwarder_bound_64
             kernel_inline_pps_64
             xdp_redirect_pps_64 xdp_redirect_offered_pps_64 xdp_redirect_forwarder_bound_64
             kernel_latency_p50_us kernel_latency_p99_us

@@ -111,9 +111,15 @@ struct Args {
     /// Frames in the shared UMEM (all ports).
     #[arg(long, default_value_t = 1 << 16)]
     frames: u32,
-    /// Entries per AF_XDP ring.
+    /// Entries per AF_XDP TX and completion ring.
     #[arg(long, default_value_t = 2048)]
     ring_size: u32,
+    /// Entries per AF_XDP RX and fill ring. veth delivers redirected frames
+    /// in bursts of thousands; deeper rings absorb them at the cost of UMEM
+    /// (each fill-ring entry holds a 2 KiB frame; the UMEM is raised to at
+    /// least twice this per port).
+    #[arg(long, default_value_t = 4096)]
+    rx_ring_size: u32,
     /// Write counters as JSON to this file (atomically replaced).
     #[arg(long)]
     stats_file: Option<PathBuf>,
@@ -346,6 +352,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         &XskConfig {
             frames: args.frames,
             ring_size: args.ring_size,
+            rx_ring_size: args.rx_ring_size,
             xdp_mode: match args.xdp_mode {
                 Mode::Auto => XdpMode::Auto,
                 Mode::Native => XdpMode::Native,

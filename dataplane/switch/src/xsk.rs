@@ -35,8 +35,12 @@ const XDP_COPY: u16 = 1 << 1;
 pub struct XskConfig {
     /// Frames in the shared UMEM (all ports together).
     pub frames: u32,
-    /// Entries of each RX, TX, fill and completion ring (power of two).
+    /// Entries of each TX and completion ring (power of two).
     pub ring_size: u32,
+    /// Entries of each RX and fill ring (power of two). Deep receive rings
+    /// absorb the bursts in which veth delivers redirected frames; every
+    /// fill-ring entry holds a frame, so the UMEM grows with it.
+    pub rx_ring_size: u32,
     /// XDP attach mode.
     pub xdp_mode: XdpMode,
 }
@@ -183,7 +187,7 @@ pub struct XskIo {
     _umem: Umem,
     area: Area,
     free: Vec<u64>,
-    ring_size: u32,
+    fill_size: u32,
     /// The ports' RX fds, then the link-event socket's, if any.
     poll_fds: Vec<libc::pollfd>,
     link_events: Option<LinkEvents>,
@@ -219,10 +223,13 @@ impl XskIo {
             return Err(XskError("no ports given".into()));
         }
         let ring = config.ring_size.next_power_of_two();
-        let frames = config.frames.max(ring * 2 * ifnames.len() as u32);
+        let rx_ring = config.rx_ring_size.next_power_of_two();
+        let frames = config
+            .frames
+            .max((rx_ring * 2 + ring) * ifnames.len() as u32);
         let area = Area::new(frames as usize * FRAME_SIZE as usize)?;
         let umem_config = UmemConfig {
-            fill_size: ring,
+            fill_size: rx_ring,
             complete_size: ring,
             frame_size: FRAME_SIZE,
             headroom: 0,
@@ -235,7 +242,7 @@ impl XskIo {
         let umem = unsafe { Umem::new(umem_config, region) }
             .map_err(|e| io_err(&ifnames[0], "UMEM registration", e))?;
         let first_config = SocketConfig {
-            rx_size: NonZeroU32::new(ring),
+            rx_size: NonZeroU32::new(rx_ring),
             tx_size: NonZeroU32::new(ring),
             bind_flags: XDP_COPY,
         };
@@ -316,7 +323,7 @@ impl XskIo {
             _umem: umem,
             area,
             free,
-            ring_size: ring,
+            fill_size: rx_ring,
             poll_fds,
             link_events,
         };
@@ -365,7 +372,7 @@ impl XskIo {
             if self.free.is_empty() {
                 return;
             }
-            let want = self.ring_size.min(self.free.len() as u32);
+            let want = self.fill_size.min(self.free.len() as u32);
             let mut w = p.fill_comp.fill(want);
             let n = w.insert(self.free.iter().rev().copied()) as usize;
             w.commit();
