@@ -191,6 +191,8 @@ pub struct XskIo {
     /// The ports' RX fds, then the link-event socket's, if any.
     poll_fds: Vec<libc::pollfd>,
     link_events: Option<LinkEvents>,
+    /// A link event drained by `wait` and not yet reported.
+    link_event_pending: bool,
 }
 
 /// Per-port AF_XDP details for logs and metrics.
@@ -326,6 +328,7 @@ impl XskIo {
             fill_size: rx_ring,
             poll_fds,
             link_events,
+            link_event_pending: false,
         };
         io.refill();
         Ok(io)
@@ -485,7 +488,8 @@ impl PacketIo for XskIo {
     }
 
     fn links_changed(&mut self) -> bool {
-        self.link_events.as_ref().is_some_and(|l| l.drain())
+        let drained = self.link_events.as_ref().is_some_and(|l| l.drain());
+        std::mem::take(&mut self.link_event_pending) || drained
     }
 
     fn wait(&mut self, timeout_ns: Option<u64>) {
@@ -506,6 +510,13 @@ impl PacketIo for XskIo {
                 tsp,
                 std::ptr::null(),
             );
+        }
+        // Drain a link event now: left unread, it would keep the next
+        // ppoll returning at once until the switch next looks at links.
+        if let (Some(l), Some(fd)) = (&self.link_events, self.poll_fds.last()) {
+            if self.poll_fds.len() > self.ports.len() && fd.revents & libc::POLLIN != 0 {
+                self.link_event_pending |= l.drain();
+            }
         }
     }
 }
