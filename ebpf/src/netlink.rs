@@ -125,9 +125,23 @@ pub(crate) fn xdp_attachments(ifindex: u32) -> Result<XdpAttachments, NetlinkErr
 /// when that program is held by a bpf_link (the kernel refuses to let
 /// netlink remove a link's program).
 pub(crate) fn detach_xdp(ifindex: u32, mode_flags: u32) -> Result<(), NetlinkError> {
+    set_link_xdp(ifindex, None, mode_flags)
+}
+
+/// Attaches the XDP program `prog_fd` to `ifindex` (calling thread's netns)
+/// with `flags` (`XDP_FLAGS_*`) by an `RTM_SETLINK` request, or detaches
+/// the program of that mode with `None`. Unlike a bpf_link attachment, the
+/// program stays attached after the process exits: for tools and tests
+/// that want exactly that (the switch itself attaches with a bpf_link).
+pub fn set_link_xdp(ifindex: u32, prog_fd: Option<i32>, flags: u32) -> Result<(), NetlinkError> {
     let sock = NetlinkSocket::open()?;
     let seq = 2;
-    sock.send(&setlink_xdp_request(ifindex, -1, mode_flags, seq))?;
+    sock.send(&setlink_xdp_request(
+        ifindex,
+        prog_fd.unwrap_or(-1),
+        flags,
+        seq,
+    ))?;
     match sock.recv_reply(seq)? {
         Reply::Ack => Ok(()),
         Reply::Link(_) => Err(NetlinkError {

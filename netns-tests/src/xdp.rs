@@ -38,9 +38,6 @@ const XDP_DROP: i32 = 1;
 const XDP_PASS: i32 = 2;
 const XDP_TX: i32 = 3;
 
-const IFLA_XDP: u16 = 43;
-const IFLA_XDP_FD: u16 = 1;
-const IFLA_XDP_FLAGS: u16 = 3;
 /// Native (driver) mode; veth implements it.
 pub const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 /// Generic (skb) mode.
@@ -265,80 +262,13 @@ pub fn ifindex(ifname: &str) -> io::Result<u32> {
     }
 }
 
-fn push_attr(msg: &mut Vec<u8>, kind: u16, payload: &[u8]) {
-    let len = 4 + payload.len();
-    msg.extend_from_slice(&(len as u16).to_ne_bytes());
-    msg.extend_from_slice(&kind.to_ne_bytes());
-    msg.extend_from_slice(payload);
-    while !msg.len().is_multiple_of(4) {
-        msg.push(0);
-    }
-}
-
 /// Attaches program `prog_fd` (or detaches with `None`) to `ifindex` with
-/// `flags` (`XDP_FLAGS_*`) through an `RTM_SETLINK` request. The kernel
-/// holds the program while attached; the fd may be closed afterwards.
+/// `flags` (`XDP_FLAGS_*`) through an `RTM_SETLINK` request (lcmp-ebpf's
+/// netlink client). The kernel holds the program while attached; the fd may
+/// be closed afterwards.
 pub fn set_link_xdp(ifindex: u32, prog_fd: Option<i32>, flags: u32) -> io::Result<()> {
-    const RTM_SETLINK: u16 = 19;
-    const NLM_F_REQUEST: u16 = 1;
-    const NLM_F_ACK: u16 = 4;
-    const NLMSG_ERROR: u16 = 2;
-
-    let mut nested = Vec::new();
-    push_attr(
-        &mut nested,
-        IFLA_XDP_FD,
-        &prog_fd.unwrap_or(-1).to_ne_bytes(),
-    );
-    push_attr(&mut nested, IFLA_XDP_FLAGS, &flags.to_ne_bytes());
-    let mut body = Vec::new();
-    // struct ifinfomsg { family u8, pad u8, type u16, index i32, flags u32, change u32 }
-    body.extend_from_slice(&[libc::AF_UNSPEC as u8, 0, 0, 0]);
-    body.extend_from_slice(&(ifindex as i32).to_ne_bytes());
-    body.extend_from_slice(&0u32.to_ne_bytes());
-    body.extend_from_slice(&0u32.to_ne_bytes());
-    push_attr(&mut body, IFLA_XDP, &nested);
-    let mut msg = Vec::new();
-    msg.extend_from_slice(&((16 + body.len()) as u32).to_ne_bytes());
-    msg.extend_from_slice(&RTM_SETLINK.to_ne_bytes());
-    msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
-    msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
-    msg.extend_from_slice(&0u32.to_ne_bytes()); // pid: the kernel
-    msg.extend_from_slice(&body);
-
-    // SAFETY: plain socket(2) call; the result is checked below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a new socket that nothing else owns.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: `msg` is a valid buffer of `msg.len()` bytes for the call.
-    let sent = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let mut buf = [0u8; 4096];
-    // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
-    let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let n = n as usize;
-    if n < 20 || u16::from_ne_bytes([buf[4], buf[5]]) != NLMSG_ERROR {
-        return Err(io::Error::other("unexpected rtnetlink answer"));
-    }
-    let err = i32::from_ne_bytes([buf[16], buf[17], buf[18], buf[19]]);
-    if err != 0 {
-        return Err(io::Error::from_raw_os_error(-err));
-    }
-    Ok(())
+    lcmp_ebpf::set_link_xdp(ifindex, prog_fd, flags)
+        .map_err(|e| io::Error::new(io::Error::from_raw_os_error(e.errno).kind(), e.to_string()))
 }
 
 /// Loads the program for `action` and attaches it to `ifname` in native
@@ -366,25 +296,8 @@ pub fn detach(ifname: &str, skb_mode: bool) -> io::Result<()> {
     set_link_xdp(ifindex(ifname)?, None, flags)
 }
 
-/// Internet checksum over `data`.
-fn inet_checksum(data: &[u8]) -> u16 {
-    let mut sum = 0u32;
-    for chunk in data.chunks(2) {
-        let word = if chunk.len() == 2 {
-            u16::from_be_bytes([chunk[0], chunk[1]])
-        } else {
-            u16::from_be_bytes([chunk[0], 0])
-        };
-        sum += u32::from(word);
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// An Ethernet + IPv4 + UDP frame of `frame_len` bytes (Ethernet header
-/// included, FCS excluded; at least 42), UDP checksum 0 (allowed in IPv4),
+/// included, FCS excluded; at least 42), DF set, checksums filled in,
 /// payload filled with a counter pattern.
 #[allow(clippy::too_many_arguments)]
 pub fn udp4_frame(
@@ -397,32 +310,14 @@ pub fn udp4_frame(
     ttl: u8,
     frame_len: usize,
 ) -> Vec<u8> {
-    let frame_len = frame_len.max(42);
-    let ip_len = frame_len - 14;
-    let udp_len = ip_len - 20;
-    let mut f = Vec::with_capacity(frame_len);
-    f.extend_from_slice(&dst_mac.0);
-    f.extend_from_slice(&src_mac.0);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
-    let ip_start = f.len();
-    f.extend_from_slice(&[0x45, 0]);
-    f.extend_from_slice(&(ip_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0, 0x40, 0]); // id 0, DF
-    f.extend_from_slice(&[ttl, 17, 0, 0]);
-    f.extend_from_slice(&src.octets());
-    f.extend_from_slice(&dst.octets());
-    let csum = inet_checksum(&f[ip_start..ip_start + 20]);
-    f[ip_start + 10..ip_start + 12].copy_from_slice(&csum.to_be_bytes());
-    f.extend_from_slice(&src_port.to_be_bytes());
-    f.extend_from_slice(&dst_port.to_be_bytes());
-    f.extend_from_slice(&(udp_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    let mut i = 0u8;
-    while f.len() < frame_len {
-        f.push(i);
-        i = i.wrapping_add(1);
-    }
-    f
+    let payload: Vec<u8> = (0..frame_len.max(42) - 42).map(|i| i as u8).collect();
+    lcmp_wire::testing::FrameBuilder::ipv4(src.octets(), dst.octets())
+        .macs(src_mac.0, dst_mac.0)
+        .ttl(ttl)
+        .ipv4_fragment(false, true, 0)
+        .udp(src_port, dst_port)
+        .payload(&payload)
+        .build()
 }
 
 /// Result of [`generate`].
@@ -537,10 +432,11 @@ mod tests {
         assert_eq!(&f[12..14], &[8, 0]);
         assert_eq!(u16::from_be_bytes([f[16], f[17]]), 50);
         assert_eq!(
-            inet_checksum(&f[14..34]),
-            0,
+            lcmp_wire::testing::ipv4_header_checksum_ok(&f),
+            Some(true),
             "IPv4 header checksum verifies"
         );
+        assert_eq!(lcmp_wire::testing::l4_checksum_ok(&f), Some(true));
         assert_eq!(u16::from_be_bytes([f[38], f[39]]), 30);
     }
 
