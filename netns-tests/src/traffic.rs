@@ -395,45 +395,8 @@ pub fn udp_send(
     payload: usize,
     gap: Duration,
 ) -> Result<UdpSendReport> {
-    let payload = payload.max(UDP_HEADER);
-    ns.run_in(move || -> io::Result<UdpSendReport> {
-        let bind: SocketAddr = if dst.is_ipv4() {
-            SocketAddr::new(IpAddr::from([0u8; 4]), src_port)
-        } else {
-            SocketAddr::new(IpAddr::from([0u16; 8]), src_port)
-        };
-        let sock = UdpSocket::bind(bind)?;
-        sock.connect(dst)?;
-        let mut buf = vec![0u8; payload];
-        for (i, b) in buf.iter_mut().enumerate().skip(UDP_HEADER) {
-            *b = i as u8;
-        }
-        let start = Instant::now();
-        let mut sent = 0;
-        let mut errors = 0;
-        for seq in 0..count {
-            if !gap.is_zero() {
-                let due = start + gap * u32::try_from(seq).unwrap_or(u32::MAX);
-                let now = Instant::now();
-                if due > now {
-                    thread::sleep(due - now);
-                }
-            }
-            buf[..8].copy_from_slice(&seq.to_be_bytes());
-            let ts = realtime_ns();
-            buf[8..16].copy_from_slice(&ts.to_be_bytes());
-            match sock.send(&buf) {
-                Ok(_) => sent += 1,
-                Err(_) => errors += 1,
-            }
-        }
-        Ok(UdpSendReport {
-            sent,
-            errors,
-            elapsed: start.elapsed(),
-        })
-    })?
-    .map_err(|e| Error::new(format!("UDP sender to {dst}: {e}")))
+    // One flow of `count` rounds is exactly this.
+    udp_send_flows(ns, dst, &[src_port], 0, count, payload, gap)
 }
 
 /// Sends `rounds` rounds of UDP packets from namespace `ns` to `dst`, one
