@@ -8,6 +8,7 @@
 #   iproute2, ethtool    namespaces, veth pairs, offload settings in tests
 #   procps               sysctl inside test namespaces (netns-tests)
 #   iputils-ping, iperf3, tcpdump, bpftool   traffic and debugging
+#   fonts-dejavu-core    the font of lcmp-testbed's plots (PNG and SVG)
 #   rustfmt, clippy      rustup components used by CI
 #
 # Run as root (or with sudo available). apt-get update runs only when a
@@ -26,6 +27,7 @@ APT_PACKAGES=(
     iperf3
     tcpdump
     bpftool
+    fonts-dejavu-core
 )
 RUST_COMPONENTS=(rustfmt clippy)
 

@@ -32,7 +32,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -45,40 +45,54 @@ use crate::{repo_root, Error, Result};
 /// building one.
 pub const SWITCH_BIN_ENV: &str = "LCMP_SWITCH_BIN";
 
-static BINARY: OnceLock<std::result::Result<PathBuf, String>> = OnceLock::new();
+static BUILDS: Mutex<Vec<(&'static str, std::result::Result<PathBuf, String>)>> =
+    Mutex::new(Vec::new());
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// The `lcmp-switch` binary to run (see the module docs): `$LCMP_SWITCH_BIN`,
 /// else a release build made once per process with cargo.
 pub fn switch_binary() -> Result<PathBuf> {
-    BINARY
-        .get_or_init(|| {
-            if let Some(p) = std::env::var_os(SWITCH_BIN_ENV) {
-                let p = PathBuf::from(p);
-                return if p.is_file() {
-                    Ok(p)
-                } else {
-                    Err(format!("${SWITCH_BIN_ENV} = {} is not a file", p.display()))
-                };
-            }
-            build_switch()
-        })
-        .clone()
-        .map_err(Error::new)
+    release_binary("lcmp-switch", "lcmp-switch", SWITCH_BIN_ENV)
 }
 
-/// `cargo build --release -p lcmp-switch`, returning the executable's path
-/// from cargo's `compiler-artifact` message.
-fn build_switch() -> std::result::Result<PathBuf, String> {
+/// The release binary `bin` of package `package`: `$<env>` if set (used as
+/// is), else `cargo build --release -p <package> --bin <bin>`, run once per
+/// process and binary (the first caller builds, later ones wait and reuse).
+pub fn release_binary(package: &str, bin: &'static str, env: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::new(format!(
+                "${env} = {} is not a file",
+                p.display()
+            )))
+        };
+    }
+    // Holding the lock while cargo runs makes concurrent callers wait for
+    // one build instead of racing on cargo's own lock.
+    let mut builds = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, r)) = builds.iter().find(|(b, _)| *b == bin) {
+        return r.clone().map_err(Error::new);
+    }
+    let r = cargo_build_release(package, bin);
+    builds.push((bin, r.clone()));
+    r.map_err(Error::new)
+}
+
+/// `cargo build --release -p <package> --bin <bin>`, returning the
+/// executable's path from cargo's `compiler-artifact` message.
+fn cargo_build_release(package: &str, bin: &str) -> std::result::Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| env!("CARGO").into());
     let out = Command::new(&cargo)
         .args([
             "build",
             "--release",
             "-p",
-            "lcmp-switch",
+            package,
             "--bin",
-            "lcmp-switch",
+            bin,
             "--message-format=json-render-diagnostics",
         ])
         .current_dir(repo_root())
@@ -88,24 +102,91 @@ fn build_switch() -> std::result::Result<PathBuf, String> {
         .map_err(|e| format!("cannot run {}: {e}", Path::new(&cargo).display()))?;
     if !out.status.success() {
         return Err(format!(
-            "`cargo build --release -p lcmp-switch` failed ({})",
+            "`cargo build --release -p {package} --bin {bin}` failed ({})",
             out.status
         ));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     for line in stdout.lines() {
-        if !line.contains("\"compiler-artifact\"") || !line.contains("lcmp-switch") {
+        if !line.contains("\"compiler-artifact\"") || !line.contains(bin) {
             continue;
         }
         let Ok(v) = json::parse(line) else { continue };
-        if v.get("target").get("name").as_str() != Some("lcmp-switch") {
+        if v.get("target").get("name").as_str() != Some(bin) {
             continue;
         }
         if let Some(exe) = v.get("executable").as_str() {
             return Ok(PathBuf::from(exe));
         }
     }
-    Err("cargo built lcmp-switch but reported no executable".into())
+    Err(format!("cargo built {bin} but reported no executable"))
+}
+
+/// The command line that runs switch `node` inside its namespace:
+/// `ip netns exec <ns> <bin> --topology FILE --switch NAME --poll event
+/// --stats-file F --stats-interval-ms N --port ... --peer-mac IF=MAC ...`
+/// followed by `extra`.
+pub fn switch_argv(
+    bin: &Path,
+    topology: &Path,
+    node: &SwitchNode,
+    stats_path: &Path,
+    stats_interval_ms: u64,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        "ip".into(),
+        "netns".into(),
+        "exec".into(),
+        node.netns.name().into(),
+        bin.display().to_string(),
+        "--topology".into(),
+        topology.display().to_string(),
+        "--switch".into(),
+        node.name.clone(),
+        "--poll".into(),
+        "event".into(),
+        "--stats-file".into(),
+        stats_path.display().to_string(),
+        "--stats-interval-ms".into(),
+        stats_interval_ms.to_string(),
+    ];
+    args.extend(node.port_args());
+    for p in &node.ports {
+        args.push("--peer-mac".into());
+        args.push(format!("{}={}", p.ifname, p.peer_mac));
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+/// Waits until a switch has written its first stats file at `stats_path`
+/// (its XDP programs are attached and its sockets bound by then).
+/// `exited()` says whether the daemon has died, with a description (its
+/// log); fails then, or after `timeout`.
+pub fn wait_ready(
+    name: &str,
+    stats_path: &Path,
+    timeout: Duration,
+    mut exited: impl FnMut() -> Option<String>,
+) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if stats_path.is_file() {
+            return Ok(());
+        }
+        if let Some(why) = exited() {
+            return Err(Error::new(format!(
+                "lcmp-switch for {name} exited at start: {why}"
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::new(format!(
+                "lcmp-switch for {name} wrote no stats within {timeout:?}"
+            )));
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// A running `lcmp-switch` in a switch namespace (see the module docs).
@@ -137,51 +218,14 @@ impl SwitchDaemon {
             node.name
         ));
         let _ = std::fs::remove_file(&stats_path);
-        let mut args: Vec<String> = vec![
-            "ip".into(),
-            "netns".into(),
-            "exec".into(),
-            node.netns.name().into(),
-            bin.display().to_string(),
-            "--topology".into(),
-            topology.display().to_string(),
-            "--switch".into(),
-            node.name.clone(),
-            "--poll".into(),
-            "event".into(),
-            "--stats-file".into(),
-            stats_path.display().to_string(),
-            "--stats-interval-ms".into(),
-            STATS_INTERVAL_MS.to_string(),
-        ];
-        args.extend(node.port_args());
-        for p in &node.ports {
-            args.push("--peer-mac".into());
-            args.push(format!("{}={}", p.ifname, p.peer_mac));
-        }
-        args.extend(extra.iter().map(|s| s.to_string()));
+        let args = switch_argv(bin, topology, node, &stats_path, STATS_INTERVAL_MS, extra);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let mut bg = Bg::start(&argv, &node.name)?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if stats_path.is_file() {
-                break;
-            }
-            if let Some(status) = bg.exited() {
-                return Err(Error::new(format!(
-                    "lcmp-switch for {} exited ({status}) at start: {}",
-                    node.name,
-                    bg.log()
-                )));
-            }
-            if Instant::now() >= deadline {
-                return Err(Error::new(format!(
-                    "lcmp-switch for {} wrote no stats within 30 s: {}",
-                    node.name,
-                    bg.log()
-                )));
-            }
-            thread::sleep(Duration::from_millis(10));
+        let ready = wait_ready(&node.name, &stats_path, Duration::from_secs(30), || {
+            bg.exited().map(|status| format!("{status}: {}", bg.log()))
+        });
+        if let Err(e) = ready {
+            return Err(Error::new(format!("{e}\n{}", bg.log())));
         }
         Ok(SwitchDaemon {
             name: node.name.clone(),

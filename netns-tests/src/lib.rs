@@ -41,7 +41,7 @@ pub mod xdp;
 
 use std::fmt;
 
-pub use daemon::{switch_binary, SwitchDaemon};
+pub use daemon::{release_binary, switch_binary, SwitchDaemon};
 pub use netns::{Bg, CmdOutput, LinkCounters, Netns};
 pub use testbed::{HostNode, Mac, PortNode, PortPeer, SwitchNode, Testbed};
 pub use traffic::{

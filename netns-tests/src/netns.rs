@@ -149,6 +149,77 @@ pub fn sweep_leftovers() {
     }
 }
 
+/// Kills every process inside namespace `name` and deletes it (its
+/// devices go with it once the last process has left).
+pub fn delete(name: &str) {
+    delete_netns(name)
+}
+
+/// Namespaces (`ip netns` names) whose name starts with `prefix`.
+pub fn list_with_prefix(prefix: &str) -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(NETNS_DIR) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = dir
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether process `pid` is running (exists and is not a zombie).
+pub fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Starts `args` as a daemon that outlives this process: its own session
+/// (so a terminal's Ctrl-C to the caller does not reach it), stdin from
+/// /dev/null, stdout and stderr appended to `log`. A thread reaps it if it
+/// exits while the caller still runs. Returns its pid.
+pub fn spawn_detached(args: &[&str], log: &Path) -> Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let (prog, rest) = args
+        .split_first()
+        .ok_or_else(|| Error::new("empty command"))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| Error::new(format!("{}: {e}", log.display())))?;
+    let mut cmd = Command::new(prog);
+    cmd.args(rest)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file);
+    // SAFETY: setsid(2) is async-signal-safe, and the closure touches no
+    // memory of the parent: it is all that runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| Error::new(format!("cannot start `{}`: {e}", cmdline(args))))?;
+    let pid = child.id();
+    thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(pid)
+}
+
 /// Kills every process inside namespace `name` and deletes it.
 fn delete_netns(name: &str) {
     if let Ok(out) = run_output(&["ip", "netns", "pids", name], Duration::from_secs(10)) {
@@ -197,6 +268,29 @@ impl Netns {
         let ns = Netns { name, owned: true };
         ns.ip(&["link", "set", "lo", "up"])?;
         Ok(ns)
+    }
+
+    /// Creates namespace `name` exactly as given (for testbeds that outlive
+    /// the process, see [`Netns::persist`]) and brings its loopback up. It
+    /// is deleted when the guard drops unless persisted first; an existing
+    /// namespace of that name is an error.
+    pub fn create(name: &str) -> Result<Netns> {
+        if Path::new(NETNS_DIR).join(name).exists() {
+            return Err(Error::new(format!("namespace {name:?} already exists")));
+        }
+        run(&["ip", "netns", "add", name])?;
+        let ns = Netns {
+            name: name.to_string(),
+            owned: true,
+        };
+        ns.ip(&["link", "set", "lo", "up"])?;
+        Ok(ns)
+    }
+
+    /// Keeps the namespace when the guard drops (a testbed that stays up
+    /// after the tool exits); [`delete`] removes it later.
+    pub fn persist(&mut self) {
+        self.owned = false;
     }
 
     /// A handle to an existing namespace `name` (as listed by `ip netns`)

@@ -240,19 +240,64 @@ impl Testbed {
     /// hosts. Switches forward nothing yet: call
     /// [`Testbed::kernel_routing`], or start a switch on the ports.
     pub fn from_topology(topo: &Topology) -> Result<Testbed> {
+        Self::build(topo, &mut |node| Netns::new(node))
+    }
+
+    /// [`Testbed::from_topology`] with namespaces made by `make_ns(node
+    /// name)`, e.g. [`Netns::create`] with a testbed-specific name. If
+    /// building fails, the namespaces made so far are deleted (their
+    /// guards drop) unless `make_ns` returned persisted ones.
+    pub fn build(
+        topo: &Topology,
+        make_ns: &mut dyn FnMut(&str) -> Result<Netns>,
+    ) -> Result<Testbed> {
         let mut switch_ns = Vec::new();
         for sw in topo.switches() {
-            let ns = Netns::new(&sw.name)?;
+            let ns = make_ns(&sw.name)?;
             ns.sysctl(BASE_SYSCTLS)?;
             switch_ns.push(ns);
         }
         let mut host_ns = Vec::new();
         for h in topo.hosts() {
-            let ns = Netns::new(&h.name)?;
+            let ns = make_ns(&h.name)?;
             ns.sysctl(BASE_SYSCTLS)?;
             host_ns.push(ns);
         }
+        let tb = Self::layout(topo, switch_ns, host_ns);
+        tb.wire()?;
+        Ok(tb)
+    }
 
+    /// The testbed of `topo` whose namespaces already exist (built earlier,
+    /// possibly by another process), named by `ns_name(node name)`; nothing
+    /// is created, and nothing is deleted when it drops.
+    pub fn attach(topo: &Topology, ns_name: &dyn Fn(&str) -> String) -> Result<Testbed> {
+        let switch_ns = topo
+            .switches()
+            .iter()
+            .map(|s| Netns::open(&ns_name(&s.name)))
+            .collect::<Result<Vec<_>>>()?;
+        let host_ns = topo
+            .hosts()
+            .iter()
+            .map(|h| Netns::open(&ns_name(&h.name)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::layout(topo, switch_ns, host_ns))
+    }
+
+    /// Keeps every namespace when the testbed drops (see [`Netns::persist`]).
+    pub fn persist(&mut self) {
+        for s in &mut self.switches {
+            s.netns.persist();
+        }
+        for h in &mut self.hosts {
+            h.netns.persist();
+        }
+    }
+
+    /// Ports, MACs, gateways and host records of `topo` over the given
+    /// namespaces (in topology order); creates nothing.
+    fn layout(topo: &Topology, switch_ns: Vec<Netns>, host_ns: Vec<Netns>) -> Testbed {
         let port_ifname = |sw: SwitchId, idx: u8| -> String {
             topo.port(sw, idx)
                 .and_then(|p| p.ifname.clone())
@@ -341,13 +386,11 @@ impl Testbed {
                 netns: ns,
             })
             .collect();
-        let tb = Testbed {
+        Testbed {
             topo: topo.clone(),
             switches,
             hosts,
-        };
-        tb.wire()?;
-        Ok(tb)
+        }
     }
 
     /// Creates the veths and configures hosts and host ports.

@@ -31,6 +31,20 @@ pub enum TopologyError {
         /// What is wrong.
         message: String,
     },
+    /// A transform of a valid topology ([`crate::Topology::scaled`],
+    /// [`crate::Topology::with_generated_hosts`]) cannot be applied, e.g.
+    /// `topologies/8dc.toml: link[0].rate: 200Gbps scaled by 1000000000 is
+    /// 200bps (link dc1 - dc2), below the 1Kbps minimum`.
+    #[error("{}{message}", location(.file, &None, .field))]
+    Transform {
+        /// The source name of the topology being transformed.
+        file: String,
+        /// The entity or field concerned, such as `link[3].rate` or
+        /// `switch[2].prefixes[0]`, when there is one.
+        field: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 fn location(file: &str, line: &Option<usize>, field: &Option<String>) -> String {
@@ -50,14 +64,16 @@ impl TopologyError {
     /// The file (source name) the error is about.
     pub fn file(&self) -> &str {
         match self {
-            Self::Io { file, .. } | Self::Invalid { file, .. } => file,
+            Self::Io { file, .. } | Self::Invalid { file, .. } | Self::Transform { file, .. } => {
+                file
+            }
         }
     }
 
     /// The 1-based line, if known.
     pub fn line(&self) -> Option<usize> {
         match self {
-            Self::Io { .. } => None,
+            Self::Io { .. } | Self::Transform { .. } => None,
             Self::Invalid { line, .. } => *line,
         }
     }
@@ -66,7 +82,7 @@ impl TopologyError {
     pub fn field(&self) -> Option<&str> {
         match self {
             Self::Io { .. } => None,
-            Self::Invalid { field, .. } => field.as_deref(),
+            Self::Invalid { field, .. } | Self::Transform { field, .. } => field.as_deref(),
         }
     }
 }

@@ -8,6 +8,12 @@
 //! towards every remote prefix (minimum-hop paths) with the path attributes
 //! LCMP's path cost needs.
 //!
+//! For testbeds, [`Topology::with_generated_hosts`] adds end hosts to the
+//! switches that deliver prefixes, [`Topology::scaled`] slows every rate
+//! (and buffer) down by a factor, and [`Topology::to_toml`] writes the
+//! result as a complete topology file that parses back to an equal
+//! `Topology`.
+//!
 //! ```
 //! use lcmp_topology::Topology;
 //!
@@ -44,6 +50,7 @@ mod model;
 mod raw;
 mod routes;
 pub mod tables;
+mod transform;
 pub mod units;
 
 pub use error::TopologyError;
@@ -53,3 +60,4 @@ pub use model::{
     DEFAULT_BUFFER_BYTES, MAX_PORTS,
 };
 pub use routes::{Candidate, Route};
+pub use transform::{HostTemplate, MIN_SCALED_BUFFER_BYTES, MIN_SCALED_RATE_BPS};

@@ -222,16 +222,35 @@ impl Link {
 /// incident `[[link]]` in file order, then one per attached `[[host]]` in
 /// file order. A link listed as `a = "x", b = "x"` is rejected, so every
 /// link gives exactly one port to each of its two switches.
+///
+/// Two topologies are equal (`==`) when they describe the same network:
+/// the same DCs, switches, hosts, links (and so ports) and default buffer.
+/// The [`source`](Topology::source) name is not compared, so a topology
+/// equals the one parsed back from its [`to_toml`](Topology::to_toml).
 #[derive(Debug, Clone)]
 pub struct Topology {
-    source: String,
-    default_buffer_bytes: u64,
-    dcs: Vec<Dc>,
-    switches: Vec<Switch>,
-    hosts: Vec<Host>,
-    links: Vec<Link>,
-    ports: Vec<Vec<Port>>,
+    pub(crate) source: String,
+    pub(crate) default_buffer_bytes: u64,
+    pub(crate) dcs: Vec<Dc>,
+    pub(crate) switches: Vec<Switch>,
+    pub(crate) hosts: Vec<Host>,
+    pub(crate) links: Vec<Link>,
+    pub(crate) ports: Vec<Vec<Port>>,
 }
+
+impl PartialEq for Topology {
+    fn eq(&self, other: &Self) -> bool {
+        // `source` is only a label for messages, not part of the network.
+        self.default_buffer_bytes == other.default_buffer_bytes
+            && self.dcs == other.dcs
+            && self.switches == other.switches
+            && self.hosts == other.hosts
+            && self.links == other.links
+            && self.ports == other.ports
+    }
+}
+
+impl Eq for Topology {}
 
 impl Topology {
     /// Reads and validates the topology file at `path`; errors name the path.
@@ -770,7 +789,7 @@ fn list(prefixes: &[IpNet]) -> String {
         .join(", ")
 }
 
-fn build_ports(switches: &[Switch], links: &[Link], hosts: &[Host]) -> Vec<Vec<Port>> {
+pub(crate) fn build_ports(switches: &[Switch], links: &[Link], hosts: &[Host]) -> Vec<Vec<Port>> {
     let mut ports: Vec<Vec<Port>> = vec![Vec::new(); switches.len()];
     for l in links {
         for (me, my_port, ifname, peer, peer_port) in [

@@ -1,0 +1,514 @@
+//! Bringing a testbed up and down: namespaces and veths from the topology
+//! (`lcmp_netns_tests::Testbed`), host tuning, one `lcmp-switch` daemon per
+//! switch, the reachability check, and teardown that works from the state
+//! file alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use lcmp_netns_tests::daemon::{switch_argv, wait_ready};
+use lcmp_netns_tests::netns::{self, process_running, spawn_detached};
+use lcmp_netns_tests::{Netns, Testbed};
+use lcmp_topology::{HostTemplate, Topology};
+
+use crate::state::{self, State, SwitchProc, SwitchSettings};
+use crate::{Error, Result};
+
+/// How often switches rewrite their stats file in a testbed.
+pub const STATS_INTERVAL_MS: u64 = 200;
+
+/// What `lcmp-testbed up` is asked for.
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    /// Testbed name (see [`state::validate_name`]).
+    pub name: String,
+    /// Topology file (`None`: the built-in 8-DC topology).
+    pub topology: Option<PathBuf>,
+    /// Hosts generated on every DC switch that has none in the file.
+    pub hosts_per_dc: usize,
+    /// Divide link rates (and buffers) by this.
+    pub scale: f64,
+    /// Policy and parameters of the switches.
+    pub switches: SwitchSettings,
+    /// Hosts' TCP congestion control (`None`: the kernel's default).
+    pub cc: Option<String>,
+    /// Hosts' initial congestion and receive windows, in segments, on
+    /// their default routes (`None`: the kernel's default of 10).
+    pub initcwnd: Option<u32>,
+}
+
+/// Fails unless running as root, naming why root is needed.
+pub fn require_root() -> Result<()> {
+    if lcmp_netns_tests::is_root() {
+        Ok(())
+    } else {
+        Err(Error::new(
+            "must run as root: a testbed creates network namespaces, veths and XDP programs",
+        ))
+    }
+}
+
+/// Finds a program of the project: `$<env>` if set, else next to this
+/// executable (cargo puts all of a workspace's binaries in one directory),
+/// else on `PATH`.
+pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os(env) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(Error::new(format!(
+                "${env} = {} is not a file",
+                p.display()
+            )))
+        };
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        let p = dir.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in std::env::split_paths(&path) {
+        let p = d.join(name);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(Error::new(format!(
+        "cannot find {name}: build it with `cargo build --release -p {name}` (it is looked for \
+         next to lcmp-testbed and on PATH), or set {env}"
+    )))
+}
+
+/// The effective topology of a testbed: the file, plus `hosts_per_dc`
+/// generated hosts on DC switches without hosts, rates divided by `scale`.
+pub fn effective_topology(
+    file: Option<&Path>,
+    hosts_per_dc: usize,
+    scale: f64,
+) -> Result<Topology> {
+    crate::experiment::config::check_scale(scale)?;
+    let topo = crate::experiment::config::load_topology(file)?;
+    let source = topo.source().to_string();
+    let topo = if hosts_per_dc > 0 {
+        topo.with_generated_hosts(
+            hosts_per_dc,
+            HostTemplate {
+                rate_bps: None,
+                delay_ns: 10_000,
+                buffer_bytes: None,
+            },
+        )
+        .map_err(|e| Error::new(e.to_string()))?
+    } else {
+        topo
+    };
+    if topo.hosts().is_empty() {
+        return Err(Error::new(format!(
+            "{source}: the topology has no hosts; give --hosts-per-dc N (N >= 1)"
+        )));
+    }
+    topo.scaled(scale).map_err(|e| Error::new(e.to_string()))
+}
+
+/// Brings testbed `opts.name` up and returns its state. On any failure
+/// everything made so far is removed again.
+pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
+    require_root()?;
+    state::validate_name(&opts.name)?;
+    if State::path(&opts.name).exists()
+        || !netns::list_with_prefix(&state::netns_prefix(&opts.name)).is_empty()
+    {
+        return Err(Error::new(format!(
+            "testbed {:?} is already up: `lcmp-testbed down --name {}` first, or pick another name",
+            opts.name, opts.name
+        )));
+    }
+    if let Some(cc) = &opts.cc {
+        check_congestion_control(cc)?;
+    }
+    let topo = effective_topology(opts.topology.as_deref(), opts.hosts_per_dc, opts.scale)?;
+    let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
+    match up_inner(opts, &topo, &switch_bin, progress) {
+        Ok(st) => Ok(st),
+        Err(e) => {
+            let _ = down(&opts.name);
+            Err(e)
+        }
+    }
+}
+
+fn up_inner(
+    opts: &UpOptions,
+    topo: &Topology,
+    switch_bin: &Path,
+    progress: &dyn Fn(&str),
+) -> Result<State> {
+    let dir = state::dir(&opts.name);
+    std::fs::create_dir_all(&dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+    let topology_file = dir.join("topology.toml");
+    std::fs::write(&topology_file, topo.to_toml())
+        .map_err(|e| Error::new(format!("{}: {e}", topology_file.display())))?;
+    let namespaces: Vec<String> = topo
+        .switches()
+        .iter()
+        .map(|s| s.name.as_str())
+        .chain(topo.hosts().iter().map(|h| h.name.as_str()))
+        .map(|n| state::netns_name(&opts.name, n))
+        .collect();
+    let mut st = State {
+        name: opts.name.clone(),
+        created_unix_s: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        topology_source: match &opts.topology {
+            Some(t) => std::fs::canonicalize(t)
+                .unwrap_or_else(|_| t.clone())
+                .display()
+                .to_string(),
+            None => crate::experiment::config::BUILTIN_NAME.to_string(),
+        },
+        topology_file,
+        hosts_per_dc: opts.hosts_per_dc,
+        scale: opts.scale,
+        switches: opts.switches.clone(),
+        namespaces,
+        procs: Vec::new(),
+        complete: false,
+    };
+    // Written before anything exists, so that `down` finds it all after a
+    // crash.
+    st.save()?;
+
+    progress(&format!(
+        "creating {} switch and {} host namespaces",
+        topo.switches().len(),
+        topo.hosts().len()
+    ));
+    let name = opts.name.clone();
+    let mut tb = Testbed::build(topo, &mut |node| {
+        Netns::create(&state::netns_name(&name, node))
+    })?;
+    tune_hosts(&tb, opts.cc.as_deref(), opts.initcwnd)?;
+    progress(&format!(
+        "starting {} switches (policy {})",
+        tb.switches.len(),
+        opts.switches.policy
+    ));
+    start_switches(&mut st, &tb, switch_bin)?;
+    progress("checking that every host reaches every other");
+    check_reachability(&tb)?;
+    tb.persist();
+    st.complete = true;
+    st.save()?;
+    Ok(st)
+}
+
+/// Fails with the list of available algorithms if `cc` is not one.
+pub fn check_congestion_control(cc: &str) -> Result<()> {
+    let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    if avail.split_whitespace().any(|a| a == cc) {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "TCP congestion control {cc:?} is not available in this kernel (available: {})",
+            avail.trim()
+        )))
+    }
+}
+
+/// Host settings for FCT experiments: ECN on; buffers large enough for a
+/// long-haul bandwidth-delay product (and a 1 MB default, so a large
+/// initial window is not clamped by the first advertised window); the
+/// whole ephemeral port range and TIME_WAIT reuse (one connection per flow,
+/// the client closes first); no per-destination metrics cache (a cached
+/// ssthresh would make later flows start in congestion avoidance); the
+/// chosen congestion control and initial windows.
+fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<()> {
+    let mut settings = vec![
+        "net.ipv4.tcp_ecn=1".to_string(),
+        "net.ipv4.tcp_no_metrics_save=1".to_string(),
+        "net.ipv4.tcp_rmem=4096 1048576 67108864".to_string(),
+        "net.ipv4.tcp_wmem=4096 1048576 67108864".to_string(),
+        "net.ipv4.ip_local_port_range=1024 65535".to_string(),
+        "net.ipv4.tcp_tw_reuse=1".to_string(),
+    ];
+    if let Some(cc) = cc {
+        settings.push(format!("net.ipv4.tcp_congestion_control={cc}"));
+    }
+    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
+    for h in &tb.hosts {
+        h.netns.sysctl(&settings)?;
+        if let Some(w) = initcwnd {
+            let w = w.to_string();
+            for gw in &h.gateways {
+                let fam = if gw.is_ipv4() { "-4" } else { "-6" };
+                let g = gw.to_string();
+                h.netns.ip(&[
+                    fam, "route", "change", "default", "via", &g, "dev", &h.ifname, "onlink",
+                    "initcwnd", &w, "initrwnd", &w,
+                ])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts one detached `lcmp-switch` per switch of `tb` with `st.switches`
+/// and waits until all are ready; records their pids in the state file.
+pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result<()> {
+    let dir = state::dir(&st.name);
+    let s = &st.switches;
+    let mut extra: Vec<String> = vec![
+        "--policy".into(),
+        s.policy.clone(),
+        "--alpha".into(),
+        s.alpha.to_string(),
+        "--beta".into(),
+        s.beta.to_string(),
+    ];
+    extra.extend(s.extra_args.iter().cloned());
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    st.procs.clear();
+    for node in &tb.switches {
+        let stats = dir.join(format!("{}.stats.json", node.name));
+        let log = dir.join(format!("{}.log", node.name));
+        let _ = std::fs::remove_file(&stats);
+        let argv = switch_argv(
+            switch_bin,
+            &st.topology_file,
+            node,
+            &stats,
+            STATS_INTERVAL_MS,
+            &extra,
+        );
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let pid = spawn_detached(&argv, &log)?;
+        st.procs.push(SwitchProc {
+            name: node.name.clone(),
+            pid,
+            log,
+            stats,
+        });
+        st.save()?;
+    }
+    for p in &st.procs {
+        wait_ready(&p.name, &p.stats, Duration::from_secs(30), || {
+            (!process_running(p.pid)).then(|| tail(&p.log, 20))
+        })?;
+    }
+    Ok(())
+}
+
+/// The last `n` lines of a log file.
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Whether `pid` runs the program `name` (guards against a reused pid).
+pub fn is_program(pid: u32, name: &str) -> bool {
+    process_running(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| {
+                c.split(|&b| b == 0)
+                    .next()
+                    .is_some_and(|argv0| argv0.ends_with(name.as_bytes()))
+            })
+            .unwrap_or(false)
+}
+
+/// Stops the switch daemons of `st` (SIGTERM: they detach their XDP
+/// programs; SIGKILL after 3 s) and clears their pids.
+pub fn stop_switches(st: &mut State) -> Result<()> {
+    let pids: Vec<u32> = st
+        .procs
+        .iter()
+        .map(|p| p.pid)
+        .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
+        .collect();
+    signal_and_wait(&pids, Duration::from_secs(3));
+    for p in &mut st.procs {
+        p.pid = 0;
+    }
+    st.save()
+}
+
+/// SIGTERM to every pid, then SIGKILL to those still running after
+/// `grace`; returns once all are gone (or a further 2 s have passed).
+fn signal_and_wait(pids: &[u32], grace: Duration) {
+    for &pid in pids {
+        // SAFETY: kill(2) on a pid checked to run one of our programs just
+        // before; at worst it has exited since (ESRCH).
+        unsafe {
+            libc::kill(pid as i32, libc::SIGTERM);
+        }
+    }
+    let deadline = Instant::now() + grace;
+    while pids.iter().any(|&p| process_running(p)) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    for &pid in pids.iter().filter(|&&p| process_running(p)) {
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while pids.iter().any(|&p| process_running(p)) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// What `down` removed.
+#[derive(Debug, Default)]
+pub struct DownReport {
+    /// Switch processes stopped.
+    pub processes: usize,
+    /// Namespaces deleted.
+    pub namespaces: usize,
+}
+
+/// Removes testbed `name`: its switch processes, every namespace (with the
+/// veths, XDP programs and any process inside) and its state directory.
+/// Works from whatever is left: the state file, the namespaces, or both.
+pub fn down(name: &str) -> Result<DownReport> {
+    require_root()?;
+    state::validate_name(name)?;
+    let mut report = DownReport::default();
+    let st = State::load(name).ok();
+    let mut namespaces = netns::list_with_prefix(&state::netns_prefix(name));
+    if let Some(st) = &st {
+        let pids: Vec<u32> = st
+            .procs
+            .iter()
+            .map(|p| p.pid)
+            .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
+            .collect();
+        report.processes = pids.len();
+        signal_and_wait(&pids, Duration::from_secs(3));
+        for ns in &st.namespaces {
+            if Path::new(netns::NETNS_DIR).join(ns).exists() && !namespaces.contains(ns) {
+                namespaces.push(ns.clone());
+            }
+        }
+    }
+    let dir = state::dir(name);
+    if st.is_none() && namespaces.is_empty() && !dir.exists() {
+        return Err(Error::new(format!("no testbed {name:?} is up")));
+    }
+    // Deleting namespaces one by one costs a few `ip` runs each; do them in
+    // parallel (bounded) so a 30-node testbed goes down in a second or two.
+    report.namespaces = namespaces.len();
+    parallel(&namespaces, 8, |ns| {
+        netns::delete(ns);
+        Ok(())
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(report)
+}
+
+/// Runs `f` over `items` on at most `width` threads; the first error wins.
+pub fn parallel<T: Sync>(
+    items: &[T],
+    width: usize,
+    f: impl Fn(&T) -> Result<()> + Sync,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let first_err: Mutex<Option<Error>> = Mutex::new(None);
+    thread::scope(|s| {
+        for _ in 0..width.clamp(1, items.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                if let Err(e) = f(item) {
+                    first_err
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+    });
+    match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Checks that every host reaches every other over each address family
+/// both have (one ping, retried: the first packets of a path may wait for
+/// a switch to learn a neighbour), and names the pairs that do not.
+pub fn check_reachability(tb: &Testbed) -> Result<()> {
+    let mut pairs = Vec::new();
+    for (i, a) in tb.hosts.iter().enumerate() {
+        for (j, b) in tb.hosts.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let dsts = [
+                b.ipv4().map(std::net::IpAddr::V4),
+                b.ipv6().map(std::net::IpAddr::V6),
+            ];
+            for dst in dsts.into_iter().flatten() {
+                let src_has_family = if dst.is_ipv4() {
+                    a.ipv4().is_some()
+                } else {
+                    a.ipv6().is_some()
+                };
+                if src_has_family {
+                    pairs.push((i, j, dst));
+                }
+            }
+        }
+    }
+    let failed: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    parallel(&pairs, 16, |&(i, j, dst)| {
+        let a = &tb.hosts[i];
+        let d = dst.to_string();
+        let ok = (0..3).any(|_| {
+            a.netns
+                .exec_output(
+                    &["ping", "-c", "1", "-W", "3", "-q", &d],
+                    Duration::from_secs(10),
+                )
+                .is_ok_and(|o| o.status.success())
+        });
+        if !ok {
+            failed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(format!("{} -> {} ({d})", a.name, tb.hosts[j].name));
+        }
+        Ok(())
+    })?;
+    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "{} of {} host pairs cannot reach each other: {}",
+            failed.len(),
+            pairs.len(),
+            failed.join(", ")
+        )))
+    }
+}
+
+/// The testbed of a state file, attached to its existing namespaces.
+pub fn attach(st: &State) -> Result<(Topology, Testbed)> {
+    let topo = Topology::load(&st.topology_file).map_err(|e| Error::new(e.to_string()))?;
+    let name = st.name.clone();
+    let tb = Testbed::attach(&topo, &|node| state::netns_name(&name, node))?;
+    Ok((topo, tb))
+}

@@ -1,0 +1,496 @@
+//! What an experiment is: from the command line or a TOML file, checked
+//! before anything is started.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use lcmp_topology::Topology;
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// The built-in default topology: the LCMP paper's 8-DC testbed.
+pub const BUILTIN_TOPOLOGY: &str = include_str!("../../../topologies/8dc.toml");
+
+/// Name under which the built-in topology is reported.
+pub const BUILTIN_NAME: &str = "built-in 8dc.toml";
+
+/// Topology options shared by `up` and `experiment`.
+#[derive(Args, Debug, Clone)]
+pub struct TopologyArgs {
+    /// Topology file (TOML). Default: the built-in 8-DC topology of the
+    /// LCMP paper (topologies/8dc.toml).
+    #[arg(long)]
+    pub topology: Option<PathBuf>,
+    /// Hosts generated on every DC switch that has none in the file
+    /// (named <switch>h1, <switch>h2, ...).
+    #[arg(long, default_value_t = 1)]
+    pub hosts_per_dc: usize,
+    /// Divide every link's rate (and buffer) by S; delays stay real.
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// LCMP weight of the path cost C_path.
+    #[arg(long, default_value_t = 3)]
+    pub alpha: u32,
+    /// LCMP weight of the congestion cost C_cong.
+    #[arg(long, default_value_t = 1)]
+    pub beta: u32,
+    /// Hosts' TCP congestion control (cubic, bbr, reno; dctcp where the
+    /// kernel has it). Default: the kernel's.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Hosts' initial congestion and receive window in segments (route
+    /// initcwnd/initrwnd), so that short flows start near line rate as
+    /// RDMA flows do. Default: the kernel's (10).
+    #[arg(long)]
+    pub initcwnd: Option<u32>,
+}
+
+impl TopologyArgs {
+    /// Rejects values that cannot work, before anything is built.
+    pub fn validate(&self) -> Result<()> {
+        check_scale(self.scale)?;
+        if let Some(cc) = &self.cc {
+            crate::bed::check_congestion_control(cc)?;
+        }
+        if self.initcwnd == Some(0) {
+            return Err(Error::new("--initcwnd must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+/// `--scale` must be a positive finite number.
+pub fn check_scale(scale: f64) -> Result<()> {
+    if scale.is_finite() && scale > 0.0 {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "--scale must be a positive number (rates are divided by it), not {scale}"
+        )))
+    }
+}
+
+/// Loads the user's topology file, or the built-in one.
+pub fn load_topology(file: Option<&Path>) -> Result<Topology> {
+    match file {
+        Some(f) => Topology::load(f).map_err(|e| Error::new(e.to_string())),
+        None => {
+            Topology::parse(BUILTIN_TOPOLOGY, BUILTIN_NAME).map_err(|e| Error::new(e.to_string()))
+        }
+    }
+}
+
+/// How offered load is defined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadDefinition {
+    /// Offered bytes/s over the source DC switch's inter-DC capacity (sum
+    /// of its switch-to-switch link rates): load 1.0 fills every path.
+    InterDc,
+    /// The LCMP artifact's: each sender host offers load x its NIC rate,
+    /// which overloads the source DC's uplinks when senders' NICs add up to
+    /// more than them.
+    HostNic,
+}
+
+/// A link taken down during every run (failure experiment).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Failure {
+    /// The link, as `<switch>-<switch>` (either order).
+    pub link: String,
+    /// When, seconds after the run's arrivals start.
+    pub at_s: f64,
+}
+
+/// A whole experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentConfig {
+    /// Testbed name used for the experiment.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// Topology file (relative to the config file), or the built-in 8-DC.
+    #[serde(default)]
+    pub topology: Option<PathBuf>,
+    /// Hosts generated per DC switch.
+    #[serde(default = "one")]
+    pub hosts_per_dc: usize,
+    /// Rate divisor.
+    #[serde(default = "one_f")]
+    pub scale: f64,
+    /// LCMP alpha.
+    #[serde(default = "three")]
+    pub alpha: u32,
+    /// LCMP beta.
+    #[serde(default = "one_u32")]
+    pub beta: u32,
+    /// Source DC switch: its hosts send.
+    pub from: String,
+    /// Destination DC switch: its hosts receive.
+    pub to: String,
+    /// Workload names (websearch, alistorage, fbhadoop, googlerpc) or CDF
+    /// files.
+    pub workloads: Vec<String>,
+    /// Offered loads (fractions, > 0).
+    pub loads: Vec<f64>,
+    /// Policies compared.
+    pub policies: Vec<String>,
+    /// Repetitions with different seeds (seeds 1..=seeds).
+    #[serde(default = "one_u32")]
+    pub seeds: u32,
+    /// Arrivals last this long, seconds.
+    pub duration_s: f64,
+    /// Flows starting in the first `warmup_s` are excluded.
+    #[serde(default)]
+    pub warmup_s: Option<f64>,
+    /// After the arrivals stop, flows get at most this long to finish.
+    #[serde(default = "default_drain")]
+    pub drain_s: f64,
+    /// How load is defined.
+    #[serde(default = "default_load_def")]
+    pub load_definition: LoadDefinition,
+    /// Hosts' congestion control.
+    #[serde(default)]
+    pub cc: Option<String>,
+    /// Hosts' initial windows (segments).
+    #[serde(default)]
+    pub initcwnd: Option<u32>,
+    /// Extra arguments for every lcmp-switch.
+    #[serde(default)]
+    pub switch_args: Vec<String>,
+    /// In-flight flow bound per sender.
+    #[serde(default)]
+    pub max_concurrent: Option<u32>,
+    /// A link to fail mid-run.
+    #[serde(default)]
+    pub failure: Option<Failure>,
+}
+
+fn default_name() -> String {
+    "exp".into()
+}
+fn one() -> usize {
+    1
+}
+fn one_f() -> f64 {
+    1.0
+}
+fn one_u32() -> u32 {
+    1
+}
+fn three() -> u32 {
+    3
+}
+fn default_drain() -> f64 {
+    30.0
+}
+fn default_load_def() -> LoadDefinition {
+    LoadDefinition::InterDc
+}
+
+/// `lcmp-testbed experiment`.
+#[derive(Args, Debug, Clone)]
+#[command(
+    long_about = "Runs an FCT experiment: builds the testbed, calibrates it (per-path RTT with \
+    the other paths down, rate of the minimum-delay path), then for every workload x load x seed \
+    x policy restarts the switches (empty flow caches) with that policy, runs lcmp-traffic \
+    servers on the destination DC's hosts and clients on the source DC's hosts (Poisson \
+    arrivals, sizes from the workload CDF, one TCP connection per flow), excludes the warm-up, \
+    drains in-flight flows (bounded), and writes DIR/runs/<run>/flows.csv, DIR/summary.json, \
+    DIR/report.md and plots (SVG and PNG). FCT slowdown = FCT / ideal FCT, ideal = 2 x the \
+    measured base RTT of the minimum-delay path + size over its bottleneck (FCT counts the \
+    handshake and the receiver's acknowledgement of the last byte). Tears the testbed down at \
+    the end, also on error or Ctrl-C."
+)]
+pub struct ExperimentArgs {
+    /// Experiment file (TOML; fields as the flags, see experiments/).
+    /// Flags given beside it are an error.
+    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "policies"])]
+    pub config: Option<PathBuf>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Testbed name for the experiment.
+    #[arg(long, default_value = "exp")]
+    pub name: String,
+    #[command(flatten)]
+    pub topo: TopologyArgs,
+    /// Source DC switch (its hosts send).
+    #[arg(long = "from", required_unless_present = "config")]
+    pub from: Option<String>,
+    /// Destination DC switch (its hosts receive).
+    #[arg(long = "to", required_unless_present = "config")]
+    pub to: Option<String>,
+    /// Workload name or CDF file (comma-separated for several).
+    #[arg(long, value_delimiter = ',', required_unless_present = "config")]
+    pub workload: Vec<String>,
+    /// Offered load(s), e.g. 0.3,0.5,0.8.
+    #[arg(long, value_delimiter = ',', required_unless_present = "config")]
+    pub load: Vec<f64>,
+    /// Policies to compare.
+    #[arg(long, value_delimiter = ',', default_value = "lcmp,ecmp,ucmp,wcmp")]
+    pub policies: Vec<String>,
+    /// Repetitions (seeds 1..=K).
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u32,
+    /// Arrival period per run, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub duration: f64,
+    /// Warm-up excluded from results, seconds. Default: 10% of the
+    /// duration.
+    #[arg(long)]
+    pub warmup: Option<f64>,
+    /// Bound on the wait for in-flight flows after the arrivals, seconds.
+    #[arg(long, default_value_t = 30.0)]
+    pub drain: f64,
+    /// Load definition.
+    #[arg(long, value_enum, default_value = "inter-dc")]
+    pub load_definition: LoadDefinition,
+    /// Extra argument for every lcmp-switch (repeatable).
+    #[arg(long = "switch-arg", allow_hyphen_values = true)]
+    pub switch_args: Vec<String>,
+}
+
+impl ExperimentArgs {
+    /// The experiment these flags (or the file) describe.
+    pub fn to_config(&self) -> Result<ExperimentConfig> {
+        if let Some(file) = &self.config {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+            let mut c: ExperimentConfig = toml::from_str(&text)
+                .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+            // A relative topology path is relative to the config file.
+            if let Some(t) = &c.topology {
+                if t.is_relative() {
+                    let base = file.parent().unwrap_or(Path::new("."));
+                    c.topology = Some(base.join(t));
+                }
+            }
+            return Ok(c);
+        }
+        Ok(ExperimentConfig {
+            name: self.name.clone(),
+            topology: self.topo.topology.clone(),
+            hosts_per_dc: self.topo.hosts_per_dc,
+            scale: self.topo.scale,
+            alpha: self.topo.alpha,
+            beta: self.topo.beta,
+            from: self.from.clone().unwrap_or_default(),
+            to: self.to.clone().unwrap_or_default(),
+            workloads: self.workload.clone(),
+            loads: self.load.clone(),
+            policies: self.policies.clone(),
+            seeds: self.seeds,
+            duration_s: self.duration,
+            warmup_s: self.warmup,
+            drain_s: self.drain,
+            load_definition: self.load_definition,
+            cc: self.topo.cc.clone(),
+            initcwnd: self.topo.initcwnd,
+            switch_args: self.switch_args.clone(),
+            max_concurrent: None,
+            failure: None,
+        })
+    }
+}
+
+/// Fails with the list of known policies if `name` is not one.
+pub fn check_policy(name: &str) -> Result<()> {
+    if lcmp_policy::Policy::from_name(name).is_some() {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "unknown policy {name:?}; one of {}",
+            lcmp_policy::Policy::NAMES.join(", ")
+        )))
+    }
+}
+
+impl ExperimentConfig {
+    /// The warm-up, seconds.
+    pub fn warmup(&self) -> f64 {
+        self.warmup_s.unwrap_or(self.duration_s * 0.1)
+    }
+
+    /// Checks everything that can be checked without building anything:
+    /// numbers, policies, workloads, that `from`/`to` are DC switches of
+    /// the topology with hosts. Returns the effective topology.
+    pub fn validate(&self) -> Result<Topology> {
+        crate::state::validate_name(&self.name)?;
+        check_scale(self.scale)?;
+        if self.loads.is_empty() {
+            return Err(Error::new("no load given"));
+        }
+        for &l in &self.loads {
+            if !(l.is_finite() && l > 0.0) {
+                return Err(Error::new(format!(
+                    "load must be a positive fraction (e.g. 0.3), not {l}"
+                )));
+            }
+        }
+        if self.policies.is_empty() {
+            return Err(Error::new("no policy given"));
+        }
+        for p in &self.policies {
+            check_policy(p)?;
+        }
+        if self.workloads.is_empty() {
+            return Err(Error::new("no workload given"));
+        }
+        for w in &self.workloads {
+            lcmp_traffic::cdf::Cdf::load(w).map_err(|e| Error::new(e.to_string()))?;
+        }
+        if self.seeds == 0 {
+            return Err(Error::new("--seeds must be at least 1"));
+        }
+        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+            return Err(Error::new(format!(
+                "duration must be positive, not {}",
+                self.duration_s
+            )));
+        }
+        let warm = self.warmup();
+        if !(warm.is_finite() && (0.0..self.duration_s).contains(&warm)) {
+            return Err(Error::new(format!(
+                "warm-up ({warm} s) must be at least 0 and shorter than the duration ({} s)",
+                self.duration_s
+            )));
+        }
+        if !(self.drain_s.is_finite() && self.drain_s >= 0.0) {
+            return Err(Error::new(format!(
+                "drain must be >= 0, not {}",
+                self.drain_s
+            )));
+        }
+        if let Some(cc) = &self.cc {
+            crate::bed::check_congestion_control(cc)?;
+        }
+        let topo = crate::bed::effective_topology(
+            self.topology.as_deref(),
+            self.hosts_per_dc,
+            self.scale,
+        )?;
+        let names: Vec<&str> = topo
+            .switches()
+            .iter()
+            .filter(|s| !s.prefixes.is_empty())
+            .map(|s| s.name.as_str())
+            .collect();
+        for (what, sw) in [("--from", &self.from), ("--to", &self.to)] {
+            let Some(s) = topo.switch_by_name(sw) else {
+                return Err(Error::new(format!(
+                    "{what}: no switch {sw:?} in the topology (DC switches: {})",
+                    names.join(", ")
+                )));
+            };
+            if !topo.hosts().iter().any(|h| h.switch == s.id) {
+                return Err(Error::new(format!(
+                    "{what}: switch {sw:?} has no hosts (DC switches with hosts: {})",
+                    names.join(", ")
+                )));
+            }
+        }
+        if self.from == self.to {
+            return Err(Error::new("--from and --to must be different switches"));
+        }
+        if let Some(f) = &self.failure {
+            find_link(&topo, &f.link)?;
+            if !(f.at_s > 0.0 && f.at_s < self.duration_s) {
+                return Err(Error::new(format!(
+                    "failure.at_s ({}) must lie within the run (0, {})",
+                    f.at_s, self.duration_s
+                )));
+            }
+        }
+        Ok(topo)
+    }
+}
+
+/// The link written `a-b` (either order).
+pub fn find_link<'t>(topo: &'t Topology, spec: &str) -> Result<&'t lcmp_topology::Link> {
+    let (a, b) = spec
+        .split_once('-')
+        .ok_or_else(|| Error::new(format!("link {spec:?}: expected <switch>-<switch>")))?;
+    let id = |n: &str| {
+        topo.switch_by_name(n)
+            .map(|s| s.id)
+            .ok_or_else(|| Error::new(format!("link {spec:?}: no switch {n:?}")))
+    };
+    let (a, b) = (id(a)?, id(b)?);
+    topo.links()
+        .iter()
+        .find(|l| (l.a == a && l.b == b) || (l.a == b && l.b == a))
+        .ok_or_else(|| Error::new(format!("no link {spec:?} in the topology")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> ExperimentConfig {
+        toml::from_str(
+            r#"
+            from = "dc1"
+            to = "dc8"
+            workloads = ["websearch"]
+            loads = [0.3]
+            policies = ["lcmp", "ecmp"]
+            duration_s = 10
+            "#,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults_and_checks() {
+        let c = base();
+        assert_eq!(c.name, "exp");
+        assert_eq!(c.hosts_per_dc, 1);
+        assert_eq!(c.warmup(), 1.0);
+        assert_eq!(c.load_definition, LoadDefinition::InterDc);
+        let topo = c.validate().unwrap();
+        assert_eq!(topo.hosts().len(), 8);
+
+        let bad = |f: &dyn Fn(&mut ExperimentConfig), msg: &str| {
+            let mut c = base();
+            f(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(msg), "{e:?} lacks {msg:?}");
+        };
+        bad(&|c| c.loads = vec![0.0], "load must be a positive");
+        bad(&|c| c.loads = vec![-1.0], "load must be a positive");
+        bad(
+            &|c| c.policies = vec!["ospf".into()],
+            "unknown policy \"ospf\"",
+        );
+        bad(&|c| c.from = "dc9".into(), "no switch \"dc9\"");
+        bad(&|c| c.to = "dc1".into(), "must be different");
+        bad(&|c| c.scale = 0.0, "--scale must be a positive");
+        bad(
+            &|c| c.workloads = vec!["/nonexistent.cdf".into()],
+            "nonexistent",
+        );
+        bad(&|c| c.warmup_s = Some(10.0), "shorter than the duration");
+        bad(
+            &|c| {
+                c.failure = Some(Failure {
+                    link: "dc1-dc8".into(),
+                    at_s: 5.0,
+                })
+            },
+            "no link \"dc1-dc8\"",
+        );
+    }
+
+    #[test]
+    fn unknown_field_is_an_error() {
+        let e = toml::from_str::<ExperimentConfig>(
+            "from='a'\nto='b'\nworkloads=[]\nloads=[]\npolicies=[]\nduration_s=1\nlod=3",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("lod"), "{e}");
+    }
+}

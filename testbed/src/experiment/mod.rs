@@ -1,0 +1,448 @@
+//! `lcmp-testbed experiment`: FCT experiments comparing path-selection
+//! policies on a namespace testbed (see [`config::ExperimentArgs`] for what
+//! a run does, `calibrate` for faithfulness checks, `run` for one run).
+
+pub mod calibrate;
+pub mod config;
+pub mod run;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use lcmp_netns_tests::Bg;
+use lcmp_topology::Topology;
+use lcmp_traffic::record::FlowRecord;
+use serde_json::json;
+
+pub use config::{check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs};
+
+use crate::analysis::{self, IdealModel, PathSpec, RunInput};
+use crate::bed::{self, UpOptions};
+use crate::state::{State, SwitchSettings};
+use crate::{plots, report, Error, Result};
+
+/// TCP port of the traffic servers.
+pub const SERVER_PORT: u16 = 5001;
+
+/// Runs the experiment the command line describes.
+pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
+    let cfg = args.to_config()?;
+    let summary = run(&cfg, &args.out, say)?;
+    print!("{}", result_table(&summary));
+    println!(
+        "\nreport: {}\nsummary: {}\nplots: {}",
+        args.out.join("report.md").display(),
+        args.out.join("summary.json").display(),
+        args.out.join("plots").display()
+    );
+    Ok(())
+}
+
+/// Tears the experiment's testbed down on every exit path.
+struct TestbedGuard(String);
+
+impl Drop for TestbedGuard {
+    fn drop(&mut self) {
+        if let Err(e) = bed::down(&self.0) {
+            eprintln!("lcmp-testbed: tearing down testbed {}: {e}", self.0);
+        }
+    }
+}
+
+extern "C" fn on_signal(_: libc::c_int) {
+    run::INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// SIGINT/SIGTERM stop the experiment between steps, so that the testbed
+/// is torn down rather than left behind.
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe.
+        unsafe {
+            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// The offered payload rate per sender host for `load`.
+pub fn rate_per_sender(
+    topo: &Topology,
+    cfg: &ExperimentConfig,
+    senders: &[String],
+    load: f64,
+) -> f64 {
+    let from = topo.switch_by_name(&cfg.from).expect("validated");
+    match cfg.load_definition {
+        LoadDefinition::InterDc => {
+            let capacity: u64 = topo
+                .ports(from.id)
+                .iter()
+                .filter(|p| p.peer_switch().is_some())
+                .map(|p| p.rate_bps)
+                .sum();
+            load * capacity as f64 / senders.len().max(1) as f64
+        }
+        LoadDefinition::HostNic => {
+            let h = topo.host_by_name(&senders[0]).expect("sender exists");
+            load * h.rate_bps as f64
+        }
+    }
+}
+
+/// Runs experiment `cfg`, writing everything under `out`.
+pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
+    bed::require_root()?;
+    let topo = cfg.validate()?;
+    let traffic_bin = bed::find_program("lcmp-traffic", "LCMP_TRAFFIC_BIN")?;
+    let switch_bin = bed::find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
+    std::fs::create_dir_all(out.join("runs"))
+        .map_err(|e| Error::new(format!("{}: {e}", out.display())))?;
+    std::fs::write(
+        out.join("experiment.toml"),
+        toml::to_string(cfg).expect("config serializes"),
+    )?;
+    catch_signals();
+
+    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
+    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
+    let senders: Vec<String> = topo
+        .hosts()
+        .iter()
+        .filter(|h| h.switch == from)
+        .map(|h| h.name.clone())
+        .collect();
+    let receivers: Vec<String> = topo
+        .hosts()
+        .iter()
+        .filter(|h| h.switch == to)
+        .map(|h| h.name.clone())
+        .collect();
+
+    let first = &cfg.policies[0];
+    let up = UpOptions {
+        name: cfg.name.clone(),
+        topology: cfg.topology.clone(),
+        hosts_per_dc: cfg.hosts_per_dc,
+        scale: cfg.scale,
+        switches: SwitchSettings {
+            policy: "ecmp".into(),
+            alpha: cfg.alpha,
+            beta: cfg.beta,
+            extra_args: cfg.switch_args.clone(),
+        },
+        cc: cfg.cc.clone(),
+        initcwnd: cfg.initcwnd,
+    };
+    let mut st = bed::up(&up, say)?;
+    let _guard = TestbedGuard(cfg.name.clone());
+    let (topo, tb) = bed::attach(&st)?;
+    run::check_interrupted()?;
+
+    say("calibrating the paths on the idle testbed");
+    let cal = calibrate::calibrate(&tb, &topo, &senders[0], &receivers[0], say)?;
+    std::fs::write(
+        out.join("calibration.json"),
+        serde_json::to_string_pretty(&cal).expect("calibration serializes"),
+    )?;
+    run::check_interrupted()?;
+
+    // Traffic servers on every receiver, for the whole experiment.
+    let mut servers: Vec<Bg> = Vec::new();
+    let mut dsts = Vec::new();
+    for r in &receivers {
+        let h = tb.host(r);
+        let addr = h
+            .ipv4()
+            .map(std::net::IpAddr::V4)
+            .or(h.ipv6().map(std::net::IpAddr::V6))
+            .ok_or_else(|| Error::new(format!("host {r} has no address")))?;
+        let sa = std::net::SocketAddr::new(addr, SERVER_PORT);
+        let bg = h.netns.spawn(&[
+            &traffic_bin.display().to_string(),
+            "server",
+            "--listen",
+            &sa.to_string(),
+        ])?;
+        wait_log(&bg, "listening", Duration::from_secs(10))?;
+        servers.push(bg);
+        dsts.push(format!("{r}={sa}"));
+    }
+
+    let paths: Vec<PathSpec> = cal
+        .paths
+        .iter()
+        .map(|p| PathSpec {
+            name: p.name.clone(),
+            port: p.port,
+            rtt_us: p.configured_rtt_us,
+            bottleneck_bps: p.bottleneck_bps,
+        })
+        .collect();
+    let ideal = IdealModel {
+        base_rtt_ns: cal.base_rtt_ns,
+        bottleneck_bps: cal.bottleneck_bps,
+        ..IdealModel::default()
+    };
+    let failure = match &cfg.failure {
+        Some(f) => {
+            let l = config::find_link(&topo, &f.link)?;
+            Some((l.a.0, l.a_port, f.at_s))
+        }
+        None => None,
+    };
+
+    let mut specs = Vec::new();
+    for w in &cfg.workloads {
+        for &load in &cfg.loads {
+            for seed in 1..=u64::from(cfg.seeds) {
+                for policy in &cfg.policies {
+                    let wname = workload_label(w);
+                    specs.push((
+                        load,
+                        run::RunSpec {
+                            id: format!("{wname}-load{load}-{policy}-seed{seed}"),
+                            policy: policy.clone(),
+                            alpha: cfg.alpha,
+                            beta: cfg.beta,
+                            switch_args: cfg.switch_args.clone(),
+                            workload: w.clone(),
+                            rate_bps_per_sender: rate_per_sender(&topo, cfg, &senders, load),
+                            seed,
+                            duration_s: cfg.duration_s,
+                            warmup_s: cfg.warmup(),
+                            drain_s: cfg.drain_s,
+                            max_concurrent: cfg.max_concurrent,
+                            failure,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    let _ = first;
+
+    let bar = ProgressBar::new((specs.len() as f64 * cfg.duration_s * 10.0) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg} (ETA {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut env = run::RunEnv {
+        state: &mut st,
+        tb: &tb,
+        switch_bin: &switch_bin,
+        traffic_bin: &traffic_bin,
+        from: &cfg.from,
+        senders: &senders,
+        dsts: &dsts,
+    };
+    let mut inputs = Vec::new();
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    for (k, (load, spec)) in specs.iter().enumerate() {
+        let dir = out.join("runs").join(&spec.id);
+        let base = k as f64 * cfg.duration_s * 10.0;
+        let n = specs.len();
+        let tick = |elapsed: f64, p: run::Progress| {
+            bar.set_position((base + elapsed.min(cfg.duration_s) * 10.0) as u64);
+            bar.set_message(format!(
+                "run {}/{n} {}: {} flows started, {} done, {} active",
+                k + 1,
+                spec.id,
+                p.started,
+                p.completed,
+                p.active
+            ));
+        };
+        let (flows, meas) = run::run_one(&mut env, spec, &dir, &tick)?;
+        let mut notes = cal.notes.clone();
+        notes.extend(meas.notes.iter().cloned());
+        let input = RunInput {
+            policy: spec.policy.clone(),
+            workload: workload_label(&spec.workload),
+            load: *load,
+            seed: spec.seed,
+            port_tx_bytes: paths
+                .iter()
+                .map(|p| meas.port_tx_bytes.get(&p.port).copied().unwrap_or(0))
+                .collect(),
+            paths: paths.clone(),
+            window_s: meas.window_s,
+            calibration_ok: notes.is_empty(),
+            calibration_notes: notes,
+            flows,
+        };
+        let line = run_line(&input, &ideal);
+        bar.println(line.clone());
+        if bar.is_hidden() {
+            say(&line);
+        }
+        if let Some(at) = meas.failure_at_s {
+            failures.push(failure_report(&spec.id, at, &input.flows, meas.failovers));
+        }
+        inputs.push(input);
+    }
+    bar.finish_and_clear();
+    drop(servers);
+    say(&format!(
+        "{} runs in {:.0} s; writing results",
+        specs.len(),
+        started.elapsed().as_secs_f64()
+    ));
+
+    let echo = json!({
+        "config": cfg,
+        "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
+        "senders": senders,
+        "receivers": receivers,
+        "load_definition": match cfg.load_definition {
+            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
+            LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
+        },
+        "rate_bps_per_sender": cfg.loads.iter().map(|&l| rate_per_sender(&topo, cfg, &senders, l)).collect::<Vec<_>>(),
+        "ideal": {
+            "base_rtt_ns": ideal.base_rtt_ns,
+            "bottleneck_bps": ideal.bottleneck_bps,
+            "path": cal.paths[cal.min_path].name,
+            "definition": "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+        },
+        "calibration": cal,
+        "failures": failures,
+    });
+    let summary = analysis::build_summary(echo, &inputs, &ideal);
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    let plot_dir = out.join("plots");
+    std::fs::create_dir_all(&plot_dir)?;
+    let plot_files =
+        plots::write_plots(&summary, &inputs, &ideal, &plot_dir).map_err(Error::new)?;
+    let rel: Vec<PathBuf> = plot_files
+        .iter()
+        .filter_map(|p| p.strip_prefix(out).ok().map(Path::to_path_buf))
+        .collect();
+    std::fs::write(out.join("report.md"), report::render_report(&summary, &rel))?;
+    Ok(summary)
+}
+
+/// A workload's label: the short name, or a file's stem.
+pub fn workload_label(w: &str) -> String {
+    Path::new(w)
+        .file_stem()
+        .map_or(w.to_string(), |s| s.to_string_lossy().into_owned())
+}
+
+fn wait_log(bg: &Bg, needle: &str, timeout: Duration) -> Result<()> {
+    let deadline = Instant::now() + timeout;
+    while !bg.log().contains(needle) {
+        if Instant::now() > deadline {
+            return Err(Error::new(format!(
+                "traffic server did not start within {timeout:?}: {}",
+                bg.log()
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
+/// One line per finished run.
+fn run_line(input: &RunInput, ideal: &IdealModel) -> String {
+    let s = analysis::summarize_run(input, ideal);
+    let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    format!(
+        "{:<8} {:<12} load {:<4} seed {}: {}/{} flows, slowdown median {} p99 {}{}",
+        s.policy,
+        s.workload,
+        s.load,
+        s.seed,
+        s.flows_completed,
+        s.flows_started,
+        q(s.median_slowdown),
+        q(s.p99_slowdown),
+        if s.calibration_ok {
+            String::new()
+        } else {
+            format!("  [calibration: {}]", s.calibration_notes.join("; "))
+        }
+    )
+}
+
+/// The failure run's figures: flows in flight when the link went down.
+fn failure_report(run: &str, at_s: f64, flows: &[FlowRecord], failovers: u64) -> serde_json::Value {
+    let at_ns = (at_s * 1e9) as u64;
+    let affected: Vec<&FlowRecord> = flows
+        .iter()
+        .filter(|f| f.start_ns <= at_ns && f.fct_ns.is_none_or(|fct| f.start_ns + fct > at_ns))
+        .collect();
+    let completed: Vec<u64> = affected
+        .iter()
+        .filter_map(|f| f.fct_ns.map(|fct| f.start_ns + fct - at_ns))
+        .collect();
+    let mut fcts: Vec<f64> = affected
+        .iter()
+        .filter_map(|f| f.fct_ns.map(|x| x as f64 / 1e6))
+        .collect();
+    fcts.sort_by(f64::total_cmp);
+    json!({
+        "run": run,
+        "failure_at_s": at_s,
+        "flows_in_flight": affected.len(),
+        "flows_in_flight_completed": completed.len(),
+        "in_flight_fct_ms_median": fcts.get(fcts.len() / 2),
+        "in_flight_fct_ms_max": fcts.last(),
+        "recovered_after_ms": completed.iter().max().map(|&n| n as f64 / 1e6),
+        "source_switch_failovers": failovers,
+    })
+}
+
+/// The result table printed at the end.
+pub fn result_table(s: &analysis::Summary) -> String {
+    let mut out = String::new();
+    let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    let _ = writeln!(
+        out,
+        "\n{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>10}",
+        "workload", "load", "policy", "runs", "median slowdown", "p99 slowdown", "calib ok"
+    );
+    for a in &s.aggregates {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>7}/{}",
+            a.workload,
+            a.load,
+            a.policy,
+            a.runs,
+            q(a.median_mean),
+            q(a.p99_mean),
+            a.calibration_ok_runs,
+            a.runs
+        );
+    }
+    if !s.reductions.is_empty() {
+        let _ = writeln!(out, "\nLCMP vs baseline (negative = LCMP lower):");
+        for r in &s.reductions {
+            let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:+.0}%", v * 100.0));
+            let _ = writeln!(
+                out,
+                "{:<12} {:>5} vs {:<14} median {:>6}  p99 {:>6}",
+                r.workload,
+                r.load,
+                r.baseline,
+                pct(r.median_reduction),
+                pct(r.p99_reduction)
+            );
+        }
+    }
+    out
+}
+
+/// The state of the experiment's testbed (for tests).
+pub fn testbed_state(name: &str) -> Result<State> {
+    State::load(name)
+}

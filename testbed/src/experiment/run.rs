@@ -1,0 +1,429 @@
+//! One run of an experiment: fresh switches with the run's policy, traffic
+//! clients on the source DC's hosts, progress, the measurement window's
+//! switch counters and CPU, and the checks that flag a run whose emulation
+//! was not faithful.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use lcmp_netns_tests::{Bg, Testbed};
+use lcmp_traffic::record::FlowRecord;
+use serde_json::Value;
+
+use crate::bed;
+use crate::state::{State, SwitchSettings};
+use crate::{Error, Result};
+
+/// Set by SIGINT/SIGTERM: loops stop and the experiment tears down.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Fails if the user asked to stop.
+pub fn check_interrupted() -> Result<()> {
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        Err(Error::new("interrupted"))
+    } else {
+        Ok(())
+    }
+}
+
+/// A switch may use at most this share of one core before the run is
+/// flagged: beyond it, the testbed rather than the network sets the pace.
+pub const MAX_SWITCH_CPU: f64 = 0.90;
+/// The whole machine must keep at least this share idle.
+pub const MIN_MACHINE_IDLE: f64 = 0.05;
+/// Drops that a real link would not make (AF_XDP TX ring full, emulation
+/// overflow) may be at most this fraction of forwarded frames.
+pub const MAX_ARTIFACT_DROP_SHARE: f64 = 0.001;
+
+/// What one run measured besides the flows.
+#[derive(Debug, Clone, Default)]
+pub struct RunMeasurements {
+    /// Bytes sent by the source switch per port index during the window.
+    pub port_tx_bytes: HashMap<u8, u64>,
+    /// Length of the measurement window, seconds.
+    pub window_s: f64,
+    /// Why the run's emulation is suspect (empty: faithful).
+    pub notes: Vec<String>,
+    /// Time of the failure, seconds after the arrivals started.
+    pub failure_at_s: Option<f64>,
+    /// Flow-cache failovers counted by the source switch.
+    pub failovers: u64,
+}
+
+/// Client progress as printed by `lcmp-traffic client`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Progress {
+    /// Flows started.
+    pub started: u64,
+    /// Flows completed.
+    pub completed: u64,
+    /// Flows failed.
+    pub failed: u64,
+    /// Flows in flight.
+    pub active: u64,
+}
+
+fn last_progress(log: &str) -> Progress {
+    let Some(v) = log
+        .lines()
+        .rev()
+        .filter(|l| l.starts_with('{'))
+        .find_map(|l| serde_json::from_str::<Value>(l).ok())
+    else {
+        return Progress::default();
+    };
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    Progress {
+        started: n("started"),
+        completed: n("completed"),
+        failed: n("failed"),
+        active: n("active"),
+    }
+}
+
+/// CPU time (user + system) of a process, seconds.
+fn process_cpu_s(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the command: state is field 3 of stat(5), utime 14, stime 15.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // SAFETY: sysconf(3) has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    Some(ticks / hz.max(1.0))
+}
+
+/// (idle, total) jiffies of the whole machine.
+fn machine_jiffies() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let cpu = stat.lines().next()?;
+    let v: Vec<u64> = cpu
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((idle, v.iter().sum()))
+}
+
+fn read_stats(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// Transmitted bytes per port index of a switch's stats.
+fn tx_bytes_by_port(stats: &Value, ifnames: &[String]) -> HashMap<u8, u64> {
+    let mut m = HashMap::new();
+    if let Some(ports) = stats["ports"].as_array() {
+        for p in ports {
+            if let Some(i) = ifnames.iter().position(|n| p["name"] == n.as_str()) {
+                m.insert(i as u8, p["tx_bytes"].as_u64().unwrap_or(0));
+            }
+        }
+    }
+    m
+}
+
+/// Snapshot of what a run compares between the window's start and end.
+struct Snapshot {
+    at: Instant,
+    src_tx: HashMap<u8, u64>,
+    switch_cpu: Vec<Option<f64>>,
+    machine: Option<(u64, u64)>,
+}
+
+/// Everything a run needs that stays the same across runs.
+pub struct RunEnv<'a> {
+    /// The testbed's state (switch pids are updated by each run).
+    pub state: &'a mut State,
+    /// The testbed.
+    pub tb: &'a Testbed,
+    /// lcmp-switch.
+    pub switch_bin: &'a Path,
+    /// lcmp-traffic.
+    pub traffic_bin: &'a Path,
+    /// Name of the source DC switch.
+    pub from: &'a str,
+    /// Sender host names.
+    pub senders: &'a [String],
+    /// `--dst` arguments (`NAME=ADDR:PORT`) for the clients.
+    pub dsts: &'a [String],
+}
+
+/// What one run is.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// Run id (directory name).
+    pub id: String,
+    /// Policy.
+    pub policy: String,
+    /// LCMP alpha and beta.
+    pub alpha: u32,
+    /// LCMP beta.
+    pub beta: u32,
+    /// Extra switch arguments.
+    pub switch_args: Vec<String>,
+    /// Workload name or file.
+    pub workload: String,
+    /// Offered payload rate per sender, bits per second.
+    pub rate_bps_per_sender: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Arrivals, seconds.
+    pub duration_s: f64,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Drain bound, seconds.
+    pub drain_s: f64,
+    /// In-flight bound per client.
+    pub max_concurrent: Option<u32>,
+    /// Link to take down mid-run: (switch index, port index, at seconds).
+    pub failure: Option<(usize, u8, f64)>,
+}
+
+/// Runs one run; writes `<dir>/flows.csv` and returns the flows and
+/// measurements. `tick(elapsed_s, progress)` is called about four times a
+/// second.
+pub fn run_one(
+    env: &mut RunEnv<'_>,
+    spec: &RunSpec,
+    dir: &Path,
+    tick: &dyn Fn(f64, Progress),
+) -> Result<(Vec<FlowRecord>, RunMeasurements)> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+    // Fresh switches: empty flow caches, zero counters.
+    bed::stop_switches(env.state)?;
+    env.state.switches = SwitchSettings {
+        policy: spec.policy.clone(),
+        alpha: spec.alpha,
+        beta: spec.beta,
+        extra_args: spec.switch_args.clone(),
+    };
+    bed::start_switches(env.state, env.tb, env.switch_bin)?;
+
+    let src_node = env.tb.switch(env.from);
+    let src_ifnames: Vec<String> = src_node.ports.iter().map(|p| p.ifname.clone()).collect();
+    let src_stats_path = env
+        .state
+        .procs
+        .iter()
+        .find(|p| p.name == env.from)
+        .map(|p| p.stats.clone())
+        .ok_or_else(|| Error::new(format!("no switch process for {}", env.from)))?;
+    let pids: Vec<u32> = env.state.procs.iter().map(|p| p.pid).collect();
+    let snapshot = || Snapshot {
+        at: Instant::now(),
+        src_tx: read_stats(&src_stats_path)
+            .map(|s| tx_bytes_by_port(&s, &src_ifnames))
+            .unwrap_or_default(),
+        switch_cpu: pids.iter().map(|&p| process_cpu_s(p)).collect(),
+        machine: machine_jiffies(),
+    };
+
+    let mut clients: Vec<(Bg, PathBuf)> = Vec::new();
+    let start = snapshot();
+    for (i, s) in env.senders.iter().enumerate() {
+        let host = env.tb.host(s);
+        let out = dir.join(format!("flows-{s}.csv"));
+        let mut args: Vec<String> = vec![
+            env.traffic_bin.display().to_string(),
+            "client".into(),
+            "--name".into(),
+            s.clone(),
+            "--workload".into(),
+            spec.workload.clone(),
+            "--rate-bps".into(),
+            format!("{:.0}", spec.rate_bps_per_sender),
+            "--duration".into(),
+            spec.duration_s.to_string(),
+            "--warmup".into(),
+            spec.warmup_s.to_string(),
+            "--drain".into(),
+            spec.drain_s.to_string(),
+            "--seed".into(),
+            (spec.seed * 1_000_003 + i as u64).to_string(),
+            "--id-base".into(),
+            (i as u64 * 1_000_000_000).to_string(),
+            "--out".into(),
+            out.display().to_string(),
+            "--progress-ms".into(),
+            "250".into(),
+        ];
+        if let Some(m) = spec.max_concurrent {
+            args.extend(["--max-concurrent".into(), m.to_string()]);
+        }
+        for d in env.dsts {
+            args.extend(["--dst".into(), d.clone()]);
+        }
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        clients.push((host.netns.spawn(&argv)?, out));
+    }
+
+    let mut end: Option<Snapshot> = None;
+    let mut failure_at = None;
+    let deadline = spec.duration_s + spec.drain_s + 30.0;
+    loop {
+        check_interrupted()?;
+        std::thread::sleep(Duration::from_millis(250));
+        let elapsed = start.at.elapsed().as_secs_f64();
+        let mut total = Progress::default();
+        for (bg, _) in &clients {
+            let p = last_progress(&bg.log());
+            total.started += p.started;
+            total.completed += p.completed;
+            total.failed += p.failed;
+            total.active += p.active;
+        }
+        tick(elapsed, total);
+        if let Some((sw, port, at)) = spec.failure {
+            if failure_at.is_none() && elapsed >= at {
+                let node = &env.tb.switches[sw];
+                node.netns
+                    .ip(&["link", "set", "dev", &node.port(port).ifname, "down"])?;
+                failure_at = Some(elapsed);
+            }
+        }
+        if end.is_none() && elapsed >= spec.duration_s {
+            end = Some(snapshot());
+        }
+        let mut running = 0;
+        for (bg, _) in &mut clients {
+            if let Some(status) = bg.exited() {
+                if !status.success() {
+                    return Err(Error::new(format!(
+                        "lcmp-traffic client failed ({status}): {}",
+                        bg.log()
+                            .lines()
+                            .rev()
+                            .take(5)
+                            .collect::<Vec<_>>()
+                            .join(" | ")
+                    )));
+                }
+            } else {
+                running += 1;
+            }
+        }
+        if running == 0 {
+            break;
+        }
+        if elapsed > deadline {
+            return Err(Error::new(format!(
+                "traffic clients still running {deadline:.0} s after the start (drain bound \
+                 {} s)",
+                spec.drain_s
+            )));
+        }
+    }
+    let end = end.unwrap_or_else(snapshot);
+
+    let mut meas = RunMeasurements {
+        window_s: end.at.duration_since(start.at).as_secs_f64(),
+        failure_at_s: failure_at,
+        ..Default::default()
+    };
+    if let Some((sw, port, _)) = spec.failure {
+        let node = &env.tb.switches[sw];
+        node.netns
+            .ip(&["link", "set", "dev", &node.port(port).ifname, "up"])?;
+    }
+    for (&port, &bytes) in &end.src_tx {
+        let before = start.src_tx.get(&port).copied().unwrap_or(0);
+        meas.port_tx_bytes
+            .insert(port, bytes.saturating_sub(before));
+    }
+    check_faithfulness(env.state, &start, &end, &mut meas);
+    if let Some(s) = read_stats(&src_stats_path) {
+        meas.failovers = s["flows"]["failovers"].as_u64().unwrap_or(0);
+    }
+
+    let mut flows = Vec::new();
+    for (_, path) in &clients {
+        let mut rd = csv::Reader::from_path(path)
+            .map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
+        for row in rd.deserialize::<FlowRecord>() {
+            flows.push(row.map_err(|e| Error::new(format!("{}: {e}", path.display())))?);
+        }
+    }
+    flows.sort_by_key(|f| f.id);
+    let merged = dir.join("flows.csv");
+    let mut wr = csv::Writer::from_path(&merged)
+        .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
+    for f in &flows {
+        wr.serialize(f)
+            .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
+    }
+    wr.flush()?;
+    for (_, path) in &clients {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok((flows, meas))
+}
+
+/// Flags the run if a switch or the machine ran out of CPU, or switches
+/// dropped frames for reasons a real link would not.
+fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut RunMeasurements) {
+    let wall = end.at.duration_since(start.at).as_secs_f64().max(1e-3);
+    for (i, p) in st.procs.iter().enumerate() {
+        if let (Some(Some(a)), Some(Some(b))) = (start.switch_cpu.get(i), end.switch_cpu.get(i)) {
+            let share = (b - a) / wall;
+            if share > MAX_SWITCH_CPU {
+                meas.notes.push(format!(
+                    "switch {} used {:.0}% of a core (limit {:.0}%)",
+                    p.name,
+                    share * 100.0,
+                    MAX_SWITCH_CPU * 100.0
+                ));
+            }
+        }
+    }
+    if let (Some((i0, t0)), Some((i1, t1))) = (start.machine, end.machine) {
+        let total = t1.saturating_sub(t0).max(1) as f64;
+        let idle = i1.saturating_sub(i0) as f64 / total;
+        if idle < MIN_MACHINE_IDLE {
+            meas.notes.push(format!(
+                "machine CPU saturated: {:.1}% idle (limit {:.0}%)",
+                idle * 100.0,
+                MIN_MACHINE_IDLE * 100.0
+            ));
+        }
+    }
+    let (mut artifact, mut forwarded) = (0u64, 0u64);
+    for p in &st.procs {
+        if let Some(s) = read_stats(&p.stats) {
+            artifact += s["drops"]["tx_ring_full"].as_u64().unwrap_or(0)
+                + s["drops"]["emulation_overflow"].as_u64().unwrap_or(0);
+            forwarded += s["tx_frames"].as_u64().unwrap_or(0);
+        }
+    }
+    if artifact as f64 > MAX_ARTIFACT_DROP_SHARE * forwarded.max(1) as f64 {
+        meas.notes.push(format!(
+            "switches dropped {artifact} frames at the AF_XDP TX ring or the emulation's delay \
+             line ({:.2}% of {forwarded} forwarded; limit {:.1}%)",
+            100.0 * artifact as f64 / forwarded.max(1) as f64,
+            MAX_ARTIFACT_DROP_SHARE * 100.0
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_lines() {
+        let log = "listening\n{\"t_s\":1.0,\"started\":5,\"completed\":3,\"failed\":0,\"active\":2,\"deferred\":0}\nnoise\n{\"t_s\":1.5,\"started\":9,\"completed\":7,\"failed\":1,\"active\":1,\"deferred\":0}\n";
+        let p = last_progress(log);
+        assert_eq!((p.started, p.completed, p.failed, p.active), (9, 7, 1, 1));
+        assert_eq!(last_progress("").started, 0);
+    }
+
+    #[test]
+    fn own_cpu_time_is_readable() {
+        let t = process_cpu_s(std::process::id()).expect("own /proc/self/stat");
+        assert!(t >= 0.0);
+        let (idle, total) = machine_jiffies().unwrap();
+        assert!(idle <= total);
+    }
+}

@@ -1,0 +1,19 @@
+//! `lcmp-testbed`: multi-DC testbeds in network namespaces and the FCT
+//! experiments run on them.
+//!
+//! - [`bed`]: `up`/`down`, switch daemons, reachability; [`state`]: the
+//!   state file under `/run/lcmp-testbed/<name>/`; [`status`]: health.
+//! - [`experiment`]: runs (calibration, traffic, switch counters);
+//!   [`analysis`], [`report`], [`plots`]: results.
+//! - [`rdma`]: SoftRoCE devices where the kernel has them.
+
+pub mod analysis;
+pub mod bed;
+pub mod experiment;
+pub mod plots;
+pub mod rdma;
+pub mod report;
+pub mod state;
+pub mod status;
+
+pub use lcmp_netns_tests::{Error, Result};

@@ -1,0 +1,226 @@
+//! `lcmp-testbed`: multi-DC DCI testbeds in network namespaces, and FCT
+//! experiments on them.
+
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use lcmp_testbed::bed::{self, UpOptions};
+use lcmp_testbed::state::{self, State, SwitchSettings};
+use lcmp_testbed::{experiment, rdma, status, Error, Result};
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "Multi-DC DCI testbeds in network namespaces, and FCT experiments on them",
+    long_about = "Multi-DC DCI testbeds in network namespaces, and FCT experiments on them.\n\n\
+    `up` builds a testbed from a topology file: one network namespace per switch and per host \
+    (named lcmptb-<testbed>-<node>), one veth pair per link, and one lcmp-switch daemon per \
+    switch in event mode, emulating each link's rate (divided by --scale) and real one-way \
+    delay. It returns once every host reaches every other. The testbed stays up until `down`; \
+    its state lives in /run/lcmp-testbed/<name>/ (switch logs and stats files too). \
+    `experiment` runs workloads through a testbed and compares path-selection policies by \
+    flow completion time. Needs root."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Build a testbed and start its switches.
+    Up(UpArgs),
+    /// Show a testbed's switches, ports, links and health.
+    Status {
+        /// Testbed name.
+        #[arg(long)]
+        name: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command in a host's (or switch's) namespace, e.g.
+    /// `lcmp-testbed exec --name tb dc1h1 -- ping 10.8.0.2`.
+    Exec {
+        /// Testbed name.
+        #[arg(long)]
+        name: String,
+        /// Host or switch name in the topology.
+        node: String,
+        /// The command and its arguments (after `--`).
+        #[arg(last = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Remove a testbed: its switches, namespaces, veths and XDP programs.
+    /// Works after `kill -9` of the tool or of a switch.
+    Down {
+        /// Testbed name.
+        #[arg(long, required_unless_present = "all", conflicts_with = "all")]
+        name: Option<String>,
+        /// Remove every testbed (and any leftover lcmptb-* namespace).
+        #[arg(long)]
+        all: bool,
+    },
+    /// List the testbeds that are up.
+    List,
+    /// Run an FCT experiment (see `lcmp-testbed experiment --help`).
+    Experiment(Box<experiment::ExperimentArgs>),
+}
+
+/// The topology options shared by `up` and `experiment`.
+#[derive(Args, Debug, Clone)]
+pub struct UpArgs {
+    /// Testbed name: 1 to 16 of a-z, 0-9, _.
+    #[arg(long, default_value = "tb")]
+    name: String,
+    #[command(flatten)]
+    topo: experiment::TopologyArgs,
+    /// Path-selection policy of the switches: lcmp, ecmp, wcmp, ucmp,
+    /// lcmp-rm-alpha, lcmp-rm-beta.
+    #[arg(long, default_value = "lcmp")]
+    policy: String,
+    /// Extra argument for every lcmp-switch (repeatable), e.g.
+    /// `--switch-arg=--no-ecn`.
+    #[arg(long = "switch-arg", allow_hyphen_values = true)]
+    switch_args: Vec<String>,
+    /// Create SoftRoCE (rdma_rxe) devices on the hosts, where the kernel
+    /// has it.
+    #[arg(long)]
+    rdma: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("lcmp-testbed: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn say(msg: &str) {
+    eprintln!("lcmp-testbed: {msg}");
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.cmd {
+        Cmd::Up(a) => {
+            experiment::check_policy(&a.policy)?;
+            a.topo.validate()?;
+            if a.rdma {
+                // Checked first: a testbed that cannot have what was asked
+                // for is not built.
+                rdma::check_available()?;
+            }
+            let opts = UpOptions {
+                name: a.name.clone(),
+                topology: a.topo.topology.clone(),
+                hosts_per_dc: a.topo.hosts_per_dc,
+                scale: a.topo.scale,
+                switches: SwitchSettings {
+                    policy: a.policy.clone(),
+                    alpha: a.topo.alpha,
+                    beta: a.topo.beta,
+                    extra_args: a.switch_args.clone(),
+                },
+                cc: a.topo.cc.clone(),
+                initcwnd: a.topo.initcwnd,
+            };
+            let st = bed::up(&opts, &say)?;
+            if a.rdma {
+                if let Err(e) = rdma::add_devices(&st) {
+                    let _ = bed::down(&st.name);
+                    return Err(e);
+                }
+            }
+            let s = status::status(&st.name)?;
+            print!("{}", status::render(&s));
+            say(&format!(
+                "testbed {} is up; `lcmp-testbed exec --name {} HOST -- CMD` runs a command on a \
+                 host, `lcmp-testbed down --name {}` removes it",
+                st.name, st.name, st.name
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Status { name, json } => {
+            let s = status::status(&name)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&s).expect("status serializes")
+                );
+            } else {
+                print!("{}", status::render(&s));
+            }
+            Ok(if s.health == "ok" {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
+        }
+        Cmd::Exec { name, node, cmd } => {
+            bed::require_root()?;
+            let st = State::load(&name)?;
+            let ns = state::netns_name(&name, &node);
+            if !st.namespaces.contains(&ns) {
+                let nodes: Vec<&str> = st
+                    .namespaces
+                    .iter()
+                    .filter_map(|n| n.strip_prefix(&state::netns_prefix(&name)))
+                    .collect();
+                return Err(Error::new(format!(
+                    "no host or switch {node:?} in testbed {name} (nodes: {})",
+                    nodes.join(", ")
+                )));
+            }
+            let status = std::process::Command::new("ip")
+                .args(["netns", "exec", &ns])
+                .args(&cmd)
+                .status()
+                .map_err(|e| Error::new(format!("cannot run ip netns exec: {e}")))?;
+            Ok(ExitCode::from(
+                status.code().unwrap_or(1).clamp(0, 255) as u8
+            ))
+        }
+        Cmd::Down { name, all } => {
+            let names = if all {
+                bed::require_root()?;
+                state::list()
+            } else {
+                vec![name.expect("clap requires --name without --all")]
+            };
+            if all && names.is_empty() {
+                say("no testbed is up");
+            }
+            for n in names {
+                let r = bed::down(&n)?;
+                say(&format!(
+                    "testbed {n} is down ({} switch processes stopped, {} namespaces removed)",
+                    r.processes, r.namespaces
+                ));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::List => {
+            for n in state::list() {
+                match status::status(&n) {
+                    Ok(s) => println!(
+                        "{n}\t{}\t{} switches\t{} hosts\t{}",
+                        s.topology,
+                        s.switches.len(),
+                        s.hosts.len(),
+                        s.health
+                    ),
+                    Err(e) => println!("{n}\t(broken: {e}; `lcmp-testbed down --name {n}`)"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Experiment(a) => {
+            experiment::run_cli(&a, &say)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,768 @@
+//! The experiment's plots, each as SVG and PNG: per (workload, load) the
+//! slowdown CDF per policy, median and p99 slowdown by flow-size bucket,
+//! and per-path utilization per policy.
+//!
+//! Text is drawn with DejaVu Sans (plotters' `ab_glyph` renderer needs a
+//! font file; SVG output names the family and lets the viewer draw it).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use crate::analysis::{
+    groups, pooled_slowdowns, Aggregate, BucketTable, IdealModel, RunInput, Summary,
+};
+use crate::report::fmt_bytes;
+
+/// The font file (Debian package `fonts-dejavu-core`).
+pub const FONT_PATH: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+
+const FONT: &str = "sans-serif";
+const SIZE: (u32, u32) = (1000, 640);
+/// CDF lines are drawn through at most this many points per policy: enough
+/// to look exact, small enough to keep SVGs light with 10^5 flows.
+const CDF_POINTS: usize = 1500;
+
+/// Registers DejaVu Sans as plotters' `sans-serif` once per process.
+pub fn ensure_font() -> Result<(), String> {
+    static DONE: OnceLock<Result<(), String>> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let bytes = std::fs::read(FONT_PATH).map_err(|e| {
+            format!(
+                "plots need the font {FONT_PATH} ({e}); install it with \
+                 `apt-get install -y fonts-dejavu-core`"
+            )
+        })?;
+        // plotters keeps fonts for the process lifetime and wants 'static
+        // bytes; this happens once.
+        let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+        plotters::style::register_font(FONT, FontStyle::Normal, bytes)
+            .map_err(|_| format!("{FONT_PATH} is not a usable TrueType font"))
+    })
+    .clone()
+}
+
+/// Fixed colour of a policy (LCMP red in every plot); others cycle through
+/// a palette by their position among the unknown policies.
+pub fn policy_color(policy: &str, other_index: usize) -> RGBColor {
+    match policy.to_ascii_lowercase().as_str() {
+        "lcmp" => RGBColor(214, 39, 40),
+        "ecmp" => RGBColor(31, 119, 180),
+        "wcmp" => RGBColor(44, 160, 44),
+        "ucmp" => RGBColor(148, 103, 189),
+        _ => {
+            const OTHERS: [RGBColor; 4] = [
+                RGBColor(255, 127, 14),
+                RGBColor(140, 86, 75),
+                RGBColor(127, 127, 127),
+                RGBColor(23, 190, 207),
+            ];
+            OTHERS[other_index % OTHERS.len()]
+        }
+    }
+}
+
+/// Colours for policies in the given order.
+fn colors(policies: &[&str]) -> Vec<RGBColor> {
+    let mut others = 0;
+    policies
+        .iter()
+        .map(|p| {
+            let c = policy_color(p, others);
+            if !matches!(
+                p.to_ascii_lowercase().as_str(),
+                "lcmp" | "ecmp" | "wcmp" | "ucmp"
+            ) {
+                others += 1;
+            }
+            c
+        })
+        .collect()
+}
+
+/// File-name form of a workload and load: `cdf-websearch-0.3`.
+pub fn plot_stem(kind: &str, workload: &str, load: f64) -> String {
+    let w: String = workload
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{kind}-{w}-{load}")
+}
+
+/// What one figure shows, backend-independent.
+enum Plot {
+    Cdf {
+        title: String,
+        /// Per policy, ascending slowdowns.
+        series: Vec<(String, Vec<f64>)>,
+    },
+    Buckets {
+        title: String,
+        table: BucketTable,
+    },
+    Utilization {
+        title: String,
+        /// Tick label per path.
+        paths: Vec<(String, String)>,
+        /// Per policy, mean utilization per path (`paths` order).
+        bars: Vec<(String, Vec<Option<f64>>)>,
+    },
+}
+
+/// Writes every plot into `out_dir` (created if needed) and returns the
+/// written files (`out_dir` joined with the name): for each (workload,
+/// load) of `summary`, `cdf-`, `buckets-` and
+/// `utilization-<workload>-<load>`, each `.svg` and `.png`. `inputs` and
+/// `ideal` are what `summary` was built from (the CDFs need every flow's
+/// slowdown).
+pub fn write_plots(
+    summary: &Summary,
+    inputs: &[RunInput],
+    ideal: &IdealModel,
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    ensure_font()?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    let mut keys = groups(summary.runs.iter().map(|r| (r.workload.as_str(), r.load)));
+    for (w, l) in groups(inputs.iter().map(|r| (r.workload.as_str(), r.load))) {
+        if !keys
+            .iter()
+            .any(|(kw, kl)| *kw == w && kl.to_bits() == l.to_bits())
+        {
+            keys.push((w, l));
+        }
+    }
+    let mut written = Vec::new();
+    for (workload, load) in keys {
+        let name = format!("{workload}, load {load}");
+        let series = pooled_slowdowns(inputs, ideal, &workload, load);
+        let plot = Plot::Cdf {
+            title: format!("{name}: FCT slowdown CDF (pooled over seeds)"),
+            series,
+        };
+        written.extend(write_both(
+            out_dir,
+            &plot_stem("cdf", &workload, load),
+            &plot,
+        )?);
+
+        let table = summary
+            .buckets
+            .iter()
+            .find(|t| t.workload == workload && t.load.to_bits() == load.to_bits())
+            .cloned()
+            .unwrap_or_else(|| BucketTable {
+                workload: workload.clone(),
+                load,
+                bounds: Vec::new(),
+                per_policy: Vec::new(),
+            });
+        let plot = Plot::Buckets {
+            title: format!("{name}: slowdown by flow size"),
+            table,
+        };
+        written.extend(write_both(
+            out_dir,
+            &plot_stem("buckets", &workload, load),
+            &plot,
+        )?);
+
+        let aggs: Vec<&Aggregate> = summary
+            .aggregates
+            .iter()
+            .filter(|a| a.workload == workload && a.load.to_bits() == load.to_bits())
+            .collect();
+        let plot = utilization_plot(&name, &aggs, inputs);
+        written.extend(write_both(
+            out_dir,
+            &plot_stem("utilization", &workload, load),
+            &plot,
+        )?);
+    }
+    Ok(written)
+}
+
+fn utilization_plot(name: &str, aggs: &[&Aggregate], inputs: &[RunInput]) -> Plot {
+    let mut names: Vec<String> = Vec::new();
+    for a in aggs {
+        for p in &a.paths {
+            if !names.contains(&p.name) {
+                names.push(p.name.clone());
+            }
+        }
+    }
+    // Tick labels carry the configured delay and rate, which explain the
+    // policies' choices.
+    let spec = |n: &str| {
+        inputs
+            .iter()
+            .flat_map(|r| r.paths.iter())
+            .find(|p| p.name == n)
+            .map(|p| {
+                format!(
+                    "{n} ({} ms, {} Mbit/s)",
+                    trim_num(p.rtt_us as f64 / 1000.0),
+                    trim_num(p.bottleneck_bps as f64 / 1e6)
+                )
+            })
+            .unwrap_or_else(|| n.to_string())
+    };
+    let paths = names.iter().map(|n| (n.clone(), spec(n))).collect();
+    let bars = aggs
+        .iter()
+        .map(|a| {
+            let u = names
+                .iter()
+                .map(|n| {
+                    a.paths
+                        .iter()
+                        .find(|p| &p.name == n)
+                        .and_then(|p| p.utilization_mean)
+                })
+                .collect();
+            (a.policy.clone(), u)
+        })
+        .collect();
+    Plot::Utilization {
+        title: format!("{name}: path utilization (mean over seeds)"),
+        paths,
+        bars,
+    }
+}
+
+/// `12.5`, `20`, `0.25`: short labels without trailing zeros.
+fn trim_num(v: f64) -> String {
+    let s = if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    };
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+fn write_both(out_dir: &Path, stem: &str, plot: &Plot) -> Result<Vec<PathBuf>, String> {
+    let svg = out_dir.join(format!("{stem}.svg"));
+    let png = out_dir.join(format!("{stem}.png"));
+    {
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        draw(&root, plot).map_err(|e| format!("{}: {e}", svg.display()))?;
+    }
+    {
+        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        draw(&root, plot).map_err(|e| format!("{}: {e}", png.display()))?;
+    }
+    Ok(vec![svg, png])
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &Plot) -> Result<(), String> {
+    root.fill(&WHITE).map_err(err)?;
+    match plot {
+        Plot::Cdf { title, series } => draw_cdf(root, title, series)?,
+        Plot::Buckets { title, table } => draw_buckets(root, title, table)?,
+        Plot::Utilization { title, paths, bars } => draw_utilization(root, title, paths, bars)?,
+    }
+    root.present().map_err(err)
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// A figure without data still gets its title and says why it is empty.
+fn draw_empty<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    why: &str,
+) -> Result<(), String> {
+    let area = root.titled(title, (FONT, 24)).map_err(err)?;
+    let (w, h) = area.dim_in_pixel();
+    area.draw(&Text::new(
+        why.to_string(),
+        (w as i32 / 2 - 90, h as i32 / 2),
+        (FONT, 22).into_font().color(&BLACK),
+    ))
+    .map_err(err)
+}
+
+/// A positive log-axis range covering `lo..=hi` with a margin.
+fn log_range(lo: f64, hi: f64) -> (f64, f64) {
+    let lo = if lo.is_finite() && lo > 0.0 { lo } else { 1.0 };
+    let hi = if hi.is_finite() && hi >= lo { hi } else { lo };
+    let (lo, hi) = (lo / 1.25, hi * 1.25);
+    // A single value still needs a decade to draw ticks in.
+    if hi / lo < 10.0 {
+        let mid = (lo * hi).sqrt();
+        (mid / 10f64.sqrt(), mid * 10f64.sqrt())
+    } else {
+        (lo, hi)
+    }
+}
+
+/// `m x 10^k` values within `lo..=hi` for the given mantissas.
+fn decade_points(lo: f64, hi: f64, mantissas: &[f64]) -> Vec<f64> {
+    if !(lo > 0.0 && hi >= lo && hi.is_finite()) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut exp = lo.log10().floor() as i32;
+    while 10f64.powi(exp) <= hi && out.len() < 200 {
+        for m in mantissas {
+            let v = m * 10f64.powi(exp);
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+        exp += 1;
+    }
+    out
+}
+
+/// Labelled ticks of a log axis: 1-2-5 per decade, every integer mantissa
+/// on short ranges, decades only on long ones.
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let ticks = decade_points(lo, hi, &[1.0, 2.0, 5.0]);
+    if ticks.len() < 4 {
+        decade_points(lo, hi, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+    } else if ticks.len() > 12 {
+        decade_points(lo, hi, &[1.0])
+    } else {
+        ticks
+    }
+}
+
+/// Grid lines of a log axis: every integer mantissa.
+fn log_grid(lo: f64, hi: f64) -> Vec<f64> {
+    decade_points(lo, hi, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
+}
+
+fn slowdown_label(v: f64) -> String {
+    trim_num(v)
+}
+
+fn draw_cdf<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    series: &[(String, Vec<f64>)],
+) -> Result<(), String> {
+    let series: Vec<&(String, Vec<f64>)> = series.iter().filter(|(_, v)| !v.is_empty()).collect();
+    if series.is_empty() {
+        return draw_empty(root, title, "no completed flows");
+    }
+    let positive = series
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .filter(|&x| x > 0.0);
+    let lo = positive.clone().fold(f64::INFINITY, f64::min);
+    let hi = positive.fold(0.0, f64::max);
+    let (lo, hi) = log_range(lo, hi);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 24))
+        .margin(12)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (lo..hi)
+                .log_scale()
+                .with_key_points(log_ticks(lo, hi))
+                .with_light_points(log_grid(lo, hi)),
+            0.0..1.0,
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(BLACK.mix(0.04))
+        .bold_line_style(BLACK.mix(0.15))
+        .x_desc("slowdown = FCT / ideal FCT (log scale)")
+        .y_desc("fraction of flows")
+        .x_label_formatter(&|v| slowdown_label(*v))
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .draw()
+        .map_err(err)?;
+    if lo < 1.0 && hi > 1.0 {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(1.0, 0.0), (1.0, 1.0)],
+                6,
+                4,
+                BLACK.mix(0.5).stroke_width(1),
+            ))
+            .map_err(err)?
+            .label("ideal (slowdown 1)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+    }
+    let names: Vec<&str> = series.iter().map(|(p, _)| p.as_str()).collect();
+    for ((policy, values), color) in series.iter().zip(colors(&names)) {
+        let n = values.len();
+        let m = CDF_POINTS.min(n);
+        // Evenly spaced ranks, always including the first and the last.
+        let mut idx: Vec<usize> = (0..m)
+            .map(|k| if m > 1 { k * (n - 1) / (m - 1) } else { n - 1 })
+            .collect();
+        idx.dedup();
+        let pts: Vec<(f64, f64)> = idx
+            .into_iter()
+            .filter(|&i| values[i] > 0.0)
+            .map(|i| (values[i], (i + 1) as f64 / n as f64))
+            .collect();
+        let width = if policy.eq_ignore_ascii_case("lcmp") {
+            3
+        } else {
+            2
+        };
+        chart
+            .draw_series(LineSeries::new(pts, color.stroke_width(width)))
+            .map_err(err)?
+            .label(format!("{policy} ({n} flows)"))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+fn draw_buckets<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    table: &BucketTable,
+) -> Result<(), String> {
+    let has_data = table.per_policy.iter().any(|p| {
+        p.medians
+            .iter()
+            .chain(&p.p99s)
+            .any(|v| v.is_some_and(|v| v > 0.0))
+    });
+    if table.bounds.is_empty() || !has_data {
+        return draw_empty(root, title, "no completed flows");
+    }
+    let area = root.titled(title, (FONT, 24)).map_err(err)?;
+    let panels = area.split_evenly((2, 1));
+    let nb = table.bounds.len();
+    // Label every bucket when they fit, else every other one.
+    let step = if nb > 12 { 2 } else { 1 };
+    // Integer x (bucket i at 2i + 1, half a slot of margin each side):
+    // plotters only formats custom tick points on integer axes.
+    let ticks: Vec<i32> = (0..nb).step_by(step).map(|i| 2 * i as i32 + 1).collect();
+    let bounds = table.bounds.clone();
+    let label = move |v: &i32| {
+        usize::try_from((v - 1) / 2)
+            .ok()
+            .and_then(|i| bounds.get(i))
+            .map(|&(_, hi)| fmt_bytes(hi))
+            .unwrap_or_default()
+    };
+    let names: Vec<&str> = table.per_policy.iter().map(|p| p.policy.as_str()).collect();
+    let cols = colors(&names);
+    for (panel, (stat, pick_p99)) in panels.iter().zip([("median", false), ("p99", true)]) {
+        let values = |p: &crate::analysis::PolicyBuckets| -> Vec<(i32, f64)> {
+            let v = if pick_p99 { &p.p99s } else { &p.medians };
+            v.iter()
+                .enumerate()
+                .filter_map(|(i, s)| {
+                    s.filter(|&s| s > 0.0 && s.is_finite())
+                        .map(|s| (2 * i as i32 + 1, s))
+                })
+                .collect()
+        };
+        let all: Vec<f64> = table
+            .per_policy
+            .iter()
+            .flat_map(|p| values(p).into_iter().map(|(_, s)| s))
+            .collect();
+        let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = all.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = log_range(lo, hi);
+        let mut chart = ChartBuilder::on(panel)
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (0..2 * nb as i32).with_key_points(ticks.clone()),
+                (lo..hi)
+                    .log_scale()
+                    .with_key_points(log_ticks(lo, hi))
+                    .with_light_points(log_grid(lo, hi)),
+            )
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(BLACK.mix(0.04))
+            .bold_line_style(BLACK.mix(0.15))
+            .x_desc("flow size: bucket upper bound (bytes; equal-count buckets)")
+            .y_desc(format!("{stat} slowdown (log)"))
+            .x_label_formatter(&label)
+            .y_label_formatter(&|v| slowdown_label(*v))
+            .label_style((FONT, 14))
+            .axis_desc_style((FONT, 16))
+            .draw()
+            .map_err(err)?;
+        for (p, &color) in table.per_policy.iter().zip(&cols) {
+            let pts = values(p);
+            let width = if p.policy.eq_ignore_ascii_case("lcmp") {
+                3
+            } else {
+                2
+            };
+            chart
+                .draw_series(LineSeries::new(pts.clone(), color.stroke_width(width)))
+                .map_err(err)?
+                .label(p.policy.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+                });
+            chart
+                .draw_series(pts.into_iter().map(|pt| Circle::new(pt, 3, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font((FONT, 14))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+fn draw_utilization<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    paths: &[(String, String)],
+    bars: &[(String, Vec<Option<f64>>)],
+) -> Result<(), String> {
+    let has_data = bars.iter().any(|(_, u)| u.iter().any(Option::is_some));
+    if paths.is_empty() || !has_data {
+        return draw_empty(root, title, "no path utilization recorded");
+    }
+    let np = paths.len();
+    let max = bars
+        .iter()
+        .flat_map(|(_, u)| u.iter().flatten().copied())
+        .filter(|u| u.is_finite())
+        .fold(0.0, f64::max);
+    let top = (max * 1.15).max(1.05);
+    // Integer x, SLOT units per path (see draw_buckets).
+    const SLOT: i32 = 1000;
+    let np_i = i32::try_from(np)
+        .unwrap_or(i32::MAX / SLOT)
+        .min(i32::MAX / SLOT - 1);
+    let centers: Vec<i32> = (0..np_i).map(|i| i * SLOT + SLOT / 2).collect();
+    let labels: Vec<String> = paths.iter().map(|(_, l)| l.clone()).collect();
+    let label = move |v: &i32| {
+        usize::try_from(v / SLOT)
+            .ok()
+            .and_then(|i| labels.get(i))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 24))
+        .margin(12)
+        .x_label_area_size(50)
+        .y_label_area_size(70)
+        .build_cartesian_2d((0..np_i * SLOT).with_key_points(centers), 0.0..top)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(BLACK.mix(0.04))
+        .bold_line_style(BLACK.mix(0.15))
+        .disable_x_mesh()
+        .x_desc("path (via switch; configured RTT, bottleneck rate)")
+        .y_desc("utilization (tx bytes / window x bottleneck rate)")
+        .x_label_formatter(&label)
+        .y_label_formatter(&|v| format!("{:.0} %", v * 100.0))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 16))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(DashedLineSeries::new(
+            vec![(0, 1.0), (np_i * SLOT, 1.0)],
+            6,
+            4,
+            BLACK.mix(0.5).stroke_width(1),
+        ))
+        .map_err(err)?
+        .label("bottleneck rate")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+    let names: Vec<&str> = bars.iter().map(|(p, _)| p.as_str()).collect();
+    let cols = colors(&names);
+    // Each path's slot holds the policies' bars side by side in its
+    // middle 80 %.
+    let width = SLOT * 8 / 10 / i32::try_from(bars.len()).unwrap_or(1).max(1);
+    for (j, ((policy, utils), &color)) in bars.iter().zip(&cols).enumerate() {
+        let j = i32::try_from(j).unwrap_or(0);
+        let rects: Vec<Rectangle<(i32, f64)>> = utils
+            .iter()
+            .zip(0..np_i)
+            .filter_map(|(u, i)| {
+                let u = u.filter(|u| u.is_finite())?;
+                let x0 = i * SLOT + SLOT / 10 + j * width;
+                Some(Rectangle::new(
+                    [(x0, 0.0), (x0 + width * 9 / 10, u)],
+                    color.filled(),
+                ))
+            })
+            .collect();
+        chart
+            .draw_series(rects)
+            .map_err(err)?
+            .label(policy.clone())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::build_summary;
+    use crate::analysis::tests::{ideal, run};
+
+    fn inputs() -> Vec<RunInput> {
+        const I: u64 = 41_211_200; // ideal of 14480 bytes
+        let mut v = Vec::new();
+        for seed in [1, 2] {
+            for (policy, f) in [("lcmp", 1), ("ecmp", 2), ("wcmp", 3), ("ucmp", 4)] {
+                let flows: Vec<(u64, u64)> = (0..40u64)
+                    .map(|i| {
+                        let size = 1448 * (1 + i * i * 10);
+                        let ideal = ideal().ideal_fct_ns(size).unwrap() as u64;
+                        (size, ideal * (10 + f * (i % 7) + seed) / 10)
+                    })
+                    .chain([(14_480, f * I)])
+                    .collect();
+                let mut r = run(policy, seed, &flows);
+                // Spread flows over both paths.
+                for (k, fl) in r.flows.iter_mut().enumerate() {
+                    if (k as u64 + f).is_multiple_of(3) {
+                        fl.min_rtt_us = Some(104_000);
+                    }
+                }
+                r.port_tx_bytes = vec![1_250_000 * f, 2_500_000 * seed];
+                v.push(r);
+            }
+        }
+        v
+    }
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lcmp-plots-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn plots_are_written_as_svg_and_png() {
+        let inputs = inputs();
+        let summary = build_summary(serde_json::json!({}), &inputs, &ideal());
+        let dir = std::env::var_os("LCMP_PLOTS_KEEP")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| temp_dir("full"));
+        let files = write_plots(&summary, &inputs, &ideal(), &dir).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(&dir).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "cdf-websearch-0.3.svg",
+                "cdf-websearch-0.3.png",
+                "buckets-websearch-0.3.svg",
+                "buckets-websearch-0.3.png",
+                "utilization-websearch-0.3.svg",
+                "utilization-websearch-0.3.png",
+            ]
+        );
+        for f in &files {
+            let bytes = std::fs::read(f).unwrap();
+            assert!(
+                bytes.len() > 1000,
+                "{} is {} bytes",
+                f.display(),
+                bytes.len()
+            );
+            if f.extension().is_some_and(|e| e == "png") {
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "{}", f.display());
+            } else {
+                let text = String::from_utf8(bytes).unwrap();
+                assert!(text.contains("<svg"), "{}", f.display());
+                for p in ["lcmp", "ecmp", "wcmp", "ucmp"] {
+                    assert!(text.contains(p), "{} lacks {p}", f.display());
+                }
+                assert!(text.contains("websearch, load 0.3"), "{}", f.display());
+            }
+        }
+        if std::env::var_os("LCMP_PLOTS_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    #[test]
+    fn empty_runs_still_give_titled_plots() {
+        let mut input = run("lcmp", 1, &[]);
+        input.port_tx_bytes.clear();
+        let inputs = vec![input];
+        let summary = build_summary(serde_json::Value::Null, &inputs, &ideal());
+        let dir = temp_dir("empty");
+        let files = write_plots(&summary, &inputs, &ideal(), &dir).unwrap();
+        assert_eq!(files.len(), 6);
+        let svg = std::fs::read_to_string(dir.join("cdf-websearch-0.3.svg")).unwrap();
+        assert!(svg.contains("no completed flows"), "{svg}");
+        let _ = std::fs::remove_dir_all(&dir);
+        // Nothing at all: nothing to plot.
+        let none = build_summary(serde_json::Value::Null, &[], &ideal());
+        assert!(write_plots(&none, &[], &ideal(), &temp_dir("none"))
+            .unwrap()
+            .is_empty());
+        let _ = std::fs::remove_dir_all(temp_dir("none"));
+    }
+
+    #[test]
+    fn stems_and_colors() {
+        assert_eq!(
+            plot_stem("cdf", "WebSearch_distribution.txt", 0.5),
+            "cdf-websearch-distribution-txt-0.5"
+        );
+        assert_eq!(policy_color("LCMP", 0), RGBColor(214, 39, 40));
+        let c = colors(&["x", "lcmp", "y"]);
+        assert_eq!(c[1], RGBColor(214, 39, 40));
+        assert_ne!(c[0], c[2]);
+        assert_eq!(trim_num(20.0), "20");
+        assert_eq!(trim_num(0.25), "0.25");
+        assert_eq!(trim_num(1500.4), "1500");
+        assert_eq!(log_ticks(0.8, 60.0), [1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(log_ticks(1.5, 4.5), [2.0, 3.0, 4.0]);
+        assert_eq!(log_ticks(0.5, 1e6), [1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6]);
+        assert!(log_ticks(0.0, 1.0).is_empty());
+    }
+}

@@ -1,0 +1,612 @@
+//! `lcmp-testbed` as a user runs it (root): up/status/exec/down on the
+//! small and the 8-DC topology, teardown after `kill -9`, bad inputs, and a
+//! smoke experiment. Each test uses its own testbed name; they run one at
+//! a time (a lock), so the XDP program counts below are not disturbed by a
+//! sibling test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use lcmp_netns_tests::netns::{list_with_prefix, process_running};
+use lcmp_netns_tests::{release_binary, repo_root, require_root};
+use serde_json::Value;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The release binaries the tool runs (built once per test process).
+struct Bins {
+    testbed: PathBuf,
+    switch: PathBuf,
+    traffic: PathBuf,
+}
+
+fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| Bins {
+        switch: release_binary("lcmp-switch", "lcmp-switch", "LCMP_SWITCH_BIN").unwrap(),
+        traffic: release_binary("lcmp-traffic", "lcmp-traffic", "LCMP_TRAFFIC_BIN").unwrap(),
+        testbed: release_binary("lcmp-testbed", "lcmp-testbed", "LCMP_TESTBED_BIN").unwrap(),
+    })
+}
+
+fn command(args: &[&str]) -> Command {
+    let b = bins();
+    let mut c = Command::new(&b.testbed);
+    c.args(args)
+        .env("LCMP_SWITCH_BIN", &b.switch)
+        .env("LCMP_TRAFFIC_BIN", &b.traffic)
+        .stdin(Stdio::null());
+    c
+}
+
+fn tool(args: &[&str]) -> Output {
+    command(args).output().expect("lcmp-testbed runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = tool(args);
+    assert!(
+        o.status.success(),
+        "lcmp-testbed {args:?} failed ({}): {}{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// A testbed name unique to this test process and call.
+fn unique_name(tag: &str) -> String {
+    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+    format!("{tag}{}{n}", std::process::id() % 100_000)
+}
+
+fn topology(file: &str) -> String {
+    repo_root()
+        .join("topologies")
+        .join(file)
+        .display()
+        .to_string()
+}
+
+/// Brings the testbed down (if still up) when the test ends, also on panic.
+struct Down(String);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = tool(&["down", "--name", &self.0]);
+    }
+}
+
+/// XDP programs of ours loaded in the kernel.
+fn our_xdp_programs() -> usize {
+    let out = Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .expect("bpftool runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("name lcmp_xdp"))
+        .count()
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() || !process_running(pid) {
+            continue;
+        }
+        if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&c).contains(needle) {
+                v.push(pid);
+            }
+        }
+    }
+    v
+}
+
+/// Nothing of testbed `name` is left: no namespace, no process, no state,
+/// and (after the kernel's deferred frees) no more XDP programs than
+/// `xdp_before`.
+fn assert_gone(name: &str, xdp_before: usize) {
+    let prefix = format!("lcmptb-{name}-");
+    assert_eq!(list_with_prefix(&prefix), Vec::<String>::new());
+    let state_dir = format!("/run/lcmp-testbed/{name}");
+    assert!(!Path::new(&state_dir).exists(), "{state_dir} left behind");
+    assert_eq!(processes_mentioning(&state_dir), Vec::<u32>::new());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while our_xdp_programs() > xdp_before {
+        assert!(
+            Instant::now() < deadline,
+            "{} XDP programs left (had {xdp_before})",
+            our_xdp_programs()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn status_json(name: &str) -> Value {
+    let o = tool(&["status", "--name", name, "--json"]);
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("status JSON: {e}: {}{}", stdout(&o), stderr(&o)))
+}
+
+#[test]
+fn up_status_exec_down_on_2dc_3path() {
+    require_root!();
+    let _s = serial();
+    let xdp_before = our_xdp_programs();
+    let name = unique_name("a");
+    let _down = Down(name.clone());
+    let out = ok(&[
+        "up",
+        "--name",
+        &name,
+        "--topology",
+        &topology("2dc-3path.toml"),
+    ]);
+    assert!(out.contains("switch s1"), "{out}");
+
+    let s = status_json(&name);
+    assert_eq!(s["health"], "ok", "{s:#}");
+    assert_eq!(s["switches"].as_array().unwrap().len(), 5);
+    assert_eq!(s["hosts"].as_array().unwrap().len(), 2);
+    let s1 = &s["switches"][0];
+    assert_eq!(s1["name"], "s1");
+    assert!(s1["running"].as_bool().unwrap());
+    // Port 2 of s1 is the link to p3: 200 Mbit/s, 2 ms.
+    assert_eq!(s1["ports"][2]["peer"], "p3:0");
+    assert_eq!(s1["ports"][2]["rate_bps"], 200_000_000);
+    assert_eq!(s1["ports"][2]["delay_us"], 2000);
+    assert_eq!(s1["ports"][3]["peer"], "host a");
+
+    // Any command in a host's namespace, exit code passed through.
+    let o = tool(&[
+        "exec", "--name", &name, "a", "--", "ping", "-c", "2", "-i", "0.2", "10.0.2.2",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("2 received"), "{}", stdout(&o));
+    let o = tool(&["exec", "--name", &name, "b", "--", "false"]);
+    assert_eq!(o.status.code(), Some(1));
+    let o = tool(&["exec", "--name", &name, "zz", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no host or switch \"zz\""),
+        "{}",
+        stderr(&o)
+    );
+
+    // The name is taken while it is up.
+    let o = tool(&[
+        "up",
+        "--name",
+        &name,
+        "--topology",
+        &topology("2dc-3path.toml"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is already up"), "{}", stderr(&o));
+    assert_eq!(status_json(&name)["health"], "ok");
+
+    let out = ok(&["list"]);
+    assert!(out.contains(&name), "{out}");
+    ok(&["down", "--name", &name]);
+    assert_gone(&name, xdp_before);
+    let o = tool(&["down", "--name", &name]);
+    assert!(stderr(&o).contains("no testbed"), "{}", stderr(&o));
+}
+
+#[test]
+fn up_8dc_with_generated_hosts_and_two_testbeds_coexist() {
+    require_root!();
+    let _s = serial();
+    let xdp_before = our_xdp_programs();
+    let big = unique_name("b");
+    let small = unique_name("c");
+    let _d1 = Down(big.clone());
+    let _d2 = Down(small.clone());
+    ok(&[
+        "up",
+        "--name",
+        &big,
+        "--topology",
+        &topology("8dc.toml"),
+        "--hosts-per-dc",
+        "2",
+        "--scale",
+        "1000",
+    ]);
+    ok(&[
+        "up",
+        "--name",
+        &small,
+        "--topology",
+        &topology("2dc-3path.toml"),
+    ]);
+    let s = status_json(&big);
+    assert_eq!(s["health"], "ok", "{s:#}");
+    let hosts: Vec<&str> = s["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts.len(), 16);
+    assert!(
+        hosts.contains(&"dc1h1") && hosts.contains(&"dc8h2"),
+        "{hosts:?}"
+    );
+    // dc1-dc2 is 200 Gbit/s / 1000, 25 ms.
+    let dc1 = &s["switches"][0];
+    assert_eq!(dc1["ports"][0]["peer"], "dc2:0");
+    assert_eq!(dc1["ports"][0]["rate_bps"], 200_000_000);
+    assert_eq!(dc1["ports"][0]["delay_us"], 25_000);
+    let o = tool(&[
+        "exec", "--name", &big, "dc1h2", "--", "ping", "-c", "1", "10.8.0.3",
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(status_json(&small)["health"], "ok");
+
+    ok(&["down", "--name", &big]);
+    // The other testbed is untouched.
+    assert_eq!(status_json(&small)["health"], "ok");
+    ok(&["down", "--name", &small]);
+    assert_gone(&big, xdp_before);
+    assert_gone(&small, xdp_before);
+}
+
+#[test]
+fn down_cleans_up_after_kill_9_of_a_switch_and_of_the_tool() {
+    require_root!();
+    let _s = serial();
+    let xdp_before = our_xdp_programs();
+
+    // A switch killed with -9: status says so, down removes the rest.
+    let name = unique_name("d");
+    let _down = Down(name.clone());
+    ok(&[
+        "up",
+        "--name",
+        &name,
+        "--topology",
+        &topology("2dc-3path.toml"),
+    ]);
+    let s = status_json(&name);
+    let pid = s["switches"][1]["pid"].as_u64().unwrap() as i32;
+    // SAFETY: kill(2) on the pid of the switch this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_running(pid as u32) {
+        assert!(Instant::now() < deadline, "switch survived SIGKILL");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = tool(&["status", "--name", &name]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("switch p1 is not running"),
+        "{}",
+        stdout(&o)
+    );
+    ok(&["down", "--name", &name]);
+    assert_gone(&name, xdp_before);
+
+    // The tool killed with -9 in the middle of `up` (once its switches
+    // run, before it has finished): down removes what it had made.
+    let name = unique_name("e");
+    let _down2 = Down(name.clone());
+    let mut child = command(&["up", "--name", &name, "--topology", &topology("8dc.toml")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let state = format!("/run/lcmp-testbed/{name}/state.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let procs = std::fs::read_to_string(&state)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .map_or(0, |v| v["procs"].as_array().map_or(0, Vec::len));
+        if procs >= 3 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "up ended early");
+        assert!(Instant::now() < deadline, "up made no switches in 60 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!list_with_prefix(&format!("lcmptb-{name}-")).is_empty());
+    ok(&["down", "--name", &name]);
+    assert_gone(&name, xdp_before);
+}
+
+#[test]
+fn bad_inputs_get_one_clear_line_and_leave_nothing() {
+    require_root!();
+    let _s = serial();
+    let dir = std::env::temp_dir().join(format!("lcmptb-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let nonmono = dir.join("nonmono.txt");
+    std::fs::write(&nonmono, "0 0\n2000 50\n1000 100\n").unwrap();
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "").unwrap();
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let name = unique_name("f");
+    let t2 = topology("2dc-3path.toml");
+    let exp = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "experiment",
+            "--name",
+            &name,
+            "--topology",
+            &t2,
+            "--from",
+            "s1",
+            "--to",
+            "s2",
+            "--duration",
+            "2",
+            "--out",
+            out,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "up".into(),
+                "--name".into(),
+                name.clone(),
+                "--scale".into(),
+                "0".into(),
+            ],
+            "--scale must be a positive number",
+        ),
+        (
+            vec!["up".into(), "--name".into(), "Bad-Name".into()],
+            "bad testbed name",
+        ),
+        (
+            vec![
+                "up".into(),
+                "--name".into(),
+                name.clone(),
+                "--policy".into(),
+                "ospf".into(),
+            ],
+            "unknown policy \"ospf\"",
+        ),
+        (
+            vec![
+                "up".into(),
+                "--name".into(),
+                name.clone(),
+                "--topology".into(),
+                "/nonexistent.toml".into(),
+            ],
+            "/nonexistent.toml",
+        ),
+        (
+            exp(&["--workload", "websearch", "--load", "0"]),
+            "load must be a positive fraction",
+        ),
+        (
+            exp(&["--workload", "websearch", "--load", "-0.5"]),
+            "load must be a positive fraction",
+        ),
+        (
+            exp(&[
+                "--workload",
+                "websearch",
+                "--load",
+                "0.3",
+                "--policies",
+                "lcmp,ospf",
+            ]),
+            "unknown policy \"ospf\"",
+        ),
+        (
+            exp(&["--workload", nonmono.to_str().unwrap(), "--load", "0.3"]),
+            "nonmono.txt",
+        ),
+        (
+            exp(&["--workload", empty.to_str().unwrap(), "--load", "0.3"]),
+            "empty.txt",
+        ),
+        (
+            {
+                let mut v = exp(&["--workload", "websearch", "--load", "0.3"]);
+                let i = v.iter().position(|a| a == "s2").unwrap();
+                v[i] = "s9".into();
+                v
+            },
+            "no switch \"s9\"",
+        ),
+    ];
+    for (args, want) in cases {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = tool(&argv);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(err.contains(want), "{argv:?}: {err:?} lacks {want:?}");
+        assert_eq!(
+            err.trim().lines().count(),
+            1,
+            "{argv:?}: not one line: {err}"
+        );
+        assert_eq!(
+            list_with_prefix(&format!("lcmptb-{name}-")),
+            Vec::<String>::new()
+        );
+        assert!(!Path::new(&format!("/run/lcmp-testbed/{name}")).exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
+    require_root!();
+    let _s = serial();
+    let xdp_before = our_xdp_programs();
+    let dir = std::env::temp_dir().join(format!("lcmptb-smoke-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // Small flows (1-40 KB), for which the minimum-delay path p3 is also
+    // the fastest one, so every slowdown is >= 1 up to measurement noise.
+    let cdf = dir.join("small.txt");
+    std::fs::write(&cdf, "0 0\n1000 10\n10000 60\n40000 100\n").unwrap();
+    let out = dir.join("out");
+    let name = unique_name("g");
+    let _down = Down(name.clone());
+    // s1's route to b has three candidates; by default LCMP keeps all of
+    // three. With 2 of 3 kept it drops the path it ranks last, p2 (worse
+    // than p1 in delay and capacity), which ECMP gives a third of the flows.
+    let o = tool(&[
+        "experiment",
+        "--name",
+        &name,
+        "--topology",
+        &topology("2dc-3path.toml"),
+        "--scale",
+        "10",
+        "--from",
+        "s1",
+        "--to",
+        "s2",
+        "--workload",
+        cdf.to_str().unwrap(),
+        "--load",
+        "0.1",
+        "--policies",
+        "lcmp,ecmp",
+        "--duration",
+        "6",
+        "--warmup",
+        "1",
+        "--drain",
+        "20",
+        "--switch-arg=--keep=2/3",
+        "--switch-arg=--keep-all-up-to=2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("median slowdown"), "{text}");
+    assert_gone(&name, xdp_before);
+
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        let policy = r["policy"].as_str().unwrap();
+        let started = r["flows_started"].as_u64().unwrap();
+        assert!(started >= 50, "{policy}: only {started} flows");
+        assert_eq!(r["flows_completed"].as_u64().unwrap(), started, "{r:#}");
+        let median = r["median_slowdown"].as_f64().unwrap();
+        assert!(median >= 0.95, "{policy}: median slowdown {median}");
+        let below = r["share_below_ideal"].as_f64().unwrap();
+        assert!(below <= 0.05, "{policy}: {below} of flows below ideal");
+        // Bytes s1 sent on each path.
+        let tx: Vec<(String, u64)> = r["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["name"].as_str().unwrap().to_string(),
+                    p["tx_bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let total: u64 = tx.iter().map(|t| t.1).sum();
+        let p2 = tx.iter().find(|t| t.0 == "p2").unwrap().1;
+        let share = p2 as f64 / total.max(1) as f64;
+        match policy {
+            "lcmp" => assert!(
+                share < 0.02,
+                "LCMP sent {share:.3} of its bytes via p2: {tx:?}"
+            ),
+            "ecmp" => assert!(share > 0.10, "ECMP sent only {share:.3} via p2: {tx:?}"),
+            other => panic!("unexpected policy {other}"),
+        }
+    }
+    for r in runs {
+        let flows = out
+            .join("runs")
+            .join(format!(
+                "small-load0.1-{}-seed1",
+                r["policy"].as_str().unwrap()
+            ))
+            .join("flows.csv");
+        let text = std::fs::read_to_string(&flows).unwrap();
+        assert!(
+            text.starts_with("id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns"),
+            "{text:.200}"
+        );
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("lcmp") && report.contains("ecmp"),
+        "{report:.500}"
+    );
+    let plots: Vec<PathBuf> = std::fs::read_dir(out.join("plots"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    let svgs: Vec<&PathBuf> = plots
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
+        .collect();
+    let pngs: Vec<&PathBuf> = plots
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "png"))
+        .collect();
+    assert!(svgs.len() >= 3 && pngs.len() >= 3, "{plots:?}");
+    for p in svgs {
+        let t = std::fs::read_to_string(p).unwrap();
+        assert!(
+            t.contains("<svg") && t.contains("lcmp") && t.contains("ecmp"),
+            "{}",
+            p.display()
+        );
+    }
+    for p in pngs {
+        let b = std::fs::read(p).unwrap();
+        assert!(
+            b.len() > 1000 && b.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{}",
+            p.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

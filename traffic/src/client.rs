@@ -1,0 +1,786 @@
+//! The flow source: Poisson arrivals, one TCP connection per flow, one CSV
+//! row per flow.
+//!
+//! An arrival thread sleeps until each arrival's absolute time (a plain
+//! thread sleeps with microsecond precision; tokio's timer has a 1 ms
+//! tick), draws the flow's size and destination, and hands the flow to the
+//! tokio runtime. At most `max_concurrent` flows hold a socket; an arrival
+//! that finds no free slot waits for one, counted as `deferred`, and its
+//! FCT then runs from its arrival time. Arrivals stop at `duration`; active
+//! flows get up to `drain` more, and whatever is still open then is
+//! recorded as `unfinished`. Every flow is written to the CSV.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rand::RngExt;
+use tokio::net::TcpSocket;
+use tokio::runtime::Handle;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::arrivals::PoissonArrivals;
+use crate::cdf::Cdf;
+use crate::protocol::{read_ack, send_flow, Header};
+use crate::record::{FlowRecord, FlowStatus};
+use crate::{seeded_rng, sockopt, stream};
+
+/// Descriptors kept free for stdio, the runtime, the output file, ...
+const RESERVED_FDS: u64 = 64;
+/// Longest --duration and --drain (~31 years): keeps instants representable.
+const MAX_SECS: f64 = 1e9;
+/// Longest progress interval: one day.
+const MAX_PROGRESS_MS: u64 = 86_400_000;
+/// Flows a run may expect to start (each keeps a CSV record in memory).
+const MAX_EXPECTED_FLOWS: f64 = 1e8;
+
+/// A receiver: `NAME=ADDR:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    pub name: String,
+    pub addr: SocketAddr,
+}
+
+impl FromStr for Destination {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, addr) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=ADDR:PORT, got {s:?}"))?;
+        if name.is_empty() {
+            return Err(format!("empty host name in {s:?}"));
+        }
+        let addr = addr
+            .parse()
+            .map_err(|_| format!("{addr:?} is not ADDR:PORT (IPv6: [ADDR]:PORT)"))?;
+        Ok(Destination {
+            name: name.to_string(),
+            addr,
+        })
+    }
+}
+
+/// The offered load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    FlowsPerSecond(f64),
+    /// Payload bits per second; flows/s = rate / (8 * mean size).
+    BitsPerSecond(f64),
+}
+
+/// The client's options as given (see `lcmp-traffic client --help`).
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub name: String,
+    pub dsts: Vec<Destination>,
+    pub workload: String,
+    pub load: Load,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub drain_s: f64,
+    pub seed: u64,
+    pub id_base: u64,
+    pub out: PathBuf,
+    pub cc: Option<String>,
+    pub max_concurrent: usize,
+    pub progress_ms: u64,
+}
+
+/// A validated run, ready to start.
+#[derive(Debug)]
+pub struct Plan {
+    pub config: ClientConfig,
+    pub cdf: Cdf,
+    /// Arrival rate, flows/s.
+    pub lambda: f64,
+    /// `config.max_concurrent`, lowered to what the descriptor limit holds.
+    pub max_concurrent: usize,
+    out: File,
+}
+
+/// Checks every input before anything starts; the output file is created
+/// last, so a rejected run leaves no file behind. Errors are one line.
+pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
+    if config.name.is_empty() {
+        return Err("--name must not be empty".into());
+    }
+    if config.dsts.is_empty() {
+        return Err("no --dst given: at least one NAME=ADDR:PORT is required".into());
+    }
+    let positive = |v: f64, flag: &str| -> Result<(), String> {
+        if v.is_finite() && v > 0.0 {
+            Ok(())
+        } else {
+            Err(format!("{flag} must be a number > 0, got {v}"))
+        }
+    };
+    match config.load {
+        Load::FlowsPerSecond(r) => positive(r, "--flows-per-s")?,
+        Load::BitsPerSecond(r) => positive(r, "--rate-bps")?,
+    }
+    positive(config.duration_s, "--duration")?;
+    if !(config.warmup_s >= 0.0 && config.warmup_s < config.duration_s) {
+        return Err(format!(
+            "--warmup must be >= 0 and shorter than --duration ({} s), got {}",
+            config.duration_s, config.warmup_s
+        ));
+    }
+    if !(config.drain_s.is_finite() && config.drain_s >= 0.0) {
+        return Err(format!("--drain must be >= 0, got {}", config.drain_s));
+    }
+    for (v, flag) in [
+        (config.duration_s, "--duration"),
+        (config.drain_s, "--drain"),
+    ] {
+        if v > MAX_SECS {
+            return Err(format!("{flag} must be at most {MAX_SECS} s, got {v}"));
+        }
+    }
+    if config.max_concurrent == 0 {
+        return Err("--max-concurrent must be >= 1".into());
+    }
+    if config.progress_ms > MAX_PROGRESS_MS {
+        return Err(format!(
+            "--progress-ms must be at most {MAX_PROGRESS_MS}, got {}",
+            config.progress_ms
+        ));
+    }
+    let cdf = Cdf::load(&config.workload).map_err(|e| format!("bad --workload: {e}"))?;
+    let lambda = match config.load {
+        Load::FlowsPerSecond(r) => r,
+        Load::BitsPerSecond(bps) => bps / (8.0 * cdf.mean()),
+    };
+    // Every flow keeps a record until the end; refuse to exhaust memory.
+    let expected_flows = lambda * config.duration_s;
+    if expected_flows > MAX_EXPECTED_FLOWS {
+        return Err(format!(
+            "this rate and duration would start ~{expected_flows:.3e} flows; at most {MAX_EXPECTED_FLOWS:.0e} per run"
+        ));
+    }
+    if let Some(cc) = &config.cc {
+        check_congestion_control(cc)?;
+    }
+    let out = File::create(&config.out)
+        .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
+    // Notes from here on: the run is accepted.
+    let max_concurrent = fit_concurrency(config.max_concurrent);
+    if let Some(warning) = port_warning(&config.dsts, lambda) {
+        eprintln!("lcmp-traffic client: warning: {warning}");
+    }
+    Ok(Plan {
+        config,
+        cdf,
+        lambda,
+        max_concurrent,
+        out,
+    })
+}
+
+/// The name must be loaded (available) and settable by this process
+/// (unprivileged users are limited to tcp_allowed_congestion_control).
+fn check_congestion_control(cc: &str) -> Result<(), String> {
+    let available = sockopt::available_congestion_controls()
+        .map_err(|e| format!("--cc: cannot read {}: {e}", sockopt::AVAILABLE_CC_PATH))?;
+    if !available.iter().any(|a| a == cc) {
+        return Err(format!(
+            "--cc {cc}: congestion control not available here; available: {} ({})",
+            available.join(" "),
+            sockopt::AVAILABLE_CC_PATH
+        ));
+    }
+    let probe = TcpSocket::new_v4().map_err(|e| format!("--cc {cc}: probe socket: {e}"))?;
+    sockopt::set_congestion(&probe, cc).map_err(|e| {
+        format!(
+            "--cc {cc}: cannot be set ({e}); unprivileged processes may use only net.ipv4.tcp_allowed_congestion_control"
+        )
+    })
+}
+
+/// The client closes first, so each flow's local port stays in TIME_WAIT
+/// for 60 s; without tcp_tw_reuse a destination address can then take at
+/// most (port range) / 60 s new flows per second before connect() fails
+/// with EADDRNOTAVAIL.
+fn port_warning(dsts: &[Destination], lambda: f64) -> Option<String> {
+    let read = |name: &str| std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}")).ok();
+    let reuse: u32 = read("tcp_tw_reuse")?.trim().parse().ok()?;
+    let range: Vec<u64> = read("ip_local_port_range")?
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let [low, high] = range[..] else {
+        return None;
+    };
+    let ports = high.saturating_sub(low) + 1;
+    // Flows per second to the busiest destination address.
+    let busiest = dsts
+        .iter()
+        .filter(|d| match reuse {
+            1 => false,
+            2 => !d.addr.ip().is_loopback(),
+            _ => true,
+        })
+        .map(|d| {
+            let n = dsts.iter().filter(|e| e.addr == d.addr).count();
+            lambda * n as f64 / dsts.len() as f64
+        })
+        .fold(0.0, f64::max);
+    let sustainable = ports as f64 / 60.0;
+    (busiest > 0.8 * sustainable).then(|| {
+        format!(
+            "~{busiest:.0} flows/s to one destination may exhaust the {ports} local ports \
+             (each stays in TIME_WAIT for 60 s; about {sustainable:.0}/s are sustainable); \
+             consider sysctl net.ipv4.tcp_tw_reuse=1 or a wider net.ipv4.ip_local_port_range"
+        )
+    })
+}
+
+/// Raises the soft descriptor limit and lowers the concurrency to fit it.
+fn fit_concurrency(wanted: usize) -> usize {
+    let limit = match sockopt::raise_nofile_limit() {
+        Ok(limit) => limit,
+        Err(e) => {
+            eprintln!("lcmp-traffic client: cannot read RLIMIT_NOFILE ({e}); keeping --max-concurrent {wanted}");
+            return wanted.min(Semaphore::MAX_PERMITS);
+        }
+    };
+    let room = usize::try_from(limit.saturating_sub(RESERVED_FDS))
+        .unwrap_or(usize::MAX)
+        .clamp(1, Semaphore::MAX_PERMITS);
+    if room < wanted {
+        eprintln!(
+            "lcmp-traffic client: --max-concurrent lowered from {wanted} to {room}: the open-file limit is {limit}"
+        );
+        room
+    } else {
+        wanted
+    }
+}
+
+/// How a run ended; counts are over the written records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Summary {
+    pub flows: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub unfinished: u64,
+    pub deferred: u64,
+    pub warmup: u64,
+    pub bytes_completed: u64,
+    /// Latest start of an arrival behind its scheduled time.
+    pub max_arrival_lag: Duration,
+    pub elapsed: Duration,
+    /// The signal (SIGINT/SIGTERM) that cut the run short.
+    pub interrupted: Option<i32>,
+}
+
+/// State shared by the arrival thread, the flow tasks and the coordinator.
+struct Shared {
+    /// Index = flow sequence number; pushed in arrival order.
+    records: Mutex<Vec<FlowRecord>>,
+    started: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    deferred: AtomicU64,
+    /// Signalled whenever a flow ends.
+    flow_ended: Notify,
+    slots: Arc<Semaphore>,
+    cc: Option<String>,
+}
+
+impl Shared {
+    fn records(&self) -> MutexGuard<'_, Vec<FlowRecord>> {
+        // A panicking holder cannot leave a record half-written in a way
+        // that matters more than losing the whole CSV.
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn active(&self) -> u64 {
+        let ended = self.completed.load(Relaxed) + self.failed.load(Relaxed);
+        self.started.load(Relaxed).saturating_sub(ended)
+    }
+}
+
+/// Runs the plan: arrivals, drain, CSV. Progress goes to stdout.
+pub fn run(plan: Plan) -> Result<Summary, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("lcmp-traffic")
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    let result = runtime.block_on(drive(plan));
+    // Flows still open after the drain are dropped, not awaited.
+    runtime.shutdown_background();
+    result
+}
+
+async fn drive(plan: Plan) -> Result<Summary, String> {
+    let Plan {
+        config,
+        cdf,
+        lambda,
+        max_concurrent,
+        out,
+    } = plan;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
+    let shared = Arc::new(Shared {
+        records: Mutex::new(Vec::new()),
+        started: AtomicU64::new(0),
+        completed: AtomicU64::new(0),
+        failed: AtomicU64::new(0),
+        deferred: AtomicU64::new(0),
+        flow_ended: Notify::new(),
+        slots: Arc::new(Semaphore::new(max_concurrent)),
+        cc: config.cc.clone(),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done_tx, mut done_rx) = oneshot::channel();
+    let t0 = Instant::now();
+    let arrival_thread = {
+        let (shared, stop, config) = (shared.clone(), stop.clone(), config.clone());
+        let handle = Handle::current();
+        thread::Builder::new()
+            .name("arrivals".into())
+            .spawn(move || {
+                let lag = arrival_loop(&shared, &config, &cdf, lambda, &handle, t0, &stop);
+                let _ = done_tx.send(());
+                lag
+            })
+            .map_err(|e| format!("cannot start the arrival thread: {e}"))?
+    };
+
+    let period = Duration::from_millis(config.progress_ms.max(1));
+    let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let progress = config.progress_ms > 0;
+    let mut interrupted = None;
+
+    // Arrivals.
+    loop {
+        tokio::select! {
+            _ = &mut done_rx => break,
+            _ = ticker.tick(), if progress => print_progress(&shared, t0),
+            _ = term.recv() => { interrupted = Some(libc::SIGTERM); break }
+            _ = int.recv() => { interrupted = Some(libc::SIGINT); break }
+        }
+    }
+    stop.store(true, Relaxed);
+    arrival_thread.thread().unpark();
+    // The thread leaves its sleep at once when stopped, so joining it from
+    // here (the runtime's entry thread, not a worker) blocks only briefly.
+    let max_arrival_lag = arrival_thread.join().unwrap_or_default();
+
+    // Drain.
+    if interrupted.is_none() {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(config.drain_s);
+        while shared.active() > 0 {
+            tokio::select! {
+                _ = shared.flow_ended.notified() => {}
+                _ = tokio::time::sleep_until(deadline) => break,
+                _ = ticker.tick(), if progress => print_progress(&shared, t0),
+                _ = term.recv() => { interrupted = Some(libc::SIGTERM); break }
+                _ = int.recv() => { interrupted = Some(libc::SIGINT); break }
+            }
+        }
+    }
+    let elapsed = t0.elapsed();
+
+    // Flows that end from here on are not counted: the CSV is this snapshot.
+    let records = std::mem::take(&mut *shared.records());
+    let mut summary = Summary {
+        flows: records.len() as u64,
+        deferred: shared.deferred.load(Relaxed),
+        max_arrival_lag,
+        elapsed,
+        interrupted,
+        ..Summary::default()
+    };
+    for r in &records {
+        match r.status {
+            FlowStatus::Ok => {
+                summary.completed += 1;
+                summary.bytes_completed += r.size_bytes;
+            }
+            FlowStatus::Failed => summary.failed += 1,
+            FlowStatus::Unfinished => summary.unfinished += 1,
+        }
+        summary.warmup += u64::from(r.warmup);
+    }
+    write_csv(out, &records)
+        .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
+    print_line(&done_line(&summary));
+    Ok(summary)
+}
+
+/// Starts the flows at their arrival times; returns the largest lag.
+fn arrival_loop(
+    shared: &Arc<Shared>,
+    config: &ClientConfig,
+    cdf: &Cdf,
+    lambda: f64,
+    handle: &Handle,
+    t0: Instant,
+    stop: &AtomicBool,
+) -> Duration {
+    let mut arrivals = PoissonArrivals::new(lambda, config.seed);
+    let mut sizes = seeded_rng(config.seed, stream::SIZES);
+    let mut dsts = seeded_rng(config.seed, stream::DESTINATIONS);
+    let mut max_lag = Duration::ZERO;
+    for k in 0u64.. {
+        let offset_s = arrivals.next_offset_s();
+        if offset_s >= config.duration_s {
+            break;
+        }
+        let offset = Duration::from_secs_f64(offset_s);
+        let at = t0 + offset;
+        if !sleep_until(at, stop) {
+            break;
+        }
+        max_lag = max_lag.max(at.elapsed());
+        let size = cdf.sample(&mut sizes);
+        let dst = &config.dsts[dsts.random_range(0..config.dsts.len())];
+        let id = config.id_base.wrapping_add(k);
+        let record = FlowRecord {
+            id,
+            sender: config.name.clone(),
+            receiver: dst.name.clone(),
+            src: String::new(),
+            dst: dst.addr.to_string(),
+            size_bytes: size,
+            start_ns: u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX),
+            fct_ns: None,
+            min_rtt_us: None,
+            status: FlowStatus::Unfinished,
+            error: String::new(),
+            warmup: offset_s < config.warmup_s,
+        };
+        let index = {
+            let mut records = shared.records();
+            records.push(record);
+            records.len() - 1
+        };
+        shared.started.fetch_add(1, Relaxed);
+        let flow = Flow {
+            index,
+            dst: dst.addr,
+            header: Header { flow_id: id, size },
+        };
+        let task_shared = shared.clone();
+        match shared.slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                handle.spawn(run_flow(task_shared, flow, permit, None));
+            }
+            Err(_) => {
+                shared.deferred.fetch_add(1, Relaxed);
+                handle.spawn(async move {
+                    // The semaphore is never closed; if it were, the flow
+                    // would stay unfinished.
+                    if let Ok(permit) = task_shared.slots.clone().acquire_owned().await {
+                        run_flow(task_shared, flow, permit, Some(at)).await;
+                    }
+                });
+            }
+        }
+    }
+    max_lag
+}
+
+/// Sleeps until `deadline`; false if `stop` was raised first. The stopper
+/// unparks the thread.
+fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        thread::park_timeout(deadline - now);
+    }
+}
+
+struct Flow {
+    index: usize,
+    dst: SocketAddr,
+    header: Header,
+}
+
+async fn run_flow(
+    shared: Arc<Shared>,
+    flow: Flow,
+    permit: OwnedSemaphorePermit,
+    waiting_since: Option<Instant>,
+) {
+    let result = attempt(&shared, &flow, waiting_since).await;
+    // The socket is closed by now; the slot can go to the next flow.
+    drop(permit);
+    {
+        let mut records = shared.records();
+        // Absent once the final snapshot was taken: the flow counts as
+        // unfinished there.
+        if let Some(r) = records.get_mut(flow.index) {
+            match &result {
+                Ok((fct, min_rtt)) => {
+                    r.status = FlowStatus::Ok;
+                    r.fct_ns = Some(u64::try_from(fct.as_nanos()).unwrap_or(u64::MAX));
+                    r.min_rtt_us = *min_rtt;
+                }
+                Err(e) => {
+                    r.status = FlowStatus::Failed;
+                    r.error.clone_from(e);
+                }
+            }
+        }
+    }
+    match result {
+        Ok(_) => shared.completed.fetch_add(1, Relaxed),
+        Err(_) => shared.failed.fetch_add(1, Relaxed),
+    };
+    shared.flow_ended.notify_one();
+}
+
+/// One flow; `Ok((fct, min_rtt_us))` or a readable error.
+async fn attempt(
+    shared: &Shared,
+    flow: &Flow,
+    waiting_since: Option<Instant>,
+) -> Result<(Duration, Option<u64>), String> {
+    let socket = match flow.dst {
+        SocketAddr::V4(_) => TcpSocket::new_v4(),
+        SocketAddr::V6(_) => TcpSocket::new_v6(),
+    }
+    .map_err(|e| format!("socket: {e}"))?;
+    socket
+        .set_nodelay(true)
+        .map_err(|e| format!("TCP_NODELAY: {e}"))?;
+    if let Some(cc) = &shared.cc {
+        sockopt::set_congestion(&socket, cc).map_err(|e| format!("TCP_CONGESTION {cc}: {e}"))?;
+    }
+    let origin = waiting_since.unwrap_or_else(Instant::now);
+    let mut stream = socket.connect(flow.dst).await.map_err(connect_error)?;
+    if let Ok(local) = stream.local_addr() {
+        if let Some(r) = shared.records().get_mut(flow.index) {
+            r.src = local.to_string();
+        }
+    }
+    send_flow(&mut stream, flow.header)
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+    read_ack(&mut stream)
+        .await
+        .map_err(|e| format!("acknowledgement: {e}"))?;
+    let fct = origin.elapsed();
+    let min_rtt = sockopt::tcp_min_rtt_us(&stream).ok().flatten();
+    Ok((fct, min_rtt.map(u64::from)))
+}
+
+fn connect_error(e: io::Error) -> String {
+    if e.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
+        "connect: no free local port (EADDRNOTAVAIL): the local port range is exhausted, \
+         e.g. by connections in TIME_WAIT (net.ipv4.ip_local_port_range)"
+            .to_string()
+    } else {
+        format!("connect: {e}")
+    }
+}
+
+fn write_csv(out: File, records: &[FlowRecord]) -> io::Result<()> {
+    let mut w = BufWriter::new(out);
+    if records.is_empty() {
+        // csv writes the header with the first record; readers still need it.
+        w.write_all(&csv_header()?)?;
+    } else {
+        let mut c = csv::Writer::from_writer(&mut w);
+        for r in records {
+            c.serialize(r).map_err(io::Error::other)?;
+        }
+        c.flush()?;
+    }
+    w.into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?
+        .sync_all()
+}
+
+/// The header line serde derives from [`FlowRecord`], newline included.
+fn csv_header() -> io::Result<Vec<u8>> {
+    let probe = FlowRecord {
+        id: 0,
+        sender: String::new(),
+        receiver: String::new(),
+        src: String::new(),
+        dst: String::new(),
+        size_bytes: 0,
+        start_ns: 0,
+        fct_ns: None,
+        min_rtt_us: None,
+        status: FlowStatus::Unfinished,
+        error: String::new(),
+        warmup: false,
+    };
+    let mut c = csv::Writer::from_writer(Vec::new());
+    c.serialize(&probe).map_err(io::Error::other)?;
+    let bytes = c
+        .into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| i + 1);
+    Ok(bytes[..end].to_vec())
+}
+
+fn print_progress(shared: &Shared, t0: Instant) {
+    let completed = shared.completed.load(Relaxed);
+    let failed = shared.failed.load(Relaxed);
+    let started = shared.started.load(Relaxed);
+    print_line(&format!(
+        "{{\"t_s\":{:.3},\"started\":{started},\"completed\":{completed},\"failed\":{failed},\"active\":{},\"deferred\":{}}}",
+        t0.elapsed().as_secs_f64(),
+        started.saturating_sub(completed + failed),
+        shared.deferred.load(Relaxed),
+    ));
+}
+
+/// The final JSON line.
+pub fn done_line(s: &Summary) -> String {
+    format!(
+        "{{\"done\":true,\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"unfinished\":{},\"deferred\":{},\"warmup\":{},\"bytes_completed\":{},\"max_arrival_lag_ms\":{:.3},\"interrupted\":{}}}",
+        s.elapsed.as_secs_f64(),
+        s.flows,
+        s.completed,
+        s.failed,
+        s.unfinished,
+        s.deferred,
+        s.warmup,
+        s.bytes_completed,
+        s.max_arrival_lag.as_secs_f64() * 1e3,
+        s.interrupted.is_some(),
+    )
+}
+
+/// Writes one stdout line; a reader that went away must not kill the run.
+fn print_line(line: &str) {
+    let mut out = io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_destinations() {
+        let d: Destination = "h8=10.8.0.2:5001".parse().unwrap();
+        assert_eq!(d.name, "h8");
+        assert_eq!(d.addr, "10.8.0.2:5001".parse().unwrap());
+        let d: Destination = "v6=[fd00::2]:5001".parse().unwrap();
+        assert!(d.addr.is_ipv6());
+        assert!("10.8.0.2:5001".parse::<Destination>().is_err());
+        assert!("=10.8.0.2:5001".parse::<Destination>().is_err());
+        assert!("h8=10.8.0.2".parse::<Destination>().is_err());
+    }
+
+    fn config(out: PathBuf) -> ClientConfig {
+        ClientConfig {
+            name: "h1".into(),
+            dsts: vec!["h2=127.0.0.1:9".parse().unwrap()],
+            workload: "websearch".into(),
+            load: Load::BitsPerSecond(1e9),
+            duration_s: 1.0,
+            warmup_s: 0.0,
+            drain_s: 1.0,
+            seed: 1,
+            id_base: 0,
+            out,
+            cc: None,
+            max_concurrent: 16,
+            progress_ms: 0,
+        }
+    }
+
+    #[test]
+    fn rate_sets_lambda_from_mean_size() {
+        let out =
+            std::env::temp_dir().join(format!("lcmp-traffic-unit-{}.csv", std::process::id()));
+        let plan = prepare(config(out.clone())).unwrap();
+        // 1 Gb/s of 1_711_250-byte flows on average.
+        assert!((plan.lambda - 1e9 / (8.0 * 1_711_250.0)).abs() < 1e-9);
+        drop(plan);
+        let _ = std::fs::remove_file(out);
+    }
+
+    #[test]
+    fn rejects_bad_input_without_creating_the_output() {
+        let out =
+            std::env::temp_dir().join(format!("lcmp-traffic-unit-bad-{}.csv", std::process::id()));
+        type Edit = fn(&mut ClientConfig);
+        let cases: Vec<(Edit, &str)> = vec![
+            (|c| c.load = Load::BitsPerSecond(0.0), "--rate-bps"),
+            (|c| c.load = Load::FlowsPerSecond(-1.0), "--flows-per-s"),
+            (|c| c.load = Load::FlowsPerSecond(f64::NAN), "--flows-per-s"),
+            (|c| c.duration_s = 0.0, "--duration"),
+            (|c| c.warmup_s = 1.0, "--warmup"),
+            (|c| c.drain_s = -1.0, "--drain"),
+            (|c| c.dsts.clear(), "--dst"),
+            (|c| c.workload = "/nonexistent.txt".into(), "--workload"),
+            (|c| c.cc = Some("no-such-cc".into()), "available"),
+            (|c| c.max_concurrent = 0, "--max-concurrent"),
+            (|c| c.name.clear(), "--name"),
+            (|c| c.drain_s = 1e30, "--drain"),
+            (|c| c.duration_s = f64::INFINITY, "--duration"),
+            (|c| c.progress_ms = u64::MAX, "--progress-ms"),
+            (|c| c.load = Load::FlowsPerSecond(1e300), "flows"),
+        ];
+        for (edit, needle) in cases {
+            let mut c = config(out.clone());
+            edit(&mut c);
+            let e = prepare(c).unwrap_err();
+            assert!(e.contains(needle), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+            assert!(!out.exists(), "{e}: output created");
+        }
+        let mut c = config(PathBuf::from("/nonexistent-dir/flows.csv"));
+        c.out = "/nonexistent-dir/flows.csv".into();
+        assert!(prepare(c).unwrap_err().contains("--out"));
+    }
+
+    #[test]
+    fn empty_run_still_has_a_header() {
+        let path = std::env::temp_dir().join(format!(
+            "lcmp-traffic-unit-empty-{}.csv",
+            std::process::id()
+        ));
+        write_csv(File::create(&path).unwrap(), &[]).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            text,
+            "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup\n"
+        );
+    }
+
+    #[test]
+    fn done_line_is_json() {
+        let s = Summary {
+            flows: 3,
+            completed: 2,
+            failed: 1,
+            elapsed: Duration::from_millis(1500),
+            ..Summary::default()
+        };
+        assert_eq!(
+            done_line(&s),
+            "{\"done\":true,\"t_s\":1.500,\"started\":3,\"completed\":2,\"failed\":1,\"unfinished\":0,\"deferred\":0,\"warmup\":0,\"bytes_completed\":0,\"max_arrival_lag_ms\":0.000,\"interrupted\":false}"
+        );
+    }
+}
