@@ -12,7 +12,8 @@
 //! the first free address of the host's subnet (`10.0.1.1`, `fd00:1::1` in
 //! `2dc-3path.toml`), configured as /32 and /128 on the switch side of the
 //! host link. Neighbour entries are static in both directions (host:
-//! gateway -> switch port MAC; switch: host address -> host MAC), so no
+//! gateway, and other hosts inside its subnets, -> switch port MAC; switch:
+//! host address -> host MAC), so no
 //! ARP or ND is ever needed on host links, whether the kernel routes
 //! ([`Testbed::kernel_routing`]) or a userspace switch owns the ports (its
 //! XDP program may redirect everything; the addresses on the port are then

@@ -462,6 +462,27 @@ impl Testbed {
                 h.netns.ip(&args)?;
             }
             let mac = h.switch_mac.to_string();
+            // Other hosts inside one of this host's subnets look on-link to
+            // it, but sit behind the switch on their own ports: resolve them
+            // to the switch port too, so the switch routes between them.
+            for other in self.hosts.iter().filter(|o| o.id != h.id) {
+                for a in &other.addresses {
+                    let addr = a.addr();
+                    if h.addresses.iter().any(|own| own.contains(&addr)) {
+                        h.netns.ip(&[
+                            "neigh",
+                            "replace",
+                            &addr.to_string(),
+                            "lladdr",
+                            &mac,
+                            "dev",
+                            &h.ifname,
+                            "nud",
+                            "permanent",
+                        ])?;
+                    }
+                }
+            }
             for gw in &h.gateways {
                 let g = gw.to_string();
                 h.netns.ip(&[

@@ -292,7 +292,9 @@ fn down_cleans_up_after_kill_9_of_a_switch_and_of_the_tool() {
         &topology("2dc-3path.toml"),
     ]);
     let s = status_json(&name);
-    let pid = s["switches"][1]["pid"].as_u64().unwrap() as i32;
+    let victim = &s["switches"][2];
+    assert_eq!(victim["name"], "p1");
+    let pid = victim["pid"].as_u64().unwrap() as i32;
     // SAFETY: kill(2) on the pid of the switch this test started.
     unsafe {
         libc::kill(pid, libc::SIGKILL);
@@ -418,7 +420,7 @@ fn bad_inputs_get_one_clear_line_and_leave_nothing() {
             "load must be a positive fraction",
         ),
         (
-            exp(&["--workload", "websearch", "--load", "-0.5"]),
+            exp(&["--workload", "websearch", "--load=-0.5"]),
             "load must be a positive fraction",
         ),
         (
@@ -609,4 +611,104 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
         );
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// RoCEv2 frames (UDP to 4791 with a BTH) cross the testbed, and queue
+/// pairs (source ports) are separate flows: under ECMP they spread over
+/// s1's three paths. SoftRoCE itself (`up --rdma`) is refused in one line
+/// where the kernel lacks rdma_rxe.
+#[test]
+fn rocev2_frames_cross_and_queue_pairs_spread() {
+    require_root!();
+    let _s = serial();
+    if !lcmp_testbed::rdma::kernel_has_rxe() {
+        let o = tool(&[
+            "up",
+            "--name",
+            &unique_name("r"),
+            "--rdma",
+            "--topology",
+            &topology("2dc-3path.toml"),
+        ]);
+        assert_eq!(o.status.code(), Some(2));
+        let err = stderr(&o);
+        assert!(err.contains("no rdma_rxe"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let name = unique_name("q");
+    let _down = Down(name.clone());
+    ok(&[
+        "up",
+        "--name",
+        &name,
+        "--topology",
+        &topology("2dc-3path.toml"),
+        "--policy",
+        "ecmp",
+    ]);
+    let st = lcmp_testbed::state::State::load(&name).unwrap();
+    let (_, tb) = lcmp_testbed::bed::attach(&st).unwrap();
+    let b_addr = tb.host("b").ipv4().unwrap();
+
+    const QPS: u16 = 48;
+    const PER_QP: u32 = 20;
+    let rx = tb.host("b").netns.spawn_thread(move || {
+        let sock = std::net::UdpSocket::bind((b_addr, 4791)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+        let mut per_port = std::collections::HashMap::<u16, u32>::new();
+        let mut buf = [0u8; 2048];
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            // BTH: opcode 0x04 (RC SEND only), destination QP in bytes 5..8.
+            if n >= 12 && buf[0] == 0x04 {
+                *per_port.entry(from.port()).or_default() += 1;
+            }
+        }
+        per_port
+    });
+    // Wait until the receiver is bound before sending.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !tb
+        .host("b")
+        .netns
+        .exec(&["ss", "-uln"])
+        .unwrap_or_default()
+        .contains(":4791")
+    {
+        assert!(Instant::now() < deadline, "receiver did not bind");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    tb.host("a")
+        .netns
+        .run_in(move || {
+            for qp in 0..QPS {
+                let sock = std::net::UdpSocket::bind(("0.0.0.0", 49152 + qp)).unwrap();
+                for psn in 0..PER_QP {
+                    // BTH (12 bytes): opcode, flags, P_Key 0xffff, reserved,
+                    // destination QP (24 bits), ack-req + PSN (24 bits).
+                    let mut frame = vec![0x04, 0x40, 0xff, 0xff, 0, 0, 0, qp as u8 + 1];
+                    frame.extend_from_slice(&psn.to_be_bytes());
+                    frame.extend_from_slice(&[0xab; 256]);
+                    sock.send_to(&frame, (b_addr, 4791)).unwrap();
+                    // Paced: bursts into a veth can overflow its ring.
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            }
+        })
+        .unwrap();
+    let per_port = rx.join().unwrap().unwrap();
+    assert_eq!(per_port.len(), usize::from(QPS), "{per_port:?}");
+    assert!(per_port.values().all(|&n| n == PER_QP), "{per_port:?}");
+
+    // s1 sent them over more than one path: each QP is its own flow.
+    let s = status_json(&name);
+    let s1_tx: Vec<u64> = (0..3)
+        .map(|i| {
+            s["switches"][0]["ports"][i]["tx_frames"]
+                .as_u64()
+                .unwrap_or(0)
+        })
+        .collect();
+    let used = s1_tx.iter().filter(|&&t| t >= u64::from(PER_QP)).count();
+    assert!(used >= 2, "48 QPs all took one path under ECMP: {s1_tx:?}");
+    ok(&["down", "--name", &name]);
 }
