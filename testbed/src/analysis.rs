@@ -16,6 +16,8 @@
 //! - Quantiles use one method, [`quantile_sorted`] (type 7).
 //! - Reductions are `(lcmp - baseline) / baseline`: negative = LCMP better.
 
+use std::collections::HashMap;
+
 use lcmp_traffic::record::{FlowRecord, FlowStatus};
 use serde::{Deserialize, Serialize};
 
@@ -128,35 +130,6 @@ impl IdealModel {
     }
 }
 
-/// The path a flow took, from its minimum RTT: the path whose configured
-/// RTT is nearest to `min_rtt_us`, accepted only if `min_rtt_us` lies in
-/// `[0.9 * rtt - 1 ms, 1.5 * rtt + 5 ms]` of that path.
-///
-/// The window is asymmetric because a flow that never saw an empty queue
-/// has its minimum RTT inflated by queueing (up to a buffer's worth), while
-/// it can only fall below the configured RTT by timer and clock slack.
-/// `None` if nothing is within the window, or if the nearest RTT is shared
-/// by two paths (then the RTT cannot tell them apart). A measurement
-/// exactly between two RTTs goes to the lower one: queueing only inflates.
-pub fn assign_path(min_rtt_us: u64, paths: &[PathSpec]) -> Option<usize> {
-    let dist = |p: &PathSpec| p.rtt_us.abs_diff(min_rtt_us);
-    let best = paths
-        .iter()
-        .enumerate()
-        .min_by(|(_, a), (_, b)| dist(a).cmp(&dist(b)).then(a.rtt_us.cmp(&b.rtt_us)))?;
-    let (idx, path) = best;
-    let ambiguous = paths
-        .iter()
-        .enumerate()
-        .any(|(i, p)| i != idx && p.rtt_us == path.rtt_us);
-    if ambiguous {
-        return None;
-    }
-    let rtt = path.rtt_us as f64;
-    let m = min_rtt_us as f64;
-    (m >= 0.9 * rtt - 1000.0 && m <= 1.5 * rtt + 5000.0).then_some(idx)
-}
-
 /// Everything the runner knows of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInput {
@@ -181,6 +154,18 @@ pub struct RunInput {
     pub calibration_ok: bool,
     /// What calibration found (deviations, testbed bottlenecks).
     pub calibration_notes: Vec<String>,
+    /// The path (index into `paths`) of each flow, by flow id, as the source
+    /// switch logged its decision (`lcmp-switch --flow-log`). A flow's RTT
+    /// cannot tell: its acknowledgements return over a path the far switch
+    /// chose independently.
+    #[serde(default)]
+    pub flow_paths: HashMap<u64, usize>,
+    /// When the runner stopped waiting for flows, nanoseconds on the flows'
+    /// `start_ns` clock. Unfinished flows then count in the slowdown
+    /// quantiles with FCT = deadline - start, a lower bound, instead of
+    /// vanishing from the tail.
+    #[serde(default)]
+    pub deadline_ns: Option<u64>,
 }
 
 /// Use of one path in one run.
@@ -188,7 +173,8 @@ pub struct RunInput {
 pub struct PathUse {
     /// [`PathSpec::name`].
     pub name: String,
-    /// Non-warm-up flows assigned to the path by [`assign_path`].
+    /// Non-warm-up flows the source switch sent over the path
+    /// ([`RunInput::flow_paths`]).
     pub flows: u64,
     /// Their payload bytes (sizes as offered).
     pub flow_bytes: u64,
@@ -196,6 +182,9 @@ pub struct PathUse {
     pub tx_bytes: Option<u64>,
     /// `tx_bytes * 8 / (window_s * bottleneck_bps)`; `None` if undefined.
     pub utilization: Option<f64>,
+    /// Median slowdown of the flows on the path.
+    #[serde(default)]
+    pub median_slowdown: Option<f64>,
 }
 
 /// The numbers of one run. Flow counts exclude warm-up flows; slowdown
@@ -247,9 +236,14 @@ pub fn slowdown_samples(input: &RunInput, ideal: &IdealModel) -> Vec<SlowdownSam
     input
         .flows
         .iter()
-        .filter(|f| !f.warmup && f.status == FlowStatus::Ok)
+        .filter(|f| !f.warmup)
         .filter_map(|f| {
-            let s = ideal.slowdown(f.size_bytes, f.fct_ns?)?;
+            let fct = match f.status {
+                FlowStatus::Ok => f.fct_ns?,
+                FlowStatus::Unfinished => input.deadline_ns?.checked_sub(f.start_ns)?,
+                FlowStatus::Failed => return None,
+            };
+            let s = ideal.slowdown(f.size_bytes, fct)?;
             s.is_finite().then_some((f.size_bytes, s))
         })
         .collect()
@@ -303,13 +297,27 @@ pub fn summarize_run(input: &RunInput, ideal: &IdealModel) -> RunSummary {
             (FlowStatus::Failed, _) => failed += 1,
             _ => unfinished += 1,
         }
-        if let Some(rtt) = f.min_rtt_us {
-            match assign_path(rtt, &input.paths) {
-                Some(i) => {
-                    path_flows[i] += 1;
-                    path_bytes[i] = path_bytes[i].saturating_add(f.size_bytes);
-                }
-                None => unassigned += 1,
+        match input
+            .flow_paths
+            .get(&f.id)
+            .filter(|&&i| i < input.paths.len())
+        {
+            Some(&i) => {
+                path_flows[i] += 1;
+                path_bytes[i] = path_bytes[i].saturating_add(f.size_bytes);
+            }
+            None => unassigned += 1,
+        }
+    }
+    let mut per_path: Vec<Vec<f64>> = vec![Vec::new(); input.paths.len()];
+    for f in input
+        .flows
+        .iter()
+        .filter(|f| !f.warmup && f.status == FlowStatus::Ok)
+    {
+        if let (Some(&i), Some(fct)) = (input.flow_paths.get(&f.id), f.fct_ns) {
+            if let (Some(v), Some(sd)) = (per_path.get_mut(i), ideal.slowdown(f.size_bytes, fct)) {
+                v.push(sd);
             }
         }
     }
@@ -318,8 +326,17 @@ pub fn summarize_run(input: &RunInput, ideal: &IdealModel) -> RunSummary {
         .map(|(_, s)| s)
         .collect();
     let sorted = sorted_finite(&slowdowns);
-    let below = sorted.iter().filter(|&&s| s < 1.0).count();
-    let share_below_ideal = (!sorted.is_empty()).then(|| below as f64 / sorted.len() as f64);
+    // Below ideal: completed flows only (an unfinished flow's figure is a
+    // lower bound).
+    let done: Vec<f64> = input
+        .flows
+        .iter()
+        .filter(|f| !f.warmup && f.status == FlowStatus::Ok)
+        .filter_map(|f| ideal.slowdown(f.size_bytes, f.fct_ns?))
+        .filter(|s| s.is_finite())
+        .collect();
+    let below = done.iter().filter(|&&s| s < 1.0).count();
+    let share_below_ideal = (!done.is_empty()).then(|| below as f64 / done.len() as f64);
     let paths = input
         .paths
         .iter()
@@ -336,6 +353,7 @@ pub fn summarize_run(input: &RunInput, ideal: &IdealModel) -> RunSummary {
                 flow_bytes: path_bytes[i],
                 tx_bytes,
                 utilization,
+                median_slowdown: quantile(&per_path[i], 0.5),
             }
         })
         .collect();
@@ -852,30 +870,28 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn path_assignment_windows() {
-        let p = paths();
-        // dc2 (20 ms) accepts [17 ms, 35 ms]; dc3 (100 ms) [89 ms, 155 ms].
-        assert_eq!(assign_path(20_000, &p), Some(0));
-        assert_eq!(assign_path(17_000, &p), Some(0));
-        assert_eq!(assign_path(16_999, &p), None);
-        assert_eq!(assign_path(35_000, &p), Some(0));
-        assert_eq!(assign_path(35_001, &p), None);
-        // Nearest is dc2 up to 60 ms (the midpoint goes to the lower RTT).
-        assert_eq!(assign_path(60_000, &p), None);
-        assert_eq!(assign_path(60_001, &p), None);
-        assert_eq!(assign_path(88_999, &p), None);
-        assert_eq!(assign_path(89_000, &p), Some(1));
-        assert_eq!(assign_path(155_000, &p), Some(1));
-        assert_eq!(assign_path(155_001, &p), None);
-        assert_eq!(assign_path(20_000, &[]), None);
-        // Equal RTTs cannot be told apart.
-        let mut twins = p.clone();
-        twins[1].rtt_us = 20_000;
-        assert_eq!(assign_path(20_000, &twins), None);
-        // Midpoint between two close RTTs: the lower.
-        let mut near = p;
-        near[1].rtt_us = 30_000;
-        assert_eq!(assign_path(25_000, &near), Some(0));
+    fn unfinished_flows_count_at_their_lower_bound() {
+        const I: u64 = 41_211_200; // ideal of 14480 bytes
+        let mut input = run(
+            "ecmp",
+            1,
+            &[
+                (14_480, I / 2),
+                (14_480, I),
+                (14_480, 2 * I),
+                (14_480, 4 * I),
+            ],
+        );
+        // Flow 12 starts at 12 us and is still running 8 ideals later.
+        input.flows.push(flow(12, 14_480, None, None));
+        input.deadline_ns = Some(12_000 + 8 * I);
+        let s = summarize_run(&input, &ideal());
+        assert_eq!((s.flows_completed, s.flows_unfinished), (4, 1));
+        // Slowdowns 0.5, 1, 2, 4 and >= 8.
+        assert!(close_opt(s.median_slowdown, 2.0));
+        assert!(close_opt(s.p99_slowdown, 7.84));
+        // Below ideal counts completed flows only.
+        assert!(close_opt(s.share_below_ideal, 0.25));
     }
 
     #[test]
@@ -935,6 +951,9 @@ pub(crate) mod tests {
             window_s: 1.0,
             calibration_ok: true,
             calibration_notes: vec![],
+            // The source switch put every flow on dc2.
+            flow_paths: (0..fcts.len() as u64).map(|id| (id, 0)).collect(),
+            deadline_ns: None,
         }
     }
 
@@ -959,6 +978,8 @@ pub(crate) mod tests {
         input.flows.push(failed);
         input.flows.push(flow(12, 700, None, Some(100_000))); // unfinished, on dc3
         input.flows.push(flow(13, 900, None, Some(60_000))); // unfinished, no path
+                                                             // The switch's log: flows 0-3 via dc2, 12 via dc3, 13 unknown.
+        input.flow_paths = [(0, 0), (1, 0), (2, 0), (3, 0), (12, 1)].into();
         let s = summarize_run(&input, &ideal());
         assert_eq!(s.flows_started, 7);
         assert_eq!(s.flows_completed, 4);
@@ -975,7 +996,9 @@ pub(crate) mod tests {
         assert_eq!(s.paths[0].flow_bytes, 4 * 14_480);
         assert_eq!(s.paths[1].flows, 1);
         assert_eq!(s.paths[1].flow_bytes, 700);
-        assert_eq!(s.flows_unassigned, 1);
+        assert_eq!(s.flows_unassigned, 2);
+        assert!(close_opt(s.paths[0].median_slowdown, 1.5));
+        assert_eq!(s.paths[1].median_slowdown, None);
         // 1.25 MB in 1 s on 100 Mbit/s = 10 Mbit/s = 0.1.
         assert_eq!(s.paths[0].tx_bytes, Some(1_250_000));
         assert!(close_opt(s.paths[0].utilization, 0.1));
@@ -1044,6 +1067,7 @@ pub(crate) mod tests {
                 flow_bytes: 100,
                 tx_bytes: Some(10),
                 utilization: Some(0.1 * seed as f64),
+                median_slowdown: Some(median),
             }],
             flows_unassigned: 0,
         }

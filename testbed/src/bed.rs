@@ -234,20 +234,32 @@ pub fn check_congestion_control(cc: &str) -> Result<()> {
 /// ssthresh would make later flows start in congestion avoidance); the
 /// chosen congestion control and initial windows.
 fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<()> {
-    let mut settings = vec![
-        "net.ipv4.tcp_ecn=1".to_string(),
-        "net.ipv4.tcp_no_metrics_save=1".to_string(),
-        "net.ipv4.tcp_rmem=4096 1048576 67108864".to_string(),
-        "net.ipv4.tcp_wmem=4096 1048576 67108864".to_string(),
-        "net.ipv4.ip_local_port_range=1024 65535".to_string(),
-        "net.ipv4.tcp_tw_reuse=1".to_string(),
+    const SETTINGS: [&str; 6] = [
+        "net.ipv4.tcp_ecn=1",
+        "net.ipv4.tcp_no_metrics_save=1",
+        "net.ipv4.tcp_rmem=4096 1048576 67108864",
+        "net.ipv4.tcp_wmem=4096 1048576 67108864",
+        "net.ipv4.ip_local_port_range=1024 65535",
+        "net.ipv4.tcp_tw_reuse=1",
     ];
-    if let Some(cc) = cc {
-        settings.push(format!("net.ipv4.tcp_congestion_control={cc}"));
-    }
-    let settings: Vec<&str> = settings.iter().map(String::as_str).collect();
     for h in &tb.hosts {
-        h.netns.sysctl(&settings)?;
+        h.netns.sysctl(&SETTINGS)?;
+        if let Some(cc) = cc {
+            h.netns
+                .sysctl(&[&format!("net.ipv4.tcp_congestion_control={cc}")])
+                .map_err(|_| {
+                    let allowed = std::fs::read_to_string(
+                        "/proc/sys/net/ipv4/tcp_allowed_congestion_control",
+                    )
+                    .unwrap_or_default();
+                    Error::new(format!(
+                        "--cc {cc}: this kernel lets a network namespace default only to {} \
+                         (net.ipv4.tcp_allowed_congestion_control); experiments set it per \
+                         connection instead (lcmp-traffic --cc)",
+                        allowed.trim()
+                    ))
+                })?;
+        }
         if let Some(w) = initcwnd {
             let w = w.to_string();
             for gw in &h.gateways {
@@ -283,6 +295,10 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
         let stats = dir.join(format!("{}.stats.json", node.name));
         let log = dir.join(format!("{}.log", node.name));
         let _ = std::fs::remove_file(&stats);
+        let flow_log = flow_log_path(&stats);
+        let mut extra = extra.clone();
+        let flow_log_arg = flow_log.display().to_string();
+        extra.extend(["--flow-log", flow_log_arg.as_str()]);
         let argv = switch_argv(
             switch_bin,
             &st.topology_file,
@@ -307,6 +323,16 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
         })?;
     }
     Ok(())
+}
+
+/// The flow-decision log (`lcmp-switch --flow-log`) beside a switch's
+/// stats file: which port the switch chose for each new flow.
+pub fn flow_log_path(stats: &Path) -> PathBuf {
+    let name = stats
+        .file_name()
+        .map(|n| n.to_string_lossy().replace(".stats.json", ".flows.csv"))
+        .unwrap_or_else(|| "flows.csv".into());
+    stats.with_file_name(name)
 }
 
 /// The last `n` lines of a log file.

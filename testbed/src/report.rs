@@ -349,8 +349,11 @@ fn setup(out: &mut String, s: &Summary) {
         "Ideal FCT = {} x base RTT ({:.3} ms) + ceil(size / {} B) x {} B x 8 / {} Mbit/s: \
          the flow alone on the minimum-delay path, handshake and final \
          acknowledgement included. Slowdown = FCT / ideal, not clamped at 1 \
-         (\"below ideal\" counts flows under 1; more than a few percent means \
-         the ideal is wrong). Quantiles interpolate linearly between closest \
+         (\"below ideal\" counts completed flows under 1: a flow on a fatter \
+         path than the minimum-delay one can beat the ideal). Flows still \
+         unfinished when the drain bound ran out count at FCT = deadline - \
+         start, a lower bound, so where there are any the tail quantiles are \
+         lower bounds. Quantiles interpolate linearly between closest \
          ranks; the CI is the 95 % Student-t interval of the mean over seeds. \
          Warm-up flows are excluded.\n",
         m.rtts,
@@ -449,8 +452,8 @@ fn path_table(out: &mut String, aggs: &[&Aggregate]) {
     let _ = writeln!(
         out,
         "### Path use (mean over seeds)\n\nUtilization = bytes the source switch's egress port sent in the \
-         measurement window / (window x path bottleneck rate); flows are assigned to paths by their \
-         minimum RTT.\n"
+         measurement window / (window x path bottleneck rate); a flow's path is the port the source \
+         switch logged for it (`lcmp-switch --flow-log`).\n"
     );
     let names = distinct(
         aggs.iter()

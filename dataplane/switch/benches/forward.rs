@@ -1,18 +1,24 @@
 //! The switch's user-space work per frame, over in-memory ports: receive a
 //! batch, parse, flow cache, rewrite, egress (unshaped), transmit. No
 //! kernel, no cross-core cache misses: the floor of the AF_XDP fast path.
+//! Also the flow log's off-path cost (`flow_log/write_1k_records`).
 
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use ipnet::IpNet;
 use lcmp_policy::{Candidate, CandidateSet, CongestionParams, Policy};
 use lcmp_switch::egress::EgressConfig;
+use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::routing::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::FrameBuilder;
+use lcmp_wire::FlowTuple;
 
-fn switch(paths: usize) -> Switch<MemIo> {
+/// A switch with `paths` path ports plus one ingress port, a flow cache of
+/// `flow_capacity` flows, and the flow log on if `flow_log`.
+fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
     let ports = (0..=paths)
         .map(|i| PortConfig {
             name: format!("p{i}"),
@@ -42,18 +48,34 @@ fn switch(paths: usize) -> Switch<MemIo> {
         }],
         policy: Policy::from_name("lcmp").unwrap(),
         congestion: CongestionParams::default(),
-        flow_capacity: 1 << 16,
+        flow_capacity,
         flow_idle_timeout_ns: 1_000_000_000,
         seed: 1,
         batch_size: 64,
         link_check_interval_ns: 1_000_000,
     };
-    Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap()
+    let mut sw = Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap();
+    if flow_log {
+        sw.enable_flow_log(65536);
+    }
+    sw
 }
 
 fn bench_forward(c: &mut Criterion) {
     let mut group = c.benchmark_group("forward");
-    for (id, flows) in [("batch64_1flow", 1u16), ("batch64_1k_flows", 1000)] {
+    // Cache hits (the first packet of each flow is a decision, then warm
+    // hits), and decisions: 1000 flows over a one-bucket (8-flow) cache, so
+    // nearly every frame is decided anew (`cache_full`). Each with the flow
+    // log off and on; the log is written to a sink outside the timing.
+    let cases = [
+        ("batch64_1flow", 1u16, 1 << 16, false),
+        ("batch64_1k_flows", 1000, 1 << 16, false),
+        ("batch64_decisions", 1000, 8, false),
+        ("batch64_1flow_flowlog", 1, 1 << 16, true),
+        ("batch64_1k_flows_flowlog", 1000, 1 << 16, true),
+        ("batch64_decisions_flowlog", 1000, 8, true),
+    ];
+    for (id, flows, flow_capacity, flow_log) in cases {
         let frames: Vec<Vec<u8>> = (0..flows)
             .map(|f| {
                 FrameBuilder::ipv4([198, 18, 0, 2], [198, 18, 1, 2])
@@ -63,7 +85,7 @@ fn bench_forward(c: &mut Criterion) {
                     .build()
             })
             .collect();
-        let mut sw = switch(3);
+        let mut sw = switch(3, flow_capacity, flow_log);
         let mut next = 0usize;
         let mut now = 0u64;
         group.throughput(criterion::Throughput::Elements(64));
@@ -82,21 +104,83 @@ fn bench_forward(c: &mut Criterion) {
                     for p in 1..4 {
                         sw.io().take_sent(p);
                     }
+                    if sw.flow_log().is_some_and(|l| l.half_full()) {
+                        sw.write_flow_log(&mut std::io::sink()).unwrap();
+                    }
                 }
                 spent
             })
         });
         let c = sw.counters().clone();
         let free = sw.io().free_frames();
+        let r = sw.router_stats();
+        let log = sw.flow_log().map(|l| l.stats());
         println!(
-            "{id}: rx {} tx {} drops {} (free frames {free})",
+            "{id}: rx {} tx {} drops {} (free frames {free}), decisions {}, flow log {log:?}",
             c.rx_frames,
             c.tx_frames,
             c.total_drops(),
+            r.inserts + r.cache_full_decisions + r.failovers,
         );
     }
     group.finish();
 }
 
-criterion_group!(benches, bench_forward);
+/// The daemon's off-path work for the flow log: formatting 1024 buffered
+/// decisions (half IPv4, half IPv6) as CSV and one write to a sink.
+fn bench_flow_log_write(c: &mut Criterion) {
+    let mut log = FlowLog::new(1024);
+    let records: Vec<FlowRecord> = (0..1024u16)
+        .map(|i| FlowRecord {
+            time_ns: 1_000_000_000_000 + u64::from(i) * 977,
+            flow: if i % 2 == 0 {
+                FlowTuple::V4 {
+                    src: [198, 18, 0, 2],
+                    dst: [198, 18, 1, 2],
+                    proto: 6,
+                    sport: 1000 + i,
+                    dport: 5001,
+                }
+            } else {
+                FlowTuple::V6 {
+                    src: [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    dst: [0xfd, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    proto: 17,
+                    sport: 1000 + i,
+                    dport: 4791,
+                }
+            },
+            port: (i % 3 + 1) as u8,
+            reason: DecisionReason::New,
+        })
+        .collect();
+    let prefix4: IpNet = "198.18.1.0/24".parse().unwrap();
+    let prefix6: IpNet = "fd00:2::/64".parse().unwrap();
+    let mut group = c.benchmark_group("flow_log");
+    group.throughput(criterion::Throughput::Elements(1024));
+    group.bench_function("write_1k_records", |b| {
+        b.iter_custom(|iters| {
+            let mut spent = Duration::ZERO;
+            for _ in 0..iters {
+                for r in &records {
+                    log.record(*r);
+                }
+                let start = Instant::now();
+                let n = log
+                    .write_csv(
+                        &mut std::io::sink(),
+                        |_| "p1",
+                        |a| Some(if a.is_ipv4() { prefix4 } else { prefix6 }),
+                    )
+                    .unwrap();
+                spent += start.elapsed();
+                assert_eq!(n, 1024);
+            }
+            spent
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_forward, bench_flow_log_write);
 criterion_main!(benches);

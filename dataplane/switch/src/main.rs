@@ -1,7 +1,8 @@
 //! `lcmp-switch`: the AF_XDP DCI switch daemon.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -9,6 +10,7 @@ use clap::{Parser, ValueEnum};
 use lcmp_ebpf::XdpMode;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{from_topology, EcnFractions, Options};
+use lcmp_switch::flow_log::FlowLog;
 use lcmp_switch::io::PacketIo;
 use lcmp_switch::stats;
 use lcmp_switch::switch::Switch;
@@ -126,6 +128,23 @@ struct Args {
     /// How often the stats file is written, milliseconds.
     #[arg(long, default_value_t = 500)]
     stats_interval_ms: u64,
+    /// Log every path decision to this file as CSV (created or truncated
+    /// at start): a new flow (`new`), a flow moved off a dead port
+    /// (`failover`), a flow decided but not cached because the flow cache
+    /// was full (`cache_full`, logged at each of its decisions). Columns:
+    /// time_ns,src,dst,proto,sport,dport,port,ifname,reason,prefix, where
+    /// time_ns is CLOCK_MONOTONIC at the decision, sport/dport are 0 for
+    /// protocols without ports, port is the egress port's index and prefix
+    /// the route chosen over. Decisions are buffered in memory and written
+    /// every --stats-interval-ms, when the buffer is half full, and at
+    /// exit; counters in the stats file under "flow_log".
+    #[arg(long, value_name = "FILE")]
+    flow_log: Option<PathBuf>,
+    /// Decisions the flow log buffers between writes. A decision that
+    /// finds the buffer full is not logged and is counted in the stats
+    /// file ("flow_log": {"dropped": N}).
+    #[arg(long, default_value_t = 65536, value_parser = parse_capacity)]
+    flow_log_capacity: usize,
     /// Link-state check interval, milliseconds. Link events (netlink) also
     /// trigger a check at once; this is the fallback.
     #[arg(long, default_value_t = 100)]
@@ -201,6 +220,13 @@ fn parse_ecn(s: &str) -> Result<EcnFractions, String> {
             Ok(EcnFractions { kmin, kmax, pmax })
         }
         _ => Err("expected KMIN,KMAX,PMAX with 0 <= KMIN < KMAX <= 1 and 0 <= PMAX <= 1".into()),
+    }
+}
+
+fn parse_capacity(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?}: expected a number of records, at least 1")),
     }
 }
 
@@ -300,6 +326,41 @@ fn write_stats(path: &PathBuf, value: &serde_json::Value) {
     }
 }
 
+/// The flow log's file: created (truncated) with its header line at start.
+struct FlowLogFile {
+    path: PathBuf,
+    file: File,
+    /// A write error was reported already (one warning; the stats file
+    /// counts the records lost).
+    warned: bool,
+}
+
+impl FlowLogFile {
+    fn create(path: &Path) -> Result<Self, String> {
+        let fail = |e: std::io::Error| format!("cannot create flow log {}: {e}", path.display());
+        let mut file = File::create(path).map_err(fail)?;
+        FlowLog::write_header(&mut file).map_err(fail)?;
+        Ok(FlowLogFile {
+            path: path.to_path_buf(),
+            file,
+            warned: false,
+        })
+    }
+
+    /// Writes out the switch's buffered decisions (off the packet path).
+    fn write(&mut self, sw: &mut Switch<XskIo>) {
+        if let Err(e) = sw.write_flow_log(&mut self.file) {
+            if !self.warned {
+                warn!(
+                    "cannot write flow log {}: {e} (lost records are counted in the stats, flow_log.write_failed)",
+                    self.path.display()
+                );
+                self.warned = true;
+            }
+        }
+    }
+}
+
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let topo = Topology::load(&args.topology)?;
     let lcmp = LcmpParams {
@@ -347,6 +408,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let config = from_topology(&topo, &args.switch, &opts, own_mac)?;
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
+    // Before anything is attached: a log that cannot be created stops the
+    // start.
+    let mut flow_log = args
+        .flow_log
+        .as_deref()
+        .map(FlowLogFile::create)
+        .transpose()?;
     let io = XskIo::open(
         &ifnames,
         &XskConfig {
@@ -364,6 +432,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
     let mut sw = Switch::new(config, io)?;
+    if flow_log.is_some() {
+        sw.enable_flow_log(args.flow_log_capacity);
+    }
     info!(
         switch = %args.switch,
         policy = sw_policy_name(&policy),
@@ -411,17 +482,25 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut next_resolve = 0u64;
     let stats_every = args.stats_interval_ms.max(10) * 1_000_000;
     let mut next_stats = 0u64;
+    let mut next_log_write = 0u64;
     while !STOP.load(Ordering::Relaxed) {
         let work = sw.poll_clock(monotonic_ns);
         let now = sw.last_poll_ns();
         if args.poll == PollMode::Event && work == 0 {
-            let deadline = sw.next_deadline().min(next_resolve.max(now + 1)).min(
-                if args.stats_file.is_some() {
+            let log_pending = sw.flow_log().is_some_and(|l| !l.records().is_empty());
+            let deadline = sw
+                .next_deadline()
+                .min(next_resolve.max(now + 1))
+                .min(if args.stats_file.is_some() {
                     next_stats
                 } else {
                     u64::MAX
-                },
-            );
+                })
+                .min(if log_pending {
+                    next_log_write
+                } else {
+                    u64::MAX
+                });
             let now = monotonic_ns();
             if deadline > now {
                 sw.io().wait(Some(deadline - now));
@@ -434,6 +513,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 u64::MAX
             };
         }
+        // The flow log before the stats, so "written" counts this write.
+        if let Some(log) = flow_log.as_mut() {
+            if now >= next_log_write || sw.flow_log().is_some_and(|l| l.half_full()) {
+                log.write(&mut sw);
+                next_log_write = now + stats_every;
+            }
+        }
         if let Some(path) = &args.stats_file {
             if now >= next_stats {
                 write_stats(path, &stats_json(&sw));
@@ -443,6 +529,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     info!("stopping: detaching XDP programs");
     sw.drain();
+    if let Some(log) = flow_log.as_mut() {
+        log.write(&mut sw);
+    }
     let snapshot = stats_json(&sw);
     if let Some(path) = &args.stats_file {
         write_stats(path, &snapshot);

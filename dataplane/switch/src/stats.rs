@@ -17,7 +17,10 @@ fn mac(m: Option<[u8; 6]>) -> Value {
     })
 }
 
-/// Counters, drops by reason, flow-router counters and per-port state.
+/// Counters, drops by reason, flow-router counters and per-port state;
+/// with the flow log on, its counters under `flow_log`: records `written`
+/// to the file, `dropped` (buffer full at the decision), `write_failed`
+/// (lost to a write error), `buffered` (not written yet) and `capacity`.
 pub fn snapshot<IO: PacketIo>(sw: &Switch<IO>) -> Value {
     let c = sw.counters();
     let drops: serde_json::Map<String, Value> = c
@@ -47,7 +50,7 @@ pub fn snapshot<IO: PacketIo>(sw: &Switch<IO>) -> Value {
         })
         .collect();
     let (polls, polls_with_rx) = sw.polls();
-    json!({
+    let mut v = json!({
         "polls": polls,
         "polls_with_rx": polls_with_rx,
         "rx_frames": c.rx_frames,
@@ -69,5 +72,16 @@ pub fn snapshot<IO: PacketIo>(sw: &Switch<IO>) -> Value {
             "no_live_port": r.no_live_port,
         },
         "ports": ports,
-    })
+    });
+    if let Some(log) = sw.flow_log() {
+        let l = log.stats();
+        v["flow_log"] = json!({
+            "written": l.written,
+            "dropped": l.dropped,
+            "write_failed": l.write_failed,
+            "buffered": l.buffered,
+            "capacity": l.capacity,
+        });
+    }
+    v
 }

@@ -7,7 +7,8 @@
 //! Single-threaded and allocation-free per packet: one poll thread owns a
 //! switch. Time is passed in, so tests drive it with a synthetic clock.
 
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::io::{self, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use lcmp_policy::{
     CongestionParams, FlowCache, FlowHasher, FlowKey, FlowRouter, Policy, PortStates, PortView,
@@ -17,6 +18,7 @@ use lcmp_wire::{forward_rewrite, mark_ce, FlowTuple, MacAddr, ParseError, Rewrit
 
 use crate::counters::{Counters, DropReason};
 use crate::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use crate::io::{Frame, PacketIo};
 use crate::routing::{Route, RoutingTable};
 
@@ -128,6 +130,9 @@ pub struct Switch<IO: PacketIo> {
     rx_ends: Vec<usize>,
     tx: Vec<Frame>,
     dropped: Vec<Frame>,
+    /// The path-decision log, if enabled. Boxed: the switch stays one
+    /// pointer larger, and the disabled check is one null test.
+    flow_log: Option<Box<FlowLog>>,
 }
 
 /// Most congestion samples one poll catches up on after a long sleep:
@@ -186,6 +191,24 @@ fn has_prefetchw() -> bool {
             yes
         }
     }
+}
+
+/// Appends the decision `outcome` for `flow` to `log`. Out of line: it
+/// runs only for decisions with the log on, and keeps `forward` small.
+#[inline(never)]
+fn log_decision(log: &mut FlowLog, outcome: RouteOutcome, flow: &FlowTuple, now_ns: u64) {
+    let (port, reason) = match outcome {
+        RouteOutcome::New(p) => (p, DecisionReason::New),
+        RouteOutcome::FailedOver(p) => (p, DecisionReason::Failover),
+        RouteOutcome::Uncached(p) => (p, DecisionReason::CacheFull),
+        RouteOutcome::Cached(_) | RouteOutcome::NoLivePort | RouteOutcome::NoRoute => return,
+    };
+    log.record(FlowRecord {
+        time_ns: now_ns,
+        flow: *flow,
+        port,
+        reason,
+    });
 }
 
 fn flow_key(flow: &FlowTuple) -> FlowKey {
@@ -290,6 +313,7 @@ impl<IO: PacketIo> Switch<IO> {
             polls_with_rx: 0,
             tx: Vec::with_capacity(4096),
             dropped: Vec::with_capacity(4096),
+            flow_log: None,
         })
     }
 
@@ -408,9 +432,17 @@ impl<IO: PacketIo> Switch<IO> {
             .map(|r| &r.candidates)
         });
         let out = match outcome {
+            RouteOutcome::Cached(p) => p as usize,
+            RouteOutcome::New(p) | RouteOutcome::Uncached(p) | RouteOutcome::FailedOver(p) => {
+                // A decision: the only place the flow log costs anything
+                // (one test when it is off).
+                if let Some(log) = self.flow_log.as_deref_mut() {
+                    log_decision(log, outcome, &parsed.flow, now_ns);
+                }
+                p as usize
+            }
             RouteOutcome::NoRoute => return self.drop_frame(frame, DropReason::NoRoute),
             RouteOutcome::NoLivePort => return self.drop_frame(frame, DropReason::NoLivePort),
-            other => other.port().unwrap_or(0) as usize,
         };
         let Some(peer_mac) = self.ports[out].peer_mac else {
             return self.drop_frame(frame, DropReason::NoNeighbour);
@@ -599,6 +631,40 @@ impl<IO: PacketIo> Switch<IO> {
     /// The routes in use.
     pub fn routes(&self) -> &[Route] {
         self.routes.routes()
+    }
+
+    /// Starts logging every path decision (new flow, failover, decision
+    /// not cached) into a buffer of `capacity` records, allocated and
+    /// touched now. Replaces an earlier log.
+    pub fn enable_flow_log(&mut self, capacity: usize) {
+        self.flow_log = Some(Box::new(FlowLog::new(capacity)));
+    }
+
+    /// The flow log, if enabled: buffered records and counters.
+    pub fn flow_log(&self) -> Option<&FlowLog> {
+        self.flow_log.as_deref()
+    }
+
+    /// Writes the buffered decisions to `out` as CSV lines (see
+    /// [`crate::flow_log`]) and empties the buffer; call off the packet
+    /// path. Ok(0) when the log is off. Records are counted as written or
+    /// as failed in the log's counters.
+    pub fn write_flow_log(&mut self, out: &mut impl Write) -> io::Result<usize> {
+        let Some(log) = self.flow_log.as_deref_mut() else {
+            return Ok(0);
+        };
+        let (ports, routes) = (&self.ports, &self.routes);
+        log.write_csv(
+            out,
+            |p| ports.get(p as usize).map_or("", |p| p.config.name.as_str()),
+            |dst| {
+                match dst {
+                    IpAddr::V4(a) => routes.lookup_v4(a),
+                    IpAddr::V6(a) => routes.lookup_v6(a),
+                }
+                .map(|r| r.prefix)
+            },
+        )
     }
 
     /// Hands back every frame the switch holds (shutdown), so the packet

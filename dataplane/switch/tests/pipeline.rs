@@ -3,11 +3,12 @@
 
 use lcmp_policy::{Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
 use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::routing::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::{ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder};
-use lcmp_wire::Ecn;
+use lcmp_wire::{Ecn, FlowTuple};
 
 const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
@@ -39,6 +40,10 @@ fn unshaped() -> EgressConfig {
 }
 
 fn bed(policy: Policy, egress: [EgressConfig; 4]) -> Bed {
+    bed_with_cache(policy, egress, 4096)
+}
+
+fn bed_with_cache(policy: Policy, egress: [EgressConfig; 4], flow_capacity: usize) -> Bed {
     let ports = egress
         .into_iter()
         .enumerate()
@@ -81,7 +86,7 @@ fn bed(policy: Policy, egress: [EgressConfig; 4]) -> Bed {
         routes,
         policy,
         congestion: CongestionParams::default(),
-        flow_capacity: 4096,
+        flow_capacity,
         flow_idle_timeout_ns: 1_000 * MS,
         seed: 7,
         batch_size: 64,
@@ -438,4 +443,227 @@ fn no_frame_is_lost_from_the_pool() {
     let c = b.sw.counters().clone();
     assert_eq!(c.rx_frames, c.tx_frames + c.total_drops(), "{c:?}");
     assert!(c.emulation_overflow > 0 || c.queue_full > 0);
+}
+
+// The flow-decision log (`--flow-log`).
+
+fn tcp_a_to_b_v4(sport: u16) -> Vec<u8> {
+    FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+        .macs(HOST_A, mac(0))
+        .tcp(sport, 80)
+        .build()
+}
+
+fn tcp_a_to_b_v6(sport: u16) -> Vec<u8> {
+    FrameBuilder::ipv6(
+        "fd00:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+        "fd00:2::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+    )
+    .macs(HOST_A, mac(0))
+    .tcp(sport, 443)
+    .build()
+}
+
+fn logged(b: &Bed) -> Vec<FlowRecord> {
+    b.sw.flow_log().unwrap().records().to_vec()
+}
+
+fn unshaped_bed(policy: Policy) -> Bed {
+    bed(policy, [unshaped(), unshaped(), unshaped(), unshaped()])
+}
+
+#[test]
+fn flow_log_records_each_new_flow_once_with_its_egress_port() {
+    let mut b = unshaped_bed(lcmp_keep_two_of_three());
+    assert!(b.sw.flow_log().is_none());
+    b.sw.enable_flow_log(64);
+    let out = run(&mut b, &[tcp_a_to_b_v4(40000)], 1_500 * US);
+    assert_eq!(out.len(), 1);
+    let v4_port = out[0].0;
+    assert!((1..=3).contains(&v4_port));
+    let out = run(&mut b, &[tcp_a_to_b_v6(50000)], 2 * MS);
+    assert_eq!(out.len(), 1);
+    let v6_port = out[0].0;
+    assert!((1..=3).contains(&v6_port));
+    assert_eq!(
+        logged(&b),
+        vec![
+            FlowRecord {
+                time_ns: 1_500_000,
+                flow: FlowTuple::V4 {
+                    src: [10, 0, 1, 2],
+                    dst: [10, 0, 2, 2],
+                    proto: 6,
+                    sport: 40000,
+                    dport: 80,
+                },
+                port: v4_port as u8,
+                reason: DecisionReason::New,
+            },
+            FlowRecord {
+                time_ns: 2_000_000,
+                flow: FlowTuple::V6 {
+                    src: [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    dst: [0xfd, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    proto: 6,
+                    sport: 50000,
+                    dport: 443,
+                },
+                port: v6_port as u8,
+                reason: DecisionReason::New,
+            },
+        ]
+    );
+    // Later packets of both flows hit the cache: no further record.
+    let later = [
+        tcp_a_to_b_v4(40000),
+        tcp_a_to_b_v6(50000),
+        tcp_a_to_b_v4(40000),
+        tcp_a_to_b_v6(50000),
+    ];
+    let out = run(&mut b, &later, 3 * MS);
+    assert_eq!(out.len(), 4);
+    assert_eq!(logged(&b).len(), 2);
+    let s = b.sw.flow_log().unwrap().stats();
+    assert_eq!((s.dropped, s.written, s.buffered), (0, 0, 2));
+}
+
+#[test]
+fn flow_log_records_a_failover_to_another_port() {
+    let mut b = unshaped_bed(Policy::Ecmp);
+    b.sw.enable_flow_log(64);
+    let out = run(&mut b, &[tcp_a_to_b_v4(40001)], 0);
+    assert_eq!(out.len(), 1);
+    let first = out[0].0;
+    b.sw.io().set_link(first, false);
+    // The next poll after the link check interval (100 us) sees it.
+    let out = run(&mut b, &[tcp_a_to_b_v4(40001)], MS);
+    assert_eq!(out.len(), 1);
+    let second = out[0].0;
+    assert_ne!(second, first);
+    assert!((1..=3).contains(&second));
+    let flow = FlowTuple::V4 {
+        src: [10, 0, 1, 2],
+        dst: [10, 0, 2, 2],
+        proto: 6,
+        sport: 40001,
+        dport: 80,
+    };
+    assert_eq!(
+        logged(&b),
+        vec![
+            FlowRecord {
+                time_ns: 0,
+                flow,
+                port: first as u8,
+                reason: DecisionReason::New,
+            },
+            FlowRecord {
+                time_ns: 1_000_000,
+                flow,
+                port: second as u8,
+                reason: DecisionReason::Failover,
+            },
+        ]
+    );
+}
+
+#[test]
+fn flow_log_records_decisions_the_full_cache_could_not_keep() {
+    // One bucket of 8 flows: the 9th flow is decided but not cached, and
+    // decided (and logged) again at its next packet.
+    let mut b = bed_with_cache(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+        8,
+    );
+    b.sw.enable_flow_log(64);
+    let frames: Vec<Vec<u8>> = (0..9).map(|i| tcp_a_to_b_v4(41000 + i)).collect();
+    assert_eq!(run(&mut b, &frames, 0).len(), 9);
+    assert_eq!(run(&mut b, &frames[8..], 10 * US).len(), 1);
+    let reasons: Vec<(u16, DecisionReason, u64)> = logged(&b)
+        .iter()
+        .map(|r| (r.flow.sport(), r.reason, r.time_ns))
+        .collect();
+    let mut want: Vec<(u16, DecisionReason, u64)> = (41000..41008)
+        .map(|p| (p, DecisionReason::New, 0))
+        .collect();
+    want.push((41008, DecisionReason::CacheFull, 0));
+    want.push((41008, DecisionReason::CacheFull, 10_000));
+    assert_eq!(reasons, want);
+    assert_eq!(b.sw.router_stats().cache_full_decisions, 2);
+}
+
+#[test]
+fn flow_log_full_buffer_drops_and_counts() {
+    let mut b = unshaped_bed(Policy::Ecmp);
+    b.sw.enable_flow_log(3);
+    let frames: Vec<Vec<u8>> = (0..10).map(|i| tcp_a_to_b_v4(42000 + i)).collect();
+    // Every frame still crosses; decisions beyond 3 are not logged.
+    assert_eq!(run(&mut b, &frames, 0).len(), 10);
+    let kept: Vec<u16> = logged(&b).iter().map(|r| r.flow.sport()).collect();
+    assert_eq!(kept, vec![42000, 42001, 42002]);
+    let stats = lcmp_switch::stats::snapshot(&b.sw);
+    assert_eq!(
+        stats["flow_log"],
+        serde_json::json!({
+            "written": 0,
+            "dropped": 7,
+            "write_failed": 0,
+            "buffered": 3,
+            "capacity": 3,
+        })
+    );
+    // A write makes room again; the counts go on.
+    let mut out = Vec::new();
+    assert_eq!(b.sw.write_flow_log(&mut out).unwrap(), 3);
+    assert_eq!(out.iter().filter(|&&c| c == b'\n').count(), 3);
+    assert_eq!(run(&mut b, &[tcp_a_to_b_v4(42100)], 0).len(), 1);
+    let stats = lcmp_switch::stats::snapshot(&b.sw);
+    assert_eq!(stats["flow_log"]["written"], 3);
+    assert_eq!(stats["flow_log"]["dropped"], 7);
+    assert_eq!(stats["flow_log"]["buffered"], 1);
+}
+
+#[test]
+fn flow_log_csv_text_is_exact() {
+    // The route to host A has one candidate (port 0, "p0"), so the chosen
+    // port is known in advance.
+    let mut b = unshaped_bed(Policy::Ecmp);
+    b.sw.enable_flow_log(16);
+    let v4 = FrameBuilder::ipv4([10, 0, 2, 2], [10, 0, 1, 2])
+        .macs(peer(2), mac(2))
+        .tcp(80, 40000)
+        .build();
+    let icmp = FrameBuilder::ipv4([10, 0, 2, 9], [10, 0, 1, 2])
+        .macs(peer(3), mac(3))
+        .icmp_echo(7, 1)
+        .build();
+    assert!(b.sw.io().inject(2, &v4));
+    assert!(b.sw.io().inject(3, &icmp));
+    b.sw.poll(123_456_789);
+    assert_eq!(b.sw.io().take_sent(0).len(), 2);
+    let mut out = Vec::new();
+    FlowLog::write_header(&mut out).unwrap();
+    assert_eq!(b.sw.write_flow_log(&mut out).unwrap(), 2);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "time_ns,src,dst,proto,sport,dport,port,ifname,reason,prefix\n\
+         123456789,10.0.2.2,10.0.1.2,6,80,40000,0,p0,new,10.0.1.2/32\n\
+         123456789,10.0.2.9,10.0.1.2,1,0,0,0,p0,new,10.0.1.2/32\n"
+    );
+    assert!(b.sw.flow_log().unwrap().records().is_empty());
+    // An IPv6 decision over a path port: its line, port and interface
+    // agree with where the frame left.
+    let out = run(&mut b, &[tcp_a_to_b_v6(50001)], 5 * MS);
+    assert_eq!(out.len(), 1);
+    let port = out[0].0;
+    let mut text = Vec::new();
+    b.sw.write_flow_log(&mut text).unwrap();
+    let want = match port {
+        1 => "5000000,fd00:1::2,fd00:2::2,6,50001,443,1,p1,new,fd00:2::/64\n",
+        2 => "5000000,fd00:1::2,fd00:2::2,6,50001,443,2,p2,new,fd00:2::/64\n",
+        _ => "5000000,fd00:1::2,fd00:2::2,6,50001,443,3,p3,new,fd00:2::/64\n",
+    };
+    assert_eq!(String::from_utf8(text).unwrap(), want);
 }

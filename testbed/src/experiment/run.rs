@@ -4,6 +4,7 @@
 //! was not faithful.
 
 use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -50,6 +51,42 @@ pub struct RunMeasurements {
     pub failure_at_s: Option<f64>,
     /// Flow-cache failovers counted by the source switch.
     pub failovers: u64,
+    /// The port the source switch first chose for each flow it logged, by
+    /// flow (source, destination).
+    pub decisions: HashMap<(SocketAddr, SocketAddr), u8>,
+}
+
+/// One line of `lcmp-switch --flow-log`.
+#[derive(Debug, serde::Deserialize)]
+struct Decision {
+    src: IpAddr,
+    dst: IpAddr,
+    sport: u16,
+    dport: u16,
+    port: u8,
+    reason: String,
+}
+
+/// The first port the switch chose for each flow in its decision log (a
+/// later `failover` line moves a flow off a dead port; the path it was
+/// put on is the first).
+fn read_decisions(path: &Path) -> Result<HashMap<(SocketAddr, SocketAddr), u8>> {
+    let mut rd =
+        csv::Reader::from_path(path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
+    let mut m = HashMap::new();
+    for row in rd.deserialize::<Decision>() {
+        let d = row.map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
+        let key = (
+            SocketAddr::new(d.src, d.sport),
+            SocketAddr::new(d.dst, d.dport),
+        );
+        if d.reason == "failover" {
+            m.entry(key).or_insert(d.port);
+        } else {
+            m.insert(key, d.port);
+        }
+    }
+    Ok(m)
 }
 
 /// Client progress as printed by `lcmp-traffic client`.
@@ -178,6 +215,8 @@ pub struct RunSpec {
     pub drain_s: f64,
     /// In-flight bound per client.
     pub max_concurrent: Option<u32>,
+    /// Congestion control of the flows.
+    pub cc: Option<String>,
     /// Link to take down mid-run: (switch index, port index, at seconds).
     pub failure: Option<(usize, u8, f64)>,
 }
@@ -250,6 +289,9 @@ pub fn run_one(
             "--progress-ms".into(),
             "250".into(),
         ];
+        if let Some(cc) = &spec.cc {
+            args.extend(["--cc".into(), cc.clone()]);
+        }
         if let Some(m) = spec.max_concurrent {
             args.extend(["--max-concurrent".into(), m.to_string()]);
         }
@@ -336,6 +378,21 @@ pub fn run_one(
     check_faithfulness(env.state, &start, &end, &mut meas);
     if let Some(s) = read_stats(&src_stats_path) {
         meas.failovers = s["flows"]["failovers"].as_u64().unwrap_or(0);
+    }
+    // Stopping the switches flushes their decision logs (the next run
+    // starts fresh ones anyway).
+    let src_log = env
+        .state
+        .procs
+        .iter()
+        .find(|p| p.name == env.from)
+        .map(|p| bed::flow_log_path(&p.stats));
+    bed::stop_switches(env.state)?;
+    if let Some(log) = src_log {
+        if log.is_file() {
+            meas.decisions = read_decisions(&log)?;
+            let _ = std::fs::copy(&log, dir.join(format!("decisions-{}.csv", env.from)));
+        }
     }
 
     let mut flows = Vec::new();
