@@ -59,16 +59,8 @@ pub fn switch_binary() -> Result<PathBuf> {
 /// is), else `cargo build --release -p <package> --bin <bin>`, run once per
 /// process and binary (the first caller builds, later ones wait and reuse).
 pub fn release_binary(package: &str, bin: &'static str, env: &str) -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os(env) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(Error::new(format!(
-                "${env} = {} is not a file",
-                p.display()
-            )))
-        };
+    if let Some(p) = program_from_env(env) {
+        return p;
     }
     // Holding the lock while cargo runs makes concurrent callers wait for
     // one build instead of racing on cargo's own lock.
@@ -79,6 +71,20 @@ pub fn release_binary(package: &str, bin: &'static str, env: &str) -> Result<Pat
     let r = cargo_build_release(package, bin);
     builds.push((bin, r.clone()));
     r.map_err(Error::new)
+}
+
+/// The program named by environment variable `env`, if it is set: its
+/// path, or an error if that is not a file.
+pub fn program_from_env(env: &str) -> Option<Result<PathBuf>> {
+    let p = PathBuf::from(std::env::var_os(env)?);
+    Some(if p.is_file() {
+        Ok(p)
+    } else {
+        Err(Error::new(format!(
+            "${env} = {} is not a file",
+            p.display()
+        )))
+    })
 }
 
 /// `cargo build --release -p <package> --bin <bin>`, returning the

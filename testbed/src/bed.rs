@@ -55,16 +55,8 @@ pub fn require_root() -> Result<()> {
 /// executable (cargo puts all of a workspace's binaries in one directory),
 /// else on `PATH`.
 pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os(env) {
-        let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(Error::new(format!(
-                "${env} = {} is not a file",
-                p.display()
-            )))
-        };
+    if let Some(p) = lcmp_netns_tests::daemon::program_from_env(env) {
+        return p;
     }
     if let Some(dir) = std::env::current_exe()
         .ok()
@@ -354,15 +346,19 @@ pub fn is_program(pid: u32, name: &str) -> bool {
             .unwrap_or(false)
 }
 
-/// Stops the switch daemons of `st` (SIGTERM: they detach their XDP
-/// programs; SIGKILL after 3 s) and clears their pids.
-pub fn stop_switches(st: &mut State) -> Result<()> {
-    let pids: Vec<u32> = st
-        .procs
+/// Pids of the switch daemons of `st` that still run.
+fn running_switches(st: &State) -> Vec<u32> {
+    st.procs
         .iter()
         .map(|p| p.pid)
         .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
-        .collect();
+        .collect()
+}
+
+/// Stops the switch daemons of `st` (SIGTERM: they detach their XDP
+/// programs; SIGKILL after 3 s) and clears their pids.
+pub fn stop_switches(st: &mut State) -> Result<()> {
+    let pids = running_switches(st);
     signal_and_wait(&pids, Duration::from_secs(3));
     for p in &mut st.procs {
         p.pid = 0;
@@ -415,12 +411,7 @@ pub fn down(name: &str) -> Result<DownReport> {
     let st = State::load(name).ok();
     let mut namespaces = netns::list_with_prefix(&state::netns_prefix(name));
     if let Some(st) = &st {
-        let pids: Vec<u32> = st
-            .procs
-            .iter()
-            .map(|p| p.pid)
-            .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
-            .collect();
+        let pids = running_switches(st);
         report.processes = pids.len();
         signal_and_wait(&pids, Duration::from_secs(3));
         for ns in &st.namespaces {
