@@ -815,6 +815,7 @@ pub(crate) mod tests {
             },
             error: String::new(),
             warmup: false,
+            path: None,
         }
     }
 

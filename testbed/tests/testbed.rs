@@ -574,6 +574,27 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
             text.starts_with("id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns"),
             "{text:.200}"
         );
+        // Every flow carries the path s1 logged for it; LCMP's avoid p2.
+        let rows: Vec<lcmp_traffic::record::FlowRecord> = csv::Reader::from_path(&flows)
+            .unwrap()
+            .deserialize()
+            .map(|r| r.unwrap())
+            .collect();
+        let mut per_path = std::collections::BTreeMap::<String, usize>::new();
+        for f in &rows {
+            let p = f
+                .path
+                .clone()
+                .unwrap_or_else(|| panic!("flow {} has no path: {f:?}", f.id));
+            *per_path.entry(p).or_default() += 1;
+        }
+        match r["policy"].as_str().unwrap() {
+            "lcmp" => assert_eq!(per_path.get("p2"), None, "{per_path:?}"),
+            _ => assert!(
+                per_path.get("p2").copied().unwrap_or(0) * 10 > rows.len(),
+                "{per_path:?}"
+            ),
+        }
     }
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(

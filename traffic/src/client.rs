@@ -461,6 +461,7 @@ fn arrival_loop(
             status: FlowStatus::Unfinished,
             error: String::new(),
             warmup: offset_s < config.warmup_s,
+            path: None,
         };
         let index = {
             let mut records = shared.records();
@@ -625,6 +626,7 @@ fn csv_header() -> io::Result<Vec<u8>> {
         status: FlowStatus::Unfinished,
         error: String::new(),
         warmup: false,
+        path: None,
     };
     let mut c = csv::Writer::from_writer(Vec::new());
     c.serialize(&probe).map_err(io::Error::other)?;
@@ -765,7 +767,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         assert_eq!(
             text,
-            "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup\n"
+            "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path\n"
         );
     }
 

@@ -54,4 +54,9 @@ pub struct FlowRecord {
     pub error: String,
     /// Started during the warm-up (excluded from results).
     pub warmup: bool,
+    /// The path the flow took (the neighbour switch its first hop leads
+    /// to), where a switch logged its decision: `lcmp-testbed` fills it in
+    /// from the source switch's `--flow-log`; empty from the generator.
+    #[serde(default)]
+    pub path: Option<String>,
 }

@@ -117,6 +117,7 @@ fn expected_header() -> String {
         status: FlowStatus::Ok,
         error: String::new(),
         warmup: false,
+        path: None,
     })
     .unwrap();
     let bytes = w.into_inner().unwrap();

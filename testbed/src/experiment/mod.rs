@@ -6,9 +6,7 @@ pub mod calibrate;
 pub mod config;
 pub mod run;
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -279,7 +277,13 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             window_s: meas.window_s,
             calibration_ok: notes.is_empty(),
             calibration_notes: notes,
-            flow_paths: flow_paths(&flows, &meas.decisions, &paths),
+            flow_paths: flows
+                .iter()
+                .filter_map(|f| {
+                    let name = f.path.as_deref()?;
+                    Some((f.id, paths.iter().position(|p| p.name == name)?))
+                })
+                .collect(),
             deadline_ns: Some(((spec.duration_s + spec.drain_s) * 1e9) as u64),
             flows,
         };
@@ -335,23 +339,6 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         .collect();
     std::fs::write(out.join("report.md"), report::render_report(&summary, &rel))?;
     Ok(summary)
-}
-
-/// Each flow's path (index into `paths`) from the source switch's
-/// decisions, matched on the flow's (source, destination) socket addresses.
-fn flow_paths(
-    flows: &[FlowRecord],
-    decisions: &HashMap<(SocketAddr, SocketAddr), u8>,
-    paths: &[PathSpec],
-) -> HashMap<u64, usize> {
-    flows
-        .iter()
-        .filter_map(|f| {
-            let key = (f.src.parse().ok()?, f.dst.parse().ok()?);
-            let port = decisions.get(&key)?;
-            Some((f.id, paths.iter().position(|p| p.port == *port)?))
-        })
-        .collect()
 }
 
 /// A workload's label: the short name, or a file's stem.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use lcmp_netns_tests::{Bg, Testbed};
+use lcmp_netns_tests::{Bg, PortPeer, Testbed};
 use lcmp_traffic::record::FlowRecord;
 use serde_json::Value;
 
@@ -394,7 +394,6 @@ pub fn run_one(
             let _ = std::fs::copy(&log, dir.join(format!("decisions-{}.csv", env.from)));
         }
     }
-
     let mut flows = Vec::new();
     for (_, path) in &clients {
         let mut rd = csv::Reader::from_path(path)
@@ -404,6 +403,21 @@ pub fn run_one(
         }
     }
     flows.sort_by_key(|f| f.id);
+    // The path of each flow: the neighbour behind the port the source
+    // switch logged for it.
+    for f in &mut flows {
+        let key = (f.src.parse::<SocketAddr>(), f.dst.parse::<SocketAddr>());
+        if let (Ok(src), Ok(dst)) = key {
+            f.path = meas
+                .decisions
+                .get(&(src, dst))
+                .and_then(|&port| src_node.ports.get(usize::from(port)))
+                .map(|p| match p.peer {
+                    PortPeer::Switch { switch, .. } => env.tb.switches[switch.0].name.clone(),
+                    PortPeer::Host(h) => env.tb.hosts[h.0].name.clone(),
+                });
+        }
+    }
     let merged = dir.join("flows.csv");
     let mut wr = csv::Writer::from_path(&merged)
         .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
@@ -415,6 +429,7 @@ pub fn run_one(
     for (_, path) in &clients {
         let _ = std::fs::remove_file(path);
     }
+
     Ok((flows, meas))
 }
 
