@@ -945,6 +945,26 @@ fn ping_over_paths(bed: &Bed, n: u32) -> PingRtt {
     }
 }
 
+/// [`ping_over_paths`], measured again (at most three times) while the
+/// median is more than 5% + 3 ms off the configured RTT: a burst of
+/// scheduling noise on this shared VM can delay a run of pings by several
+/// ms; an emulation that is really off stays off in every round.
+fn ping_over_paths_settled(bed: &Bed) -> PingRtt {
+    let mut rtt = ping_over_paths(bed, 40);
+    for _ in 0..2 {
+        let expected = ms(bed.paths[rtt.fwd].a_to_b_ns + bed.paths[rtt.rev].b_to_a_ns);
+        if (rtt.median - expected).abs() <= 0.05 * expected + 3.0 {
+            break;
+        }
+        eprintln!(
+            "median RTT {:.3} ms vs {expected:.3} ms: measuring again",
+            rtt.median
+        );
+        rtt = ping_over_paths(bed, 40);
+    }
+    rtt
+}
+
 /// The RTT check: the smallest of the pings' RTTs is within 5% + 1 ms of the
 /// configured RTT (forward plus reverse one-way delays), and the median
 /// within 5% + 3 ms. The median's extra 2 ms allow for this VM's wake-up
@@ -993,13 +1013,13 @@ fn rtt_follows_the_configured_delays() {
     let mut bed = Bed::start(|_| Vec::new());
 
     // The paths the switches picked for ping's flow (one flow each way).
-    let rtt = ping_over_paths(&bed, 40);
+    let rtt = ping_over_paths_settled(&bed);
     check_rtt(&bed, "chosen paths", &rtt);
 
     // The shortest path, forced both ways.
     let short = (0..3).min_by_key(|&i| bed.paths[i].a_to_b_ns).unwrap();
     force_path(&bed, short);
-    let rtt = ping_over_paths(&bed, 40);
+    let rtt = ping_over_paths_settled(&bed);
     assert_eq!((rtt.fwd, rtt.rev), (short, short), "only one path is up");
     check_rtt(&bed, "forced path", &rtt);
     bed.assert_all_running();

@@ -580,6 +580,24 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
             .deserialize()
             .map(|r| r.unwrap())
             .collect();
+        // Every completed flow's slowdown is >= 0.95, with the ideal as the
+        // README defines it: 2 x base RTT + ceil(size / 1448) x 1514 bytes
+        // over the bottleneck of the minimum-delay path.
+        let ideal = &summary["ideal"];
+        let (rtt_ns, bps) = (
+            ideal["base_rtt_ns"].as_f64().unwrap(),
+            ideal["bottleneck_bps"].as_f64().unwrap(),
+        );
+        assert!(rtt_ns > 8.0e6 && bps == 20e6, "{ideal}");
+        for f in rows.iter().filter(|f| !f.warmup) {
+            let fct = f
+                .fct_ns
+                .unwrap_or_else(|| panic!("flow {} did not complete: {f:?}", f.id));
+            let ideal_ns =
+                2.0 * rtt_ns + (f.size_bytes as f64 / 1448.0).ceil() * 1514.0 * 8.0 / bps * 1e9;
+            let slowdown = fct as f64 / ideal_ns;
+            assert!(slowdown >= 0.95, "flow {} slowdown {slowdown}: {f:?}", f.id);
+        }
         let mut per_path = std::collections::BTreeMap::<String, usize>::new();
         for f in &rows {
             let p = f

@@ -173,7 +173,7 @@ fn flows_complete_end_to_end() {
     assert_eq!(header, expected_header());
     assert_eq!(
         header,
-        "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup"
+        "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path"
     );
     assert!(!records.is_empty());
     let mut ids = HashSet::new();
