@@ -94,6 +94,15 @@ impl Drop for Down {
     }
 }
 
+/// `lcmp-testbed up --name NAME --topology 2dc-3path.toml EXTRA...`,
+/// which must succeed; returns its output.
+fn up_2dc(name: &str, extra: &[&str]) -> String {
+    let t = topology("2dc-3path.toml");
+    let mut args = vec!["up", "--name", name, "--topology", &t];
+    args.extend_from_slice(extra);
+    ok(&args)
+}
+
 /// XDP programs of ours loaded in the kernel.
 fn our_xdp_programs() -> usize {
     let out = Command::new("bpftool")
@@ -158,13 +167,7 @@ fn up_status_exec_down_on_2dc_3path() {
     let xdp_before = our_xdp_programs();
     let name = unique_name("a");
     let _down = Down(name.clone());
-    let out = ok(&[
-        "up",
-        "--name",
-        &name,
-        "--topology",
-        &topology("2dc-3path.toml"),
-    ]);
+    let out = up_2dc(&name, &[]);
     assert!(out.contains("switch s1"), "{out}");
 
     let s = status_json(&name);
@@ -236,13 +239,7 @@ fn up_8dc_with_generated_hosts_and_two_testbeds_coexist() {
         "--scale",
         "1000",
     ]);
-    ok(&[
-        "up",
-        "--name",
-        &small,
-        "--topology",
-        &topology("2dc-3path.toml"),
-    ]);
+    up_2dc(&small, &[]);
     let s = status_json(&big);
     assert_eq!(s["health"], "ok", "{s:#}");
     let hosts: Vec<&str> = s["hosts"]
@@ -284,13 +281,7 @@ fn down_cleans_up_after_kill_9_of_a_switch_and_of_the_tool() {
     // A switch killed with -9: status says so, down removes the rest.
     let name = unique_name("d");
     let _down = Down(name.clone());
-    ok(&[
-        "up",
-        "--name",
-        &name,
-        "--topology",
-        &topology("2dc-3path.toml"),
-    ]);
+    up_2dc(&name, &[]);
     let s = status_json(&name);
     let victim = &s["switches"][2];
     assert_eq!(victim["name"], "p1");
@@ -676,15 +667,7 @@ fn rocev2_frames_cross_and_queue_pairs_spread() {
     }
     let name = unique_name("q");
     let _down = Down(name.clone());
-    ok(&[
-        "up",
-        "--name",
-        &name,
-        "--topology",
-        &topology("2dc-3path.toml"),
-        "--policy",
-        "ecmp",
-    ]);
+    up_2dc(&name, &["--policy", "ecmp"]);
     let st = lcmp_testbed::state::State::load(&name).unwrap();
     let (_, tb) = lcmp_testbed::bed::attach(&st).unwrap();
     let b_addr = tb.host("b").ipv4().unwrap();
