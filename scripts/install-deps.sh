@@ -28,6 +28,7 @@ APT_PACKAGES=(
     tcpdump
     bpftool
     fonts-dejavu-core
+    prometheus
 )
 RUST_COMPONENTS=(rustfmt clippy)
 

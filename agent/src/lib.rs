@@ -1,8 +1,17 @@
-//! The LCMP control plane's reports: each switch's route tables (candidate
-//! ports with their path cost C_path, computed by `lcmp_topology::tables`,
-//! the same tables the switch data plane runs on) and the LCMP kept sets.
+//! The LCMP control plane.
+//!
+//! - [`report`]: each switch's route tables (candidates with C_path, from
+//!   `lcmp_topology::tables`, the tables the data plane runs on) and the
+//!   LCMP kept sets (`lcmp-agent paths`).
+//! - [`run`]: the agent managing running switches (`lcmp-agent run`).
+//! - [`tables`]: the tables it pushes; [`emulation`]: who emulates links.
+//! - [`ctl`]: the operator CLI (`lcmp-ctl`).
 
+pub mod ctl;
+pub mod emulation;
 pub mod report;
+pub mod run;
+pub mod tables;
 
 /// The paper's 8-DC topology, built in so the demo runs without files.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/8dc.toml");

@@ -22,6 +22,53 @@ enum Command {
     /// path delay, bottleneck capacity, C_path, the fused LCMP cost at empty
     /// queues and the LCMP kept set.
     Paths(PathsArgs),
+    /// Manage running switches: push each switch's tables from the
+    /// topology (hitless), watch the file and SIGHUP, take links that fail
+    /// anywhere out of every switch's candidates and put them back when
+    /// they return, report who emulates each link, and serve Prometheus
+    /// metrics of every switch. The switches keep forwarding with their
+    /// last tables while the agent is away; a restarted agent re-adopts
+    /// them without moving a flow.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Manage the switches of this lcmp-testbed testbed (its topology,
+    /// sockets and state directory under /run/lcmp-testbed/NAME).
+    #[arg(long, conflicts_with_all = ["topology", "socket_dir"])]
+    testbed: Option<String>,
+    /// Topology file the switches run (without --testbed).
+    #[arg(long, short)]
+    topology: Option<PathBuf>,
+    /// Directory of the switches' control sockets (SWITCH.sock).
+    #[arg(long, default_value = lcmp_control::paths::SWITCH_RUN_DIR)]
+    socket_dir: PathBuf,
+    /// Where the metrics endpoint listens (port 0: any free port; the
+    /// bound address is logged and written to the state file).
+    #[arg(long, default_value = "127.0.0.1:9464")]
+    metrics_listen: std::net::SocketAddr,
+    /// Serve no metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// How often every switch's port state is read, milliseconds (link
+    /// failures propagate within about this plus one table push).
+    #[arg(long, default_value_t = 20)]
+    watch_interval_ms: u64,
+    /// What C_path describes; must match the switches' --metric.
+    #[arg(long, value_enum, default_value = "path")]
+    metric: Metric,
+    /// Weight of the delay score in C_path; must match the switches'.
+    #[arg(long, default_value_t = 3)]
+    w_delay: u32,
+    /// Weight of the capacity score in C_path; must match the switches'.
+    #[arg(long, default_value_t = 1)]
+    w_capacity: u32,
+    /// Write the agent's state (pid, metrics address, down links, link
+    /// emulation plan) as JSON here. Default with --testbed: agent.json in
+    /// the testbed's directory.
+    #[arg(long)]
+    state_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -72,6 +119,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Paths(args) => paths(args),
+        Command::Run(args) => run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -80,6 +128,60 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let (topology, socket_dir, state_file, netns) = match &args.testbed {
+        Some(tb) => {
+            let dir = PathBuf::from(lcmp_control::paths::TESTBED_RUN_DIR).join(tb);
+            if !dir.is_dir() {
+                return Err(format!("no testbed {tb:?} ({} does not exist)", dir.display()).into());
+            }
+            (
+                lcmp_control::paths::testbed_topology(tb),
+                dir.clone(),
+                Some(args.state_file.clone().unwrap_or(dir.join("agent.json"))),
+                Some(lcmp_control::paths::testbed_netns_prefix(tb)),
+            )
+        }
+        None => (
+            args.topology
+                .clone()
+                .ok_or("give --testbed NAME or --topology FILE")?,
+            args.socket_dir.clone(),
+            args.state_file.clone(),
+            None,
+        ),
+    };
+    lcmp_agent::run::run(lcmp_agent::run::RunOptions {
+        topology,
+        socket_dir,
+        metrics_listen: (!args.no_metrics).then_some(args.metrics_listen),
+        watch_interval: std::time::Duration::from_millis(args.watch_interval_ms.max(1)),
+        tables: lcmp_agent::tables::TableOptions {
+            metric: match args.metric {
+                Metric::Path => PathMetric::Path,
+                Metric::Local => PathMetric::LocalLink,
+            },
+            path_cost: PathCostParams {
+                w_delay: args.w_delay,
+                w_capacity: args.w_capacity,
+                ..Default::default()
+            },
+        },
+        state_file,
+        host_netns_prefix: netns,
+        timeout: std::time::Duration::from_secs(2),
+    })?;
+    Ok(())
 }
 
 fn paths(args: PathsArgs) -> Result<(), Box<dyn std::error::Error>> {

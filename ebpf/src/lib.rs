@@ -52,7 +52,7 @@ use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-pub use netlink::{set_link_xdp, NetlinkError, XdpAttachments};
+pub use netlink::{set_link_xdp, LinkEvents, NetlinkError, XdpAttachments};
 
 #[repr(C, align(32))]
 struct Aligned<T: ?Sized>(T);

@@ -1,17 +1,20 @@
-//! A minimal rtnetlink client for the two XDP questions the loader asks the
-//! kernel: "which XDP programs are attached to interface N, in which mode?"
-//! (`RTM_GETLINK`, `IFLA_XDP`) and "remove the program attached in mode M"
-//! (`RTM_SETLINK` with `IFLA_XDP_FD = -1`).
+//! The project's one rtnetlink client. It answers the two XDP questions the
+//! loader asks the kernel: "which XDP programs are attached to interface N,
+//! in which mode?" (`RTM_GETLINK`, `IFLA_XDP`) and "remove the program
+//! attached in mode M" (`RTM_SETLINK` with `IFLA_XDP_FD = -1`); and it
+//! delivers link events ([`LinkEvents`], `RTMGRP_LINK`), which the switch
+//! polls to notice carrier changes without polling link state fast.
 //!
 //! Message building and parsing are pure functions over byte slices (unit
-//! tested without root); the only syscalls are in [`NetlinkSocket`].
+//! tested without root); the only syscalls are in [`NetlinkSocket`] and
+//! [`LinkEvents`].
 //!
 //! Netlink sockets belong to the network namespace of the thread that creates
 //! them, so every call here acts in the calling thread's namespace.
 
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 // Values from <linux/netlink.h>, <linux/rtnetlink.h> and <linux/if_link.h>.
 const NLMSG_HDRLEN: usize = 16;
@@ -334,25 +337,32 @@ enum Reply {
     Link(Vec<u8>),
 }
 
+/// A new `NETLINK_ROUTE` socket in the calling thread's namespace;
+/// `extra_type` is or-ed into `SOCK_RAW | SOCK_CLOEXEC` (e.g.
+/// `SOCK_NONBLOCK`).
+fn route_socket(extra_type: libc::c_int) -> Result<OwnedFd, NetlinkError> {
+    // SAFETY: plain socket(2) call; the result is checked before use.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC | extra_type,
+            libc::NETLINK_ROUTE,
+        )
+    };
+    if fd < 0 {
+        return Err(NetlinkError::from_io(io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just returned by socket(2), is valid and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 struct NetlinkSocket {
     fd: OwnedFd,
 }
 
 impl NetlinkSocket {
     fn open() -> Result<Self, NetlinkError> {
-        // SAFETY: plain socket(2) call; the result is checked before use.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return Err(NetlinkError::from_io(io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` was just returned by socket(2), is valid and owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let fd = route_socket(0)?;
         for opt in [NETLINK_EXT_ACK, NETLINK_CAP_ACK] {
             let on: libc::c_int = 1;
             // SAFETY: `fd` is a valid socket; `on` outlives the call and its size is passed.
@@ -404,6 +414,91 @@ impl NetlinkSocket {
                 }
             }
         }
+    }
+}
+
+/// Link events of the calling thread's network namespace: a non-blocking
+/// rtnetlink socket subscribed to `RTMGRP_LINK`, so any link being added,
+/// removed or changed (carrier, administrative state, ...) makes its fd
+/// readable. It says only *that* something changed, not what: readers
+/// re-read the state they care about (the switch reads each port's carrier
+/// from sysfs), which also covers events the kernel had to drop.
+#[derive(Debug)]
+pub struct LinkEvents {
+    fd: OwnedFd,
+}
+
+impl LinkEvents {
+    /// Subscribes to link events in the calling thread's namespace.
+    pub fn open() -> Result<Self, NetlinkError> {
+        let fd = route_socket(libc::SOCK_NONBLOCK)?;
+        // SAFETY: sockaddr_nl is plain data, for which all-zero is valid.
+        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+        addr.nl_groups = libc::RTMGRP_LINK as u32;
+        // SAFETY: `fd` is a valid socket; `addr` is a live sockaddr_nl whose
+        // size is passed with it.
+        let rc = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_nl).cast(),
+                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(NetlinkError::from_io(io::Error::last_os_error()));
+        }
+        Ok(LinkEvents { fd })
+    }
+
+    /// Reads every pending event without blocking; true if there was any,
+    /// or if the kernel dropped some because the socket's buffer was full
+    /// (`ENOBUFS`): either way link state may have changed.
+    pub fn drain(&self) -> bool {
+        // The events' contents are not needed (see the type's docs), so
+        // one small buffer is reused and anything longer is truncated.
+        let mut buf = [0u8; 8192];
+        let mut any = false;
+        loop {
+            // SAFETY: `buf` is a valid writable buffer of `buf.len()` bytes.
+            let n = unsafe {
+                libc::recv(
+                    self.fd.as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if n > 0 {
+                any = true;
+                continue;
+            }
+            if n < 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) => continue,
+                    // Reported once; the events still queued are read on,
+                    // so the fd does not stay readable.
+                    Some(libc::ENOBUFS) => {
+                        any = true;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            return any;
+        }
+    }
+}
+
+impl AsFd for LinkEvents {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl AsRawFd for LinkEvents {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
     }
 }
 
@@ -504,6 +599,48 @@ mod tests {
             Some("Can't replace active BPF XDP link")
         );
         assert!(parse_error(0, &0i32.to_ne_bytes()).is_ok());
+    }
+
+    /// `RTM_SETLINK` setting `IFF_UP` on `ifindex`.
+    fn setlink_up_request(ifindex: u32, seq: u32) -> Vec<u8> {
+        let mut buf = Vec::new();
+        push_nlmsghdr(&mut buf, RTM_SETLINK, NLM_F_REQUEST | NLM_F_ACK, seq);
+        buf.push(libc::AF_UNSPEC as u8); // ifi_family
+        buf.push(0); // pad
+        buf.extend_from_slice(&0u16.to_ne_bytes()); // ifi_type
+        buf.extend_from_slice(&ifindex.to_ne_bytes());
+        let up = libc::IFF_UP as u32;
+        buf.extend_from_slice(&up.to_ne_bytes()); // ifi_flags
+        buf.extend_from_slice(&up.to_ne_bytes()); // ifi_change
+        finish(buf)
+    }
+
+    #[test]
+    fn link_events_report_a_link_change() {
+        // SAFETY: geteuid(2) has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: needs root (a private network namespace)");
+            return;
+        }
+        std::thread::spawn(|| {
+            // A namespace of this thread alone: no other test's links, and
+            // nothing in it changes unless this test changes it.
+            // SAFETY: unshare(CLONE_NEWNET) only moves the calling thread
+            // into a new namespace; nothing of the process depends on it.
+            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+            assert_eq!(rc, 0, "unshare: {}", io::Error::last_os_error());
+            let events = LinkEvents::open().expect("subscribe to link events");
+            assert!(!events.drain(), "an event in a quiet namespace");
+            let sock = NetlinkSocket::open().expect("netlink socket");
+            // lo is ifindex 1 in every new namespace, and down.
+            sock.send(&setlink_up_request(1, 7)).expect("send");
+            let reply = sock.recv_reply(7).expect("lo up");
+            assert!(matches!(reply, Reply::Ack));
+            // The kernel queues the notification before it acks.
+            assert!(events.drain(), "bringing lo up was not reported");
+        })
+        .join()
+        .expect("test thread");
     }
 
     #[test]

@@ -28,6 +28,12 @@
 //! once the daemon has written its first stats file (its XDP programs are
 //! attached and its AF_XDP sockets bound by then). The process is stopped
 //! (SIGTERM, which detaches the XDP programs) when the handle drops.
+//!
+//! # Reading the stats file
+//!
+//! [`SwitchDaemon::stats`] returns the file as the switch's one snapshot
+//! type, [`lcmp_control::Snapshot`] (the control socket's `status` and the
+//! metrics read the same): tests use its typed fields and accessors.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,7 +42,8 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::json::{self, Json};
+use serde::Deserialize;
+
 use crate::netns::Bg;
 use crate::testbed::SwitchNode;
 use crate::{repo_root, Error, Result};
@@ -87,6 +94,20 @@ pub fn program_from_env(env: &str) -> Option<Result<PathBuf>> {
     })
 }
 
+/// What [`cargo_build_release`] reads of a cargo `compiler-artifact`
+/// message (the rest is ignored).
+#[derive(Deserialize)]
+struct Artifact {
+    target: ArtifactTarget,
+    /// `null` for artifacts that are not executables.
+    executable: Option<PathBuf>,
+}
+
+#[derive(Deserialize)]
+struct ArtifactTarget {
+    name: String,
+}
+
 /// `cargo build --release -p <package> --bin <bin>`, returning the
 /// executable's path from cargo's `compiler-artifact` message.
 fn cargo_build_release(package: &str, bin: &str) -> std::result::Result<PathBuf, String> {
@@ -117,12 +138,14 @@ fn cargo_build_release(package: &str, bin: &str) -> std::result::Result<PathBuf,
         if !line.contains("\"compiler-artifact\"") || !line.contains(bin) {
             continue;
         }
-        let Ok(v) = json::parse(line) else { continue };
-        if v.get("target").get("name").as_str() != Some(bin) {
+        let Ok(a) = serde_json::from_str::<Artifact>(line) else {
+            continue;
+        };
+        if a.target.name != bin {
             continue;
         }
-        if let Some(exe) = v.get("executable").as_str() {
-            return Ok(PathBuf::from(exe));
+        if let Some(exe) = a.executable {
+            return Ok(exe);
         }
     }
     Err(format!("cargo built {bin} but reported no executable"))
@@ -156,6 +179,13 @@ pub fn switch_argv(
         stats_path.display().to_string(),
         "--stats-interval-ms".into(),
         stats_interval_ms.to_string(),
+        // Beside the stats file: unique per testbed and test, and where
+        // `lcmp-ctl --testbed` and the agent look (DIR/SWITCH.sock).
+        "--control-socket".into(),
+        stats_path
+            .with_file_name(format!("{}.sock", node.name))
+            .display()
+            .to_string(),
     ];
     args.extend(node.port_args());
     for p in &node.ports {
@@ -266,10 +296,11 @@ impl SwitchDaemon {
     }
 
     /// The stats file as it is now.
-    pub fn stats(&self) -> Result<Json> {
+    pub fn stats(&self) -> Result<Stats> {
         let text = std::fs::read_to_string(&self.stats_path)
             .map_err(|e| Error::new(format!("{}: {e}", self.stats_path.display())))?;
-        json::parse(&text)
+        serde_json::from_str(&text)
+            .map_err(|e| Error::new(format!("{}: {e}", self.stats_path.display())))
     }
 
     fn stats_mtime(&self) -> Option<(SystemTime, u64)> {
@@ -282,13 +313,13 @@ impl SwitchDaemon {
     /// Stats taken after this call: waits for the file to be rewritten
     /// twice (the first rewrite may hold a snapshot taken just before the
     /// call), at most 5 s.
-    pub fn fresh_stats(&self) -> Result<Json> {
+    pub fn fresh_stats(&self) -> Result<Stats> {
         Ok(fresh_stats_all(&[self])?.remove(0))
     }
 
     /// Polls the stats until `pred` holds (returns those stats) or
     /// `timeout` passes (returns an error with the last stats).
-    pub fn wait_stats(&self, timeout: Duration, pred: impl Fn(&Json) -> bool) -> Result<Json> {
+    pub fn wait_stats(&self, timeout: Duration, pred: impl Fn(&Stats) -> bool) -> Result<Stats> {
         let deadline = Instant::now() + timeout;
         loop {
             let s = self.stats();
@@ -324,25 +355,8 @@ impl Drop for SwitchDaemon {
     }
 }
 
-/// A counter of a stats document by path, e.g. `stat(&s, &["flows",
-/// "failovers"])`; 0 if absent.
-pub fn stat(stats: &Json, path: &[&str]) -> u64 {
-    path.iter()
-        .fold(stats, |v, k| v.get(k))
-        .as_u64()
-        .unwrap_or(0)
-}
-
-/// The entry of `stats[section]` (an array of objects with a `name`) whose
-/// name is `ifname`.
-pub fn port_entry<'a>(stats: &'a Json, section: &str, ifname: &str) -> &'a Json {
-    static NULL: Json = Json::Null;
-    stats
-        .get(section)
-        .as_array()
-        .and_then(|a| a.iter().find(|p| p.get("name").as_str() == Some(ifname)))
-        .unwrap_or(&NULL)
-}
+/// A stats file as the switch wrote it.
+pub type Stats = lcmp_control::Snapshot;
 
 /// Starts a daemon on every switch of `tb` (topology file `topology`), in
 /// topology order; `extra(name)` gives each switch's extra arguments.
@@ -364,7 +378,7 @@ pub fn start_all(
 
 /// [`SwitchDaemon::fresh_stats`] of several daemons, waiting for all of them
 /// at once.
-pub fn fresh_stats_all(daemons: &[&SwitchDaemon]) -> Result<Vec<Json>> {
+pub fn fresh_stats_all(daemons: &[&SwitchDaemon]) -> Result<Vec<Stats>> {
     let deadline = Instant::now() + Duration::from_secs(5);
     let mut last: Vec<_> = daemons.iter().map(|d| d.stats_mtime()).collect();
     let mut changes = vec![0u32; daemons.len()];
@@ -390,4 +404,24 @@ pub fn fresh_stats_all(daemons: &[&SwitchDaemon]) -> Result<Vec<Json>> {
         }
     }
     daemons.iter().map(|d| d.stats()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_message() {
+        let line = r#"{"reason":"compiler-artifact","package_id":"x","target":{"kind":["bin"],
+            "name":"lcmp-switch","src_path":"/r/main.rs"},"profile":{},"features":[],
+            "filenames":["/t/release/lcmp-switch"],"executable":"/t/release/lcmp-switch",
+            "fresh":true}"#;
+        let a: Artifact = serde_json::from_str(line).unwrap();
+        assert_eq!(a.target.name, "lcmp-switch");
+        assert_eq!(a.executable, Some(PathBuf::from("/t/release/lcmp-switch")));
+        let lib =
+            r#"{"reason":"compiler-artifact","target":{"name":"lcmp_wire"},"executable":null}"#;
+        let a: Artifact = serde_json::from_str(lib).unwrap();
+        assert_eq!(a.executable, None);
+    }
 }

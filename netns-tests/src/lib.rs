@@ -34,7 +34,6 @@
 //! and returns when not run as root.
 
 pub mod daemon;
-pub mod json;
 pub mod netns;
 pub mod testbed;
 pub mod traffic;

@@ -11,6 +11,8 @@ use std::sync::Once;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
+
 use crate::{Error, Result};
 
 /// Prefix of every namespace this crate creates:
@@ -433,17 +435,8 @@ impl Netns {
     /// Packet, byte and drop counters of `ifname` (`ip -s -j link`).
     pub fn link_counters(&self, ifname: &str) -> Result<LinkCounters> {
         let out = self.ip(&["-s", "-j", "link", "show", "dev", ifname])?;
-        let v = crate::json::parse(&out)?;
-        let s = v.at(0).get("stats64");
-        let num = |dir: &str, k: &str| s.get(dir).get(k).as_u64().unwrap_or(0);
-        Ok(LinkCounters {
-            rx_packets: num("rx", "packets"),
-            rx_bytes: num("rx", "bytes"),
-            rx_dropped: num("rx", "dropped"),
-            tx_packets: num("tx", "packets"),
-            tx_bytes: num("tx", "bytes"),
-            tx_dropped: num("tx", "dropped"),
-        })
+        LinkCounters::from_ip_json(&out)
+            .map_err(|e| Error::new(format!("ip -s -j link show dev {ifname}: {e}")))
     }
 
     /// `ethtool -S ifname` as (name, value) pairs (veth: per-queue XDP
@@ -483,6 +476,45 @@ pub struct LinkCounters {
     pub tx_bytes: u64,
     /// Transmit drops.
     pub tx_dropped: u64,
+}
+
+/// What [`Netns::link_counters`] reads of one interface in `ip -s -j link`
+/// output (the rest is ignored); a missing counter reads 0.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct IpLinkStats {
+    stats64: IpStats64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct IpStats64 {
+    rx: IpDirStats,
+    tx: IpDirStats,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct IpDirStats {
+    packets: u64,
+    bytes: u64,
+    dropped: u64,
+}
+
+impl LinkCounters {
+    /// The counters of the first interface in `ip -s -j link` output.
+    fn from_ip_json(text: &str) -> serde_json::Result<LinkCounters> {
+        let links: Vec<IpLinkStats> = serde_json::from_str(text)?;
+        let s = links.into_iter().next().unwrap_or_default().stats64;
+        Ok(LinkCounters {
+            rx_packets: s.rx.packets,
+            rx_bytes: s.rx.bytes,
+            rx_dropped: s.rx.dropped,
+            tx_packets: s.tx.packets,
+            tx_bytes: s.tx.bytes,
+            tx_dropped: s.tx.dropped,
+        })
+    }
 }
 
 /// A background process (started with [`Netns::spawn`] or [`Bg::start`]).
@@ -614,5 +646,36 @@ impl Drop for Bg {
         }
         self.terminate();
         let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_counters_from_ip_json() {
+        // `ip -s -j link show dev lo`, iproute2 6.1.
+        let text = r#"[{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP","LOWER_UP"],
+            "mtu":65536,"stats64":{
+            "rx":{"bytes":546216512,"packets":177882,"errors":0,"dropped":3,"multicast":0},
+            "tx":{"bytes":546216500,"packets":177881,"errors":0,"dropped":4,"collisions":0}}}]"#;
+        assert_eq!(
+            LinkCounters::from_ip_json(text).unwrap(),
+            LinkCounters {
+                rx_packets: 177882,
+                rx_bytes: 546216512,
+                rx_dropped: 3,
+                tx_packets: 177881,
+                tx_bytes: 546216500,
+                tx_dropped: 4,
+            }
+        );
+        let no_stats = r#"[{"ifindex":1,"ifname":"lo"}]"#;
+        assert_eq!(
+            LinkCounters::from_ip_json(no_stats).unwrap(),
+            LinkCounters::default()
+        );
+        assert!(LinkCounters::from_ip_json("Device \"x\" does not exist.").is_err());
     }
 }

@@ -14,8 +14,10 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use serde::Deserialize;
+
 use crate::netns::{Bg, Netns};
-use crate::{json, Error, Result};
+use crate::{Error, Result};
 
 /// Result of [`ping`].
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +161,31 @@ pub struct IperfResult {
     pub retransmits: Option<u64>,
 }
 
+/// What [`iperf3_client`] reads of `iperf3 -J` output (the rest is
+/// ignored). A failed run has `error`, and `end` empty or missing.
+#[derive(Deserialize)]
+struct IperfJson {
+    error: Option<String>,
+    #[serde(default)]
+    end: IperfEnd,
+}
+
+#[derive(Deserialize, Default)]
+struct IperfEnd {
+    #[serde(default)]
+    sum_received: IperfSum,
+    #[serde(default)]
+    sum_sent: IperfSum,
+}
+
+#[derive(Deserialize, Default)]
+struct IperfSum {
+    bits_per_second: Option<f64>,
+    bytes: Option<u64>,
+    /// Only the sender's sum has it, and only where the kernel reports it.
+    retransmits: Option<u64>,
+}
+
 /// Runs an iperf3 TCP client in `ns` against `server:port` for `secs`
 /// seconds (`-J` output parsed); `extra` adds arguments (e.g. `["-P",
 /// "4"]`).
@@ -175,27 +202,30 @@ pub fn iperf3_client(
     let mut args = vec!["iperf3", "-J", "-c", &s, "-p", &p, "-t", &t];
     args.extend_from_slice(extra);
     let out = ns.exec_output(&args, Duration::from_secs(u64::from(secs) + 60))?;
-    let v = json::parse(&out.stdout).map_err(|e| {
+    parse_iperf3(&out.stdout, &out.stderr)
+}
+
+/// The result in `iperf3 -J` output `stdout` (`stderr` only goes into the
+/// error when that is not iperf3's JSON).
+fn parse_iperf3(stdout: &str, stderr: &str) -> Result<IperfResult> {
+    let v: IperfJson = serde_json::from_str(stdout).map_err(|e| {
         Error::new(format!(
-            "iperf3 output: {e}: {}{}",
-            out.stdout.chars().take(400).collect::<String>(),
-            out.stderr
+            "iperf3 output: {e}: {}{stderr}",
+            stdout.chars().take(400).collect::<String>(),
         ))
     })?;
-    if let Some(err) = v.get("error").as_str() {
+    if let Some(err) = v.error {
         return Err(Error::new(format!("iperf3: {err}")));
     }
-    let end = v.get("end");
-    let recv = end.get("sum_received");
+    let (recv, sent) = (v.end.sum_received, v.end.sum_sent);
     let bits_per_second = recv
-        .get("bits_per_second")
-        .as_f64()
+        .bits_per_second
         .ok_or_else(|| Error::new("iperf3: no end.sum_received.bits_per_second"))?;
     Ok(IperfResult {
         bits_per_second,
-        bytes_received: recv.get("bytes").as_u64().unwrap_or(0),
-        bytes_sent: end.get("sum_sent").get("bytes").as_u64().unwrap_or(0),
-        retransmits: end.get("sum_sent").get("retransmits").as_u64(),
+        bytes_received: recv.bytes.unwrap_or(0),
+        bytes_sent: sent.bytes.unwrap_or(0),
+        retransmits: sent.retransmits,
     })
 }
 
@@ -758,6 +788,41 @@ rtt min/avg/max/mdev = 0.081/0.100/0.120/0.019 ms
         assert_eq!((s.min_ms, s.avg_ms, s.max_ms), (0.081, 0.100, 0.120));
         assert_eq!(s.quantile_ms(0.5), Some(0.081));
         assert_eq!(s.quantile_ms(1.0), Some(0.120));
+    }
+
+    #[test]
+    fn iperf3_output() {
+        // Abridged from iperf 3.12 on loopback.
+        let ok = r#"{"start": {"version": "iperf 3.12"}, "intervals": [],
+            "end": {
+                "sum_sent": {"start": 0, "end": 1.000312, "bytes": 1911029760,
+                    "bits_per_second": 15283469637.473106, "retransmits": 15, "sender": true},
+                "sum_received": {"start": 0, "end": 1.000365, "bytes": 1911029654,
+                    "bits_per_second": 15282659061.442574, "sender": true}}}"#;
+        assert_eq!(
+            parse_iperf3(ok, "").unwrap(),
+            IperfResult {
+                bits_per_second: 15282659061.442574,
+                bytes_received: 1911029654,
+                bytes_sent: 1911029760,
+                retransmits: Some(15),
+            }
+        );
+        let refused = r#"{"start": {"connected": []}, "intervals": [], "end": {},
+            "error": "unable to connect to server: Connection refused"}"#;
+        let e = parse_iperf3(refused, "").unwrap_err().to_string();
+        assert_eq!(e, "iperf3: unable to connect to server: Connection refused");
+        let e = parse_iperf3(r#"{"end": {"sum_sent": {"bytes": 1}}}"#, "")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no end.sum_received.bits_per_second"), "{e}");
+        let e = parse_iperf3("iperf3: error", "boom")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("iperf3 output: ") && e.ends_with("boom"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -31,8 +31,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use lcmp_netns_tests::daemon::{self, fresh_stats_all, port_entry, stat};
-use lcmp_netns_tests::json::Json;
+use lcmp_netns_tests::daemon::{self, fresh_stats_all, Stats};
 use lcmp_netns_tests::traffic::{quantile, realtime_ns, UdpArrival};
 use lcmp_netns_tests::{
     iperf3_client, iperf3_server, ping, repo_root, require_root, require_tools, switch_binary,
@@ -168,17 +167,13 @@ impl Bed {
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
             let xsk: Vec<String> = s
-                .get("xsk")
-                .as_array()
-                .unwrap_or(&[])
+                .ports
                 .iter()
-                .map(|p| {
+                .filter_map(|p| p.xsk.as_ref().map(|x| (&p.name, x)))
+                .map(|(name, x)| {
                     format!(
-                        "{}:rx_dropped={},ring_full={},fill_empty={}",
-                        p.get("name").as_str().unwrap_or("?"),
-                        stat(p, &["rx_dropped"]),
-                        stat(p, &["rx_ring_full"]),
-                        stat(p, &["fill_ring_empty"])
+                        "{name}:rx_dropped={},ring_full={},fill_empty={}",
+                        x.rx_dropped, x.rx_ring_full, x.fill_ring_empty
                     )
                 })
                 .collect();
@@ -229,7 +224,7 @@ impl Bed {
         let name = ifname.clone();
         self.daemon(edge)
             .wait_stats(Duration::from_secs(5), move |s| {
-                port_entry(s, "ports", &name).get("up") == &Json::Bool(false)
+                s.port(&name).is_some_and(|p| !p.up)
             })
             .expect("daemon sees the link down");
         (started, done, t0.elapsed())
@@ -320,10 +315,8 @@ impl Bed {
             .iter()
             .map(|p| {
                 self.daemon(&p.middle).stats().map_or(0, |s| {
-                    stat(
-                        port_entry(&s, "ports", &p.middle_to_s2_ifname),
-                        &["tx_frames"],
-                    )
+                    s.port(&p.middle_to_s2_ifname)
+                        .map_or(0, |p| p.counter("tx_frames"))
                 })
             })
             .collect()
@@ -442,7 +435,7 @@ fn ping_and_tcp_cross_the_switches() {
         assert_eq!(r.received, 4_000_000);
     }
     let s1 = bed.daemon("s1").fresh_stats().expect("s1 stats");
-    assert!(stat(&s1, &["tx_frames"]) > 2000, "s1 forwarded: {s1:?}");
+    assert!(s1.counter("tx_frames") > 2000, "s1 forwarded: {s1:?}");
     bed.assert_all_running();
 }
 
@@ -757,8 +750,7 @@ fn link_down_moves_only_its_flows() {
     let s1_after = bed.daemon("s1").fresh_stats().expect("s1 stats");
     let lost_b = rb.lost(3, ports.len() as u64);
     let flows_b = count_per_path(&path_b);
-    let failovers =
-        stat(&s1_after, &["flows", "failovers"]) - stat(&s1_before, &["flows", "failovers"]);
+    let failovers = s1_after.flows.failovers - s1_before.flows.failovers;
 
     // The probe (1 packet per ms): the last packet that crossed the dead
     // path and the first that crossed a live one, by one-way delay (the
@@ -890,18 +882,11 @@ fn link_down_moves_only_its_flows() {
 // 5. Delay and rate emulation.
 
 /// Frame-counter deltas of a switch's ports.
-fn port_tx(stats: &Json) -> HashMap<String, u64> {
+fn port_tx(stats: &Stats) -> HashMap<String, u64> {
     stats
-        .get("ports")
-        .as_array()
-        .unwrap_or(&[])
+        .ports
         .iter()
-        .map(|p| {
-            (
-                p.get("name").as_str().unwrap_or("").to_string(),
-                stat(p, &["tx_frames"]),
-            )
-        })
+        .map(|p| (p.name.clone(), p.counter("tx_frames")))
         .collect()
 }
 
@@ -1060,10 +1045,9 @@ fn tcp_gets_the_shaped_rate() {
     drop(server);
     let ratio = res.bits_per_second / r_goodput;
     let s1 = bed.daemon("s1").fresh_stats().expect("s1 stats");
-    let tx_slow = stat(
-        port_entry(&s1, "ports", &bed.paths[slow].s1_ifname),
-        &["tx_frames"],
-    );
+    let tx_slow = s1
+        .port(&bed.paths[slow].s1_ifname)
+        .map_or(0, |p| p.counter("tx_frames"));
     eprintln!(
         "TCP over {} (R = {:.0} Mbit/s of frames, so at most {:.2} Mbit/s of TCP payload): \
          {:.2} Mbit/s = {ratio:.3} of that ({:.3} of R), retransmits {:?}; s1 sent {tx_slow} \
@@ -1409,24 +1393,16 @@ mod malformed {
 }
 
 /// The named counters of the `xdp` object of a port's entry in `xsk`.
-fn xdp_counters(stats: &Json, ifname: &str) -> BTreeMap<String, u64> {
-    match port_entry(stats, "xsk", ifname).get("xdp") {
-        Json::Obj(m) => m
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
-            .collect(),
-        other => panic!("no xdp counters for {ifname}: {other:?}"),
-    }
+fn xdp_counters(stats: &Stats, ifname: &str) -> BTreeMap<String, u64> {
+    stats
+        .port(ifname)
+        .and_then(|p| p.xsk.as_ref())
+        .map(|x| x.xdp.clone())
+        .unwrap_or_else(|| panic!("no xdp counters for {ifname}: {stats:?}"))
 }
 
-fn drops(stats: &Json) -> BTreeMap<String, u64> {
-    match stats.get("drops") {
-        Json::Obj(m) => m
-            .iter()
-            .map(|(k, v)| (k.clone(), v.as_u64().unwrap_or(0)))
-            .collect(),
-        other => panic!("no drops: {other:?}"),
-    }
+fn drops(stats: &Stats) -> BTreeMap<String, u64> {
+    stats.drops.clone()
 }
 
 fn map_delta(
@@ -1530,11 +1506,15 @@ fn malformed_frames_are_counted_and_dropped() {
         &xdp_counters(&before, &port_if),
     );
     let dropped = map_delta(&drops(&after), &drops(&before));
-    let rx = stat(&after, &["rx_frames"]) - stat(&before, &["rx_frames"]);
-    let tx = stat(&after, &["tx_frames"]) - stat(&before, &["tx_frames"]);
-    let xsk = |s: &Json, k: &str| stat(port_entry(s, "xsk", &port_if), &[k]);
-    let xsk_dropped = xsk(&after, "rx_dropped") - xsk(&before, "rx_dropped");
-    let xsk_ring_full = xsk(&after, "rx_ring_full") - xsk(&before, "rx_ring_full");
+    let rx = after.counter("rx_frames") - before.counter("rx_frames");
+    let tx = after.counter("tx_frames") - before.counter("tx_frames");
+    let xsk = |s: &Stats| {
+        s.port(&port_if)
+            .and_then(|p| p.xsk.clone())
+            .unwrap_or_default()
+    };
+    let xsk_dropped = xsk(&after).rx_dropped - xsk(&before).rx_dropped;
+    let xsk_ring_full = xsk(&after).rx_ring_full - xsk(&before).rx_ring_full;
     // A frame the veth cannot queue for its peer's XDP (ring full) counts
     // as a transmit drop of the sending end.
     let veth_dropped = veth_after.tx_dropped - veth_before.tx_dropped;

@@ -14,7 +14,7 @@ use lcmp_netns_tests::netns::{self, process_running, spawn_detached};
 use lcmp_netns_tests::{Netns, Testbed};
 use lcmp_topology::{HostTemplate, Topology};
 
-use crate::state::{self, State, SwitchProc, SwitchSettings};
+use crate::state::{self, AgentProc, State, SwitchProc, SwitchSettings};
 use crate::{Error, Result};
 
 /// How often switches rewrite their stats file in a testbed.
@@ -38,7 +38,20 @@ pub struct UpOptions {
     /// Hosts' initial congestion and receive windows, in segments, on
     /// their default routes (`None`: the kernel's default of 10).
     pub initcwnd: Option<u32>,
+    /// Start the agent (`None`: no agent).
+    pub agent: Option<AgentOptions>,
 }
+
+/// How the testbed's agent runs.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOptions {
+    /// Where its metrics endpoint listens (`None`: no metrics). Port 9464
+    /// when taken falls back to a free port (said in the output).
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+/// The metrics port Prometheus exporters of this kind conventionally use.
+pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9464";
 
 /// Fails unless running as root, naming why root is needed.
 pub fn require_root() -> Result<()> {
@@ -174,6 +187,7 @@ fn up_inner(
         switches: opts.switches.clone(),
         namespaces,
         procs: Vec::new(),
+        agent: None,
         complete: false,
     };
     // Written before anything exists, so that `down` finds it all after a
@@ -198,6 +212,10 @@ fn up_inner(
     start_switches(&mut st, &tb, switch_bin)?;
     progress("checking that every host reaches every other");
     check_reachability(&tb)?;
+    if let Some(agent) = &opts.agent {
+        progress("starting the agent");
+        start_agent(&mut st, agent)?;
+    }
     tb.persist();
     st.complete = true;
     st.save()?;
@@ -317,6 +335,88 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
     Ok(())
 }
 
+/// Starts the testbed's agent (`lcmp-agent run --testbed NAME`), detached,
+/// and waits until it has adopted the switches (its state file names its
+/// pid and, with metrics, the address bound).
+pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
+    let bin = find_program("lcmp-agent", "LCMP_AGENT_BIN")?;
+    let dir = state::dir(&st.name);
+    let log = dir.join("agent.log");
+    let state_file = dir.join("agent.json");
+    let _ = std::fs::remove_file(&state_file);
+    let mut argv: Vec<String> = vec![
+        bin.display().to_string(),
+        "run".into(),
+        "--testbed".into(),
+        st.name.clone(),
+    ];
+    match opts.metrics_listen {
+        Some(mut addr) => {
+            // Another testbed's agent (or any exporter) may hold the
+            // default port: take a free one rather than fail.
+            if std::net::TcpListener::bind(addr).is_err() && addr.port() != 0 {
+                addr.set_port(0);
+            }
+            argv.extend(["--metrics-listen".into(), addr.to_string()]);
+        }
+        None => argv.push("--no-metrics".into()),
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let pid = spawn_detached(&argv, &log)?;
+    st.agent = Some(AgentProc {
+        pid,
+        log: log.clone(),
+        metrics: None,
+    });
+    st.save()?;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let written: Option<serde_json::Value> = std::fs::read_to_string(&state_file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(v) = written.filter(|v| v["pid"] == pid) {
+            let metrics = v["metrics"].as_str().map(str::to_string);
+            if metrics.is_some() || opts.metrics_listen.is_none() {
+                if let Some(a) = st.agent.as_mut() {
+                    a.metrics = metrics;
+                }
+                return st.save();
+            }
+        }
+        if !process_running(pid) {
+            return Err(Error::new(format!(
+                "the agent exited at start:\n{}",
+                tail(&log, 20)
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::new(format!(
+                "the agent did not adopt the switches within 20 s:\n{}",
+                tail(&log, 20)
+            )));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Stops the testbed's agent (SIGTERM); the switches keep forwarding.
+pub fn stop_agent(st: &mut State) -> Result<()> {
+    if let Some(a) = st.agent.as_mut() {
+        if a.pid != 0 && is_program(a.pid, "lcmp-agent") {
+            signal_and_wait(&[a.pid], Duration::from_secs(3));
+        }
+        a.pid = 0;
+    }
+    st.save()
+}
+
+/// Whether the testbed's agent runs.
+pub fn agent_running(st: &State) -> bool {
+    st.agent
+        .as_ref()
+        .is_some_and(|a| a.pid != 0 && is_program(a.pid, "lcmp-agent"))
+}
+
 /// The flow-decision log (`lcmp-switch --flow-log`) beside a switch's
 /// stats file: which port the switch chose for each new flow.
 pub fn flow_log_path(stats: &Path) -> PathBuf {
@@ -411,6 +511,11 @@ pub fn down(name: &str) -> Result<DownReport> {
     let st = State::load(name).ok();
     let mut namespaces = netns::list_with_prefix(&state::netns_prefix(name));
     if let Some(st) = &st {
+        // The agent first: it must not push tables into switches going
+        // away.
+        if let Some(a) = st.agent.as_ref().filter(|_| agent_running(st)) {
+            signal_and_wait(&[a.pid], Duration::from_secs(3));
+        }
         let pids = running_switches(st);
         report.processes = pids.len();
         signal_and_wait(&pids, Duration::from_secs(3));

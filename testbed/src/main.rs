@@ -63,6 +63,23 @@ enum Cmd {
     },
     /// List the testbeds that are up.
     List,
+    /// Start the testbed's agent if it is not running (after `kill -9`, or
+    /// `--no-agent`): it re-adopts the running switches without moving a
+    /// flow. `--stop` stops it; the switches keep forwarding.
+    Agent {
+        /// Testbed name.
+        #[arg(long)]
+        name: String,
+        /// Stop the agent instead.
+        #[arg(long)]
+        stop: bool,
+        /// Where its metrics are served.
+        #[arg(long, default_value = bed::DEFAULT_METRICS_LISTEN)]
+        metrics_listen: std::net::SocketAddr,
+        /// Serve no metrics.
+        #[arg(long)]
+        no_metrics: bool,
+    },
     /// Run an FCT experiment (see `lcmp-testbed experiment --help`).
     Experiment(Box<experiment::ExperimentArgs>),
 }
@@ -87,6 +104,18 @@ pub struct UpArgs {
     /// has it.
     #[arg(long)]
     rdma: bool,
+    /// Where the agent serves Prometheus metrics of every switch (port 0:
+    /// any free port; the default port, when taken, falls back to a free
+    /// one). `lcmp-testbed status` shows the address.
+    #[arg(long, default_value = bed::DEFAULT_METRICS_LISTEN)]
+    metrics_listen: std::net::SocketAddr,
+    /// Serve no metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// Start no agent: switches keep the tables they computed at start,
+    /// and a link failure is seen only by the switches at its ends.
+    #[arg(long)]
+    no_agent: bool,
 }
 
 fn main() -> ExitCode {
@@ -127,6 +156,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
                 cc: a.topo.cc.clone(),
                 initcwnd: a.topo.initcwnd,
+                agent: (!a.no_agent).then(|| bed::AgentOptions {
+                    metrics_listen: (!a.no_metrics).then_some(a.metrics_listen),
+                }),
             };
             let st = bed::up(&opts, &say)?;
             if a.rdma {
@@ -215,6 +247,43 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     ),
                     Err(e) => println!("{n}\t(broken: {e}; `lcmp-testbed down --name {n}`)"),
                 }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Agent {
+            name,
+            stop,
+            metrics_listen,
+            no_metrics,
+        } => {
+            bed::require_root()?;
+            let mut st = State::load(&name)?;
+            if stop {
+                bed::stop_agent(&mut st)?;
+                say(&format!(
+                    "the agent of {name} is stopped; its switches keep forwarding"
+                ));
+            } else if bed::agent_running(&st) {
+                let a = st.agent.as_ref().expect("running agent has a record");
+                say(&format!(
+                    "the agent of {name} runs already (pid {}, metrics {})",
+                    a.pid,
+                    a.metrics.as_deref().unwrap_or("off")
+                ));
+            } else {
+                bed::start_agent(
+                    &mut st,
+                    &bed::AgentOptions {
+                        metrics_listen: (!no_metrics).then_some(metrics_listen),
+                    },
+                )?;
+                let a = st.agent.as_ref().expect("just started");
+                say(&format!(
+                    "agent of {name} started (pid {}, metrics {}); log {}",
+                    a.pid,
+                    a.metrics.as_deref().unwrap_or("off"),
+                    a.log.display()
+                ));
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, Result};
 
 /// Where testbeds keep their state.
-pub const RUN_DIR: &str = "/run/lcmp-testbed";
+pub const RUN_DIR: &str = lcmp_control::paths::TESTBED_RUN_DIR;
 
 /// Prefix of every namespace a testbed creates: `lcmptb-<name>-<node>`.
 /// (Distinct from the `lcmpt-<pid>-` namespaces of the test harness.)
-pub const NETNS_PREFIX: &str = "lcmptb-";
+pub const NETNS_PREFIX: &str = lcmp_control::paths::TESTBED_NETNS_PREFIX;
 
 /// Longest testbed name: namespace names stay short and readable.
 pub const MAX_NAME_LEN: usize = 16;
@@ -45,12 +45,13 @@ pub fn validate_name(name: &str) -> Result<()> {
 
 /// The namespace of node `node` (switch or host) of testbed `name`.
 pub fn netns_name(name: &str, node: &str) -> String {
-    format!("{NETNS_PREFIX}{name}-{node}")
+    format!("{}{node}", netns_prefix(name))
 }
 
-/// The prefix shared by all namespaces of testbed `name`.
+/// The prefix shared by all namespaces of testbed `name` (the agent finds
+/// hosts' namespaces by it: one definition, in lcmp-control).
 pub fn netns_prefix(name: &str) -> String {
-    format!("{NETNS_PREFIX}{name}-")
+    lcmp_control::paths::testbed_netns_prefix(name)
 }
 
 /// The state directory of testbed `name`.
@@ -97,6 +98,17 @@ pub struct SwitchProc {
     pub stats: PathBuf,
 }
 
+/// The testbed's agent (`lcmp-agent run --testbed NAME`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentProc {
+    /// Its process id (0 when not running).
+    pub pid: u32,
+    /// Its log file.
+    pub log: PathBuf,
+    /// Where its metrics endpoint listens (`None`: no metrics).
+    pub metrics: Option<String>,
+}
+
 /// The state file of one testbed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
@@ -118,6 +130,9 @@ pub struct State {
     pub namespaces: Vec<String>,
     /// The switch daemons.
     pub procs: Vec<SwitchProc>,
+    /// The agent, if one was started.
+    #[serde(default)]
+    pub agent: Option<AgentProc>,
     /// False until `up` has finished (reachability checked).
     pub complete: bool,
 }

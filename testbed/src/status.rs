@@ -96,6 +96,21 @@ pub struct Status {
     pub switches: Vec<SwitchStatus>,
     /// Hosts.
     pub hosts: Vec<HostStatus>,
+    /// The agent: pid (0: none), running, metrics address.
+    pub agent: Option<AgentStatus>,
+}
+
+/// The testbed's agent.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentStatus {
+    /// Process id (0: stopped).
+    pub pid: u32,
+    /// Whether it runs.
+    pub running: bool,
+    /// Where it serves metrics.
+    pub metrics: Option<String>,
+    /// Its log.
+    pub log: String,
 }
 
 fn peer_name(topo: &Topology, peer: &Peer) -> String {
@@ -118,7 +133,7 @@ pub fn status(name: &str) -> Result<Status> {
         let proc = st.procs.iter().find(|p| p.name == sw.name);
         let pid = proc.map_or(0, |p| p.pid);
         let running = pid != 0 && is_program(pid, "lcmp-switch");
-        let stats: Option<serde_json::Value> = proc
+        let stats: Option<lcmp_control::Snapshot> = proc
             .and_then(|p| std::fs::read_to_string(&p.stats).ok())
             .and_then(|t| serde_json::from_str(&t).ok());
         let age = proc
@@ -131,14 +146,7 @@ pub fn status(name: &str) -> Result<Status> {
         } else if age.is_none_or(|a| a > STALE_AFTER_S) {
             problems.push(format!("switch {} has not reported for 5 s", sw.name));
         }
-        let port_stats = |ifname: &str| {
-            stats
-                .as_ref()
-                .and_then(|s| s.get("ports"))
-                .and_then(|p| p.as_array())
-                .and_then(|a| a.iter().find(|p| p["name"] == ifname))
-                .cloned()
-        };
+        let port_stats = |ifname: &str| stats.as_ref().and_then(|s| s.port(ifname)).cloned();
         let ports = topo
             .ports(sw.id)
             .iter()
@@ -151,8 +159,8 @@ pub fn status(name: &str) -> Result<Status> {
                     rate_bps: p.rate_bps,
                     delay_us: p.delay_ns / 1000,
                     buffer_bytes: p.buffer_bytes,
-                    tx_frames: ps.as_ref().and_then(|v| v["tx_frames"].as_u64()),
-                    up: ps.as_ref().and_then(|v| v["up"].as_bool()),
+                    tx_frames: ps.as_ref().map(|p| p.counter("tx_frames")),
+                    up: ps.as_ref().map(|p| p.up),
                     ifname,
                 }
             })
@@ -163,7 +171,7 @@ pub fn status(name: &str) -> Result<Status> {
             pid,
             running,
             stats_age_s: age,
-            drops_total: stats.as_ref().and_then(|s| s["drops_total"].as_u64()),
+            drops_total: stats.as_ref().map(|s| s.drops_total),
             ports,
             log: proc
                 .map(|p| p.log.display().to_string())
@@ -180,6 +188,11 @@ pub fn status(name: &str) -> Result<Status> {
             attached_to: format!("{}:{}", topo.switch(h.switch).name, h.port),
         })
         .collect();
+    if st.agent.is_some() && !crate::bed::agent_running(&st) {
+        problems.push(format!(
+            "the agent is not running (`lcmp-testbed agent --name {name}` restarts it)"
+        ));
+    }
     Ok(Status {
         name: name.to_string(),
         health: if problems.is_empty() {
@@ -197,6 +210,12 @@ pub fn status(name: &str) -> Result<Status> {
         beta: st.switches.beta,
         switches,
         hosts,
+        agent: st.agent.as_ref().map(|a| AgentStatus {
+            pid: a.pid,
+            running: crate::bed::agent_running(&st),
+            metrics: a.metrics.clone(),
+            log: a.log.display().to_string(),
+        }),
     })
 }
 
@@ -228,6 +247,23 @@ pub fn render(s: &Status) -> String {
         "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {})",
         s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta
     );
+    match &s.agent {
+        Some(a) => {
+            let _ = writeln!(
+                out,
+                "agent pid {} {}  metrics {}  (lcmp-ctl --testbed {} ...)",
+                a.pid,
+                if a.running { "running" } else { "NOT RUNNING" },
+                a.metrics
+                    .as_deref()
+                    .map_or("off".into(), |m| format!("http://{m}/metrics")),
+                s.name
+            );
+        }
+        None => {
+            let _ = writeln!(out, "no agent (started with --no-agent)");
+        }
+    }
     for sw in &s.switches {
         let _ = writeln!(
             out,

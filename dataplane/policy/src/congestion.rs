@@ -223,6 +223,19 @@ impl PortStates {
         self.up.is_empty()
     }
 
+    /// Restarts a port's estimator for a link of `rate_bps` with a buffer of
+    /// `buffer_bytes` (the link's emulation changed).
+    pub fn set_link(
+        &mut self,
+        params: &CongestionParams,
+        port: PortId,
+        rate_bps: u64,
+        buffer_bytes: u64,
+    ) {
+        self.estimators[port as usize] = CongestionEstimator::new(params, rate_bps, buffer_bytes);
+        self.c_cong[port as usize] = 0;
+    }
+
     /// Marks a port's link up or down.
     pub fn set_up(&mut self, port: PortId, up: bool) {
         self.up[port as usize] = up;

@@ -69,6 +69,10 @@ pub struct FlowCache {
 }
 
 impl FlowCache {
+    /// The longest idle timeout a cache can keep (half the tick wrap, about
+    /// 2.4 hours): ages are computed modulo the wrap.
+    pub const MAX_IDLE_TIMEOUT_NS: u64 = ((1u64 << (TICK_BITS - 1)) - 2) * TICK_NS;
+
     /// A cache for at least `capacity` flows (rounded up to a power-of-two
     /// number of 8-way buckets) whose entries expire after `idle_timeout_ns`
     /// without a packet. The timeout must exceed the largest path RTT so an
@@ -120,6 +124,19 @@ impl FlowCache {
     /// Entries evicted for idleness so far (sweep and reclaim on insert).
     pub fn evictions(&self) -> u64 {
         self.evictions
+    }
+
+    /// Cached flows per port (`out[p]` for port `p`), expired entries not
+    /// yet evicted included. Walks the whole table: for reports, off the
+    /// packet path.
+    pub fn flows_per_port(&self, out: &mut [u64; 256]) {
+        for b in self.buckets.iter() {
+            for way in 0..WAYS {
+                if b.fingerprint[way] != 0 {
+                    out[(b.stamp_port[way] & 0xff) as usize] += 1;
+                }
+            }
+        }
     }
 
     /// Primary bucket, alternate bucket and fingerprint of a hash.

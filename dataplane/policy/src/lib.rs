@@ -39,7 +39,7 @@ pub use congestion::{CongestionEstimator, CongestionParams, PortStates};
 pub use flow::{FlowHash, FlowHasher, FlowKey};
 pub use flow_cache::FlowCache;
 pub use path_cost::{PathCostModel, PathCostParams};
-pub use router::{FlowRouter, RouteOutcome, RouterStats};
+pub use router::{FlowRouter, PortSet, RouteOutcome, RouterStats};
 pub use select::{
     AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, Ranking, Selector,
 };

@@ -64,6 +64,39 @@ pub struct FlowRouter {
     cache: FlowCache,
     selector: Selector,
     stats: RouterStats,
+    /// Ports some route lost since flows were cached on them: a hit on one
+    /// checks that the port is still a candidate of the flow's route.
+    revalidate: PortSet,
+}
+
+/// A set of ports, one bit each.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortSet([u64; 4]);
+
+impl PortSet {
+    /// The empty set.
+    pub const EMPTY: PortSet = PortSet([0; 4]);
+
+    /// Whether `port` is in the set.
+    #[inline]
+    pub fn contains(&self, port: PortId) -> bool {
+        self.0[port as usize >> 6] >> (port & 63) & 1 != 0
+    }
+
+    /// Adds `port`.
+    pub fn insert(&mut self, port: PortId) {
+        self.0[port as usize >> 6] |= 1 << (port & 63);
+    }
+
+    /// Whether no port is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    /// The ports in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = PortId> + '_ {
+        (0..=255u8).filter(|p| self.contains(*p))
+    }
 }
 
 impl FlowRouter {
@@ -73,6 +106,7 @@ impl FlowRouter {
             cache,
             selector,
             stats: RouterStats::default(),
+            revalidate: PortSet::EMPTY,
         }
     }
 
@@ -94,10 +128,13 @@ impl FlowRouter {
     /// decision is needed (a new flow, or a flow whose port died), so
     /// packets of cached flows skip the route lookup entirely.
     ///
-    /// A cached flow keeps its port while that port is up (even if the
-    /// route's candidates change: flows are never moved by a table update);
-    /// a flow on a dead port is re-decided among live ports at once (lazy
-    /// failover: nothing is rewritten in bulk).
+    /// A cached flow keeps its port while that port is up and a candidate
+    /// of the flow's route: a table update moves only the flows whose port
+    /// left their route (ports in [`FlowRouter::set_revalidate`] are
+    /// checked against the route at each hit), a policy change none. A
+    /// flow on a dead port, or on a port its route lost, is re-decided
+    /// among live candidates at once (lazy failover: nothing is rewritten
+    /// in bulk).
     #[inline]
     pub fn route_with<'a, P: PortView>(
         &mut self,
@@ -107,14 +144,20 @@ impl FlowRouter {
         candidates: impl FnOnce() -> Option<&'a CandidateSet>,
     ) -> RouteOutcome {
         match self.cache.lookup(hash.0, now_ns) {
-            Some((port, _)) if ports.is_up(port) => {
+            Some((port, _)) if ports.is_up(port) && !self.revalidate.contains(port) => {
                 self.stats.hits += 1;
                 RouteOutcome::Cached(port)
             }
-            Some((_, slot)) => {
+            Some((port, slot)) => {
                 let Some(set) = candidates() else {
                     return RouteOutcome::NoRoute;
                 };
+                // Still a live candidate of its route (a table change that
+                // took the port off other routes): the flow stays.
+                if ports.is_up(port) && set.as_slice().iter().any(|c| c.port == port) {
+                    self.stats.hits += 1;
+                    return RouteOutcome::Cached(port);
+                }
                 // A fresh pick (remixed hash) so the dead port's flows spread
                 // over the live ones instead of following each other.
                 match self.decide(set, ports, hash.remix()) {
@@ -186,6 +229,12 @@ impl FlowRouter {
     /// The selector in use.
     pub fn selector(&self) -> &Selector {
         &self.selector
+    }
+
+    /// Sets the ports whose cached flows are checked against their route at
+    /// each hit (ports a route table change removed from some route).
+    pub fn set_revalidate(&mut self, ports: PortSet) {
+        self.revalidate = ports;
     }
 
     /// Replaces the selector (policy change). Cached flows keep their ports.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use ipnet::IpNet;
 use lcmp_policy::{Candidate, CandidateSet, CongestionParams, Policy};
+use lcmp_switch::counters::Counter;
 use lcmp_switch::egress::EgressConfig;
 use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use lcmp_switch::mem_io::MemIo;
@@ -53,6 +54,7 @@ fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
         seed: 1,
         batch_size: 64,
         link_check_interval_ns: 1_000_000,
+        ecn: None,
     };
     let mut sw = Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap();
     if flow_log {
@@ -117,8 +119,8 @@ fn bench_forward(c: &mut Criterion) {
         let log = sw.flow_log().map(|l| l.stats());
         println!(
             "{id}: rx {} tx {} drops {} (free frames {free}), decisions {}, flow log {log:?}",
-            c.rx_frames,
-            c.tx_frames,
+            c.get(Counter::RxFrames),
+            c.get(Counter::TxFrames),
             c.total_drops(),
             r.inserts + r.cache_full_decisions + r.failovers,
         );

@@ -9,29 +9,43 @@ use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_topology::Topology;
 use lcmp_wire::MacAddr;
 
-use crate::egress::{EcnConfig, EgressConfig};
+use crate::egress::EgressConfig;
 use crate::routing::Route;
-use crate::switch::{ConfigError, PortConfig, SwitchConfig};
+use crate::switch::{ecn_bytes, ConfigError, PortConfig, SwitchConfig};
 
-/// ECN marking thresholds as fractions of each port's buffer.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EcnFractions {
-    /// Marking starts above this fraction of the buffer.
-    pub kmin: f64,
-    /// Every ECT frame is marked above this fraction.
-    pub kmax: f64,
-    /// Marking probability just below `kmax`.
-    pub pmax: f64,
-}
+pub use lcmp_control::snapshot::EcnFractions;
 
-impl Default for EcnFractions {
-    fn default() -> Self {
-        EcnFractions {
-            kmin: 0.2,
-            kmax: 0.8,
-            pmax: 0.2,
-        }
-    }
+/// Every default of the switch, in one place: the command line and
+/// [`Options::default`] both take them from here.
+pub mod defaults {
+    /// LCMP weight of C_path.
+    pub const ALPHA: u32 = 3;
+    /// LCMP weight of C_cong.
+    pub const BETA: u32 = 1;
+    /// Congestion sampling interval, microseconds.
+    pub const SAMPLE_INTERVAL_US: u64 = 100;
+    /// Flow cache capacity, flows.
+    pub const FLOW_CAPACITY: usize = 1 << 16;
+    /// Frames received per port per poll.
+    pub const BATCH: usize = 64;
+    /// Link-state check interval (link events also trigger a check at
+    /// once; this is the fallback), milliseconds.
+    pub const LINK_CHECK_MS: u64 = 100;
+    /// Shortest flow idle timeout, milliseconds (twice the largest path
+    /// RTT when that is longer).
+    pub const MIN_FLOW_TIMEOUT_MS: u64 = 1_000;
+    /// Stats file interval, milliseconds.
+    pub const STATS_INTERVAL_MS: u64 = 500;
+    /// Flow-log buffer, records.
+    pub const FLOW_LOG_CAPACITY: usize = 65536;
+    /// Frames in the shared UMEM.
+    pub const FRAMES: u32 = 1 << 16;
+    /// Entries per AF_XDP TX and completion ring.
+    pub const RING_SIZE: u32 = 2048;
+    /// Entries per AF_XDP RX and fill ring.
+    pub const RX_RING_SIZE: u32 = 4096;
+    /// Where the metrics endpoint listens when enabled.
+    pub const METRICS_LISTEN: &str = "127.0.0.1:9464";
 }
 
 /// Everything besides the topology that shapes a switch.
@@ -76,11 +90,11 @@ impl Default for Options {
             congestion: CongestionParams::default(),
             emulate_links: true,
             ecn: Some(EcnFractions::default()),
-            flow_capacity: 1 << 16,
+            flow_capacity: defaults::FLOW_CAPACITY,
             flow_idle_timeout_ns: None,
             seed: None,
-            batch_size: 64,
-            link_check_interval_ns: 1_000_000,
+            batch_size: defaults::BATCH,
+            link_check_interval_ns: defaults::LINK_CHECK_MS * 1_000_000,
             ifnames: Vec::new(),
             peer_macs: HashMap::new(),
         }
@@ -141,11 +155,7 @@ pub fn from_topology(
         } else {
             (0, 0)
         };
-        let ecn = opts.ecn.map(|f| EcnConfig {
-            kmin_bytes: (p.buffer_bytes as f64 * f.kmin) as u64,
-            kmax_bytes: (p.buffer_bytes as f64 * f.kmax) as u64,
-            pmax: f.pmax,
-        });
+        let ecn = ecn_bytes(opts.ecn, p.buffer_bytes);
         ports.push(PortConfig {
             peer_mac: opts.peer_macs.get(&ifname).copied(),
             name: ifname,
@@ -185,10 +195,11 @@ pub fn from_topology(
         flow_capacity: opts.flow_capacity,
         flow_idle_timeout_ns: opts
             .flow_idle_timeout_ns
-            .unwrap_or((2 * max_rtt_ns).max(1_000_000_000)),
+            .unwrap_or((2 * max_rtt_ns).max(defaults::MIN_FLOW_TIMEOUT_MS * 1_000_000)),
         seed: opts.seed.unwrap_or_else(|| seed_of(name)),
         batch_size: opts.batch_size,
         link_check_interval_ns: opts.link_check_interval_ns,
+        ecn: opts.ecn,
     })
 }
 

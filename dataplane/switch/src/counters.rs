@@ -1,11 +1,58 @@
-//! Counters of everything the switch does with a packet, drops by reason.
+//! Counters of everything the switch does with a packet, per port, drops
+//! by reason. Each counter is an enum variant with its name: the stats
+//! file, the control socket and the metrics list them from here, so a new
+//! counter is one line in an enum.
+
+use std::collections::BTreeMap;
 
 use lcmp_wire::ParseError;
+
+/// A per-port traffic counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Counter {
+    /// Frames received on the port.
+    RxFrames,
+    /// Bytes received on the port.
+    RxBytes,
+    /// Frames handed to the port's transmit ring.
+    TxFrames,
+    /// Bytes handed to the port's transmit ring.
+    TxBytes,
+    /// ECT frames this switch marked CE on their way out of the port
+    /// (frames that arrived CE already are not counted).
+    CeMarked,
+}
+
+impl Counter {
+    /// Every counter, in index order.
+    pub const ALL: [Counter; 5] = [
+        Counter::RxFrames,
+        Counter::RxBytes,
+        Counter::TxFrames,
+        Counter::TxBytes,
+        Counter::CeMarked,
+    ];
+
+    /// Number of counters.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The counter's name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Counter::RxFrames => "rx_frames",
+            Counter::RxBytes => "rx_bytes",
+            Counter::TxFrames => "tx_frames",
+            Counter::TxBytes => "tx_bytes",
+            Counter::CeMarked => "ce_marked",
+        }
+    }
+}
 
 /// Why a received frame was not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DropReason {
-    /// The frame failed checked parsing (see the per-kind parse counters).
+    /// The frame failed checked parsing (counted per parse error kind).
     Parse(ParseError),
     /// No route for the destination.
     NoRoute,
@@ -19,77 +66,209 @@ pub enum DropReason {
     EmulationOverflow,
     /// The next hop's MAC address is not known yet.
     NoNeighbour,
-    /// The transmit ring did not take the frame.
+    /// The transmit ring did not take a frame it had room for (the switch
+    /// hands a ring only as many frames as it has free slots; frames that
+    /// find the ring full wait in the egress).
     TxRingFull,
 }
 
-/// Monotonic counters of one switch.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Frames received, all ports.
-    pub rx_frames: u64,
-    /// Bytes received, all ports.
-    pub rx_bytes: u64,
-    /// Frames handed to a transmit ring, all ports.
-    pub tx_frames: u64,
-    /// Bytes handed to a transmit ring, all ports.
-    pub tx_bytes: u64,
-    /// Frames marked CE by an egress queue.
-    pub ce_marked: u64,
-    /// Drops by parse error kind, indexed by `ParseError::index()`.
-    pub parse: [u64; ParseError::ALL.len()],
-    /// See [`DropReason::NoRoute`].
-    pub no_route: u64,
-    /// See [`DropReason::NoLivePort`].
-    pub no_live_port: u64,
-    /// See [`DropReason::PortDown`].
-    pub port_down: u64,
-    /// See [`DropReason::QueueFull`].
-    pub queue_full: u64,
-    /// See [`DropReason::EmulationOverflow`].
-    pub emulation_overflow: u64,
-    /// See [`DropReason::NoNeighbour`].
-    pub no_neighbour: u64,
-    /// See [`DropReason::TxRingFull`].
-    pub tx_ring_full: u64,
-}
+const OTHER_REASONS: [DropReason; 7] = [
+    DropReason::NoRoute,
+    DropReason::NoLivePort,
+    DropReason::PortDown,
+    DropReason::QueueFull,
+    DropReason::EmulationOverflow,
+    DropReason::NoNeighbour,
+    DropReason::TxRingFull,
+];
 
-impl Counters {
-    /// Counts one drop.
+impl DropReason {
+    /// Number of reasons (each parse error kind is one).
+    pub const COUNT: usize = ParseError::ALL.len() + OTHER_REASONS.len();
+
+    /// The reason's index in a counter array.
     #[inline]
-    pub fn drop(&mut self, reason: DropReason) {
-        match reason {
-            DropReason::Parse(e) => self.parse[e.index()] += 1,
-            DropReason::NoRoute => self.no_route += 1,
-            DropReason::NoLivePort => self.no_live_port += 1,
-            DropReason::PortDown => self.port_down += 1,
-            DropReason::QueueFull => self.queue_full += 1,
-            DropReason::EmulationOverflow => self.emulation_overflow += 1,
-            DropReason::NoNeighbour => self.no_neighbour += 1,
-            DropReason::TxRingFull => self.tx_ring_full += 1,
+    pub fn index(self) -> usize {
+        const P: usize = ParseError::ALL.len();
+        match self {
+            DropReason::Parse(e) => e.index(),
+            DropReason::NoRoute => P,
+            DropReason::NoLivePort => P + 1,
+            DropReason::PortDown => P + 2,
+            DropReason::QueueFull => P + 3,
+            DropReason::EmulationOverflow => P + 4,
+            DropReason::NoNeighbour => P + 5,
+            DropReason::TxRingFull => P + 6,
         }
     }
 
-    /// Every drop counter as `(reason, count)`, parse kinds by name.
-    pub fn drops(&self) -> Vec<(&'static str, u64)> {
-        let mut v: Vec<(&'static str, u64)> = ParseError::ALL
+    /// Every reason, in index order.
+    pub fn all() -> impl Iterator<Item = DropReason> {
+        ParseError::ALL
             .iter()
-            .map(|e| (e.as_str(), self.parse[e.index()]))
-            .collect();
-        v.extend([
-            ("no_route", self.no_route),
-            ("no_live_port", self.no_live_port),
-            ("port_down", self.port_down),
-            ("queue_full", self.queue_full),
-            ("emulation_overflow", self.emulation_overflow),
-            ("no_neighbour", self.no_neighbour),
-            ("tx_ring_full", self.tx_ring_full),
-        ]);
-        v
+            .map(|e| DropReason::Parse(*e))
+            .chain(OTHER_REASONS)
+    }
+
+    /// The reason's name in reports (parse errors by their kind).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Parse(e) => e.as_str(),
+            DropReason::NoRoute => "no_route",
+            DropReason::NoLivePort => "no_live_port",
+            DropReason::PortDown => "port_down",
+            DropReason::QueueFull => "queue_full",
+            DropReason::EmulationOverflow => "emulation_overflow",
+            DropReason::NoNeighbour => "no_neighbour",
+            DropReason::TxRingFull => "tx_ring_full",
+        }
+    }
+}
+
+/// The counters of one port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortCounters {
+    values: [u64; Counter::COUNT],
+    drops: [u64; DropReason::COUNT],
+}
+
+impl Default for PortCounters {
+    fn default() -> Self {
+        PortCounters {
+            values: [0; Counter::COUNT],
+            drops: [0; DropReason::COUNT],
+        }
+    }
+}
+
+impl PortCounters {
+    /// A counter's value.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.values[c as usize]
+    }
+
+    /// Drops for one reason.
+    pub fn dropped(&self, r: DropReason) -> u64 {
+        self.drops[r.index()]
+    }
+
+    /// Every counter by name.
+    pub fn named(&self) -> BTreeMap<String, u64> {
+        Counter::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), self.get(*c)))
+            .collect()
+    }
+
+    /// Every drop counter by reason name.
+    pub fn named_drops(&self) -> BTreeMap<String, u64> {
+        DropReason::all()
+            .map(|r| (r.name().to_string(), self.dropped(r)))
+            .collect()
     }
 
     /// All drops together.
     pub fn total_drops(&self) -> u64 {
-        self.drops().iter().map(|(_, n)| n).sum()
+        self.drops.iter().sum()
+    }
+}
+
+/// Monotonic counters of one switch: per port; switch-wide values are the
+/// sums. Ingress drops (parse, route) count on the port the frame came in
+/// on, egress drops on the port it was to leave by.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    ports: Vec<PortCounters>,
+}
+
+impl Counters {
+    /// Zeroed counters for `ports` ports.
+    pub fn new(ports: usize) -> Self {
+        Counters {
+            ports: vec![PortCounters::default(); ports],
+        }
+    }
+
+    /// Adds `n` to a counter of `port`.
+    #[inline]
+    pub fn add(&mut self, port: usize, c: Counter, n: u64) {
+        self.ports[port].values[c as usize] += n;
+    }
+
+    /// Counts one drop on `port`.
+    #[inline]
+    pub fn drop(&mut self, port: usize, reason: DropReason) {
+        self.ports[port].drops[reason.index()] += 1;
+    }
+
+    /// Counts `n` drops on `port`.
+    #[inline]
+    pub fn drop_n(&mut self, port: usize, reason: DropReason, n: u64) {
+        self.ports[port].drops[reason.index()] += n;
+    }
+
+    /// One port's counters.
+    pub fn port(&self, port: usize) -> &PortCounters {
+        &self.ports[port]
+    }
+
+    /// A counter summed over the ports.
+    pub fn get(&self, c: Counter) -> u64 {
+        self.ports.iter().map(|p| p.get(c)).sum()
+    }
+
+    /// Drops for one reason summed over the ports.
+    pub fn dropped(&self, r: DropReason) -> u64 {
+        self.ports.iter().map(|p| p.dropped(r)).sum()
+    }
+
+    /// Every switch-wide counter by name.
+    pub fn named(&self) -> BTreeMap<String, u64> {
+        Counter::ALL
+            .iter()
+            .map(|c| (c.name().to_string(), self.get(*c)))
+            .collect()
+    }
+
+    /// Every switch-wide drop counter by reason name.
+    pub fn named_drops(&self) -> BTreeMap<String, u64> {
+        DropReason::all()
+            .map(|r| (r.name().to_string(), self.dropped(r)))
+            .collect()
+    }
+
+    /// All drops together.
+    pub fn total_drops(&self) -> u64 {
+        self.ports.iter().map(PortCounters::total_drops).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_has_its_own_slot_and_name() {
+        let idx: Vec<usize> = DropReason::all().map(DropReason::index).collect();
+        assert_eq!(idx, (0..DropReason::COUNT).collect::<Vec<_>>());
+        let mut names: Vec<&str> = DropReason::all().map(DropReason::name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), DropReason::COUNT);
+        assert!(names.contains(&"tx_ring_full") && names.contains(&"no_route"));
+    }
+
+    #[test]
+    fn switch_totals_are_port_sums() {
+        let mut c = Counters::new(2);
+        c.add(0, Counter::RxFrames, 3);
+        c.add(1, Counter::RxFrames, 4);
+        c.drop(1, DropReason::QueueFull);
+        c.drop(0, DropReason::Parse(ParseError::Truncated));
+        assert_eq!(c.get(Counter::RxFrames), 7);
+        assert_eq!(c.port(1).dropped(DropReason::QueueFull), 1);
+        assert_eq!(c.total_drops(), 2);
+        assert_eq!(c.named()["rx_frames"], 7);
+        assert_eq!(c.named_drops()["queue_full"], 1);
     }
 }

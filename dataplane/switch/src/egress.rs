@@ -283,6 +283,16 @@ impl Marker {
     }
 }
 
+/// Serialization time of one byte at `rate_bps`, 2^-32 ns (0: unshaped).
+fn byte_time_fp(rate_bps: u64) -> u128 {
+    if rate_bps == 0 {
+        return 0;
+    }
+    // 8e9 ns per byte-per-second, rounded to the nearest 2^-32 ns.
+    let rate = rate_bps as u128;
+    ((8_000_000_000u128 << CLOCK_FRAC_BITS) + rate / 2) / rate
+}
+
 /// One emulated egress link. `F` is the frame handle (the switch uses a UMEM
 /// descriptor; tests use integers).
 #[derive(Debug)]
@@ -306,13 +316,7 @@ impl<F: Copy> Egress<F> {
     /// frames (60 bytes: the smallest Ethernet frame without FCS) and the
     /// delay line for `max_in_flight` frames, each capped at 2^20 slots.
     pub fn new(cfg: EgressConfig) -> Self {
-        let byte_time_fp = if cfg.rate_bps == 0 {
-            0
-        } else {
-            // 8e9 ns per byte-per-second, rounded to the nearest 2^-32 ns.
-            let rate = cfg.rate_bps as u128;
-            ((8_000_000_000u128 << CLOCK_FRAC_BITS) + rate / 2) / rate
-        };
+        let byte_time_fp = byte_time_fp(cfg.rate_bps);
         let queue_slots = (cfg.buffer_bytes / MIN_FRAME_BYTES)
             .saturating_add(1)
             .min(MAX_PREALLOC_SLOTS as u64) as usize;
@@ -329,9 +333,19 @@ impl<F: Copy> Egress<F> {
         }
     }
 
-    /// The configuration this link was built with.
+    /// The configuration in force.
     pub fn config(&self) -> &EgressConfig {
         &self.cfg
+    }
+
+    /// Changes the link live (rate, delay, buffer, ECN). Frames already
+    /// scheduled keep their departure and release times, so nothing held
+    /// is reordered or lost; frames admitted from now on see the new link.
+    /// A smaller buffer admits nothing until the queue drains below it.
+    pub fn reconfigure(&mut self, cfg: EgressConfig) {
+        self.byte_time_fp = byte_time_fp(cfg.rate_bps);
+        self.marker = cfg.ecn.as_ref().map(Marker::new);
+        self.cfg = cfg;
     }
 
     /// Decides the fate of a frame of `len` bytes (ECT if `ect`) against the

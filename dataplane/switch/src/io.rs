@@ -33,6 +33,13 @@ pub trait PacketIo {
     /// prefix of `frames`) were taken. The caller still owns the rest.
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize;
 
+    /// How many frames `send` on `port` would take now. The switch hands
+    /// the ring no more than this, so due frames wait in the egress instead
+    /// of being dropped when the ring is full.
+    fn tx_room(&self, _port: usize) -> usize {
+        usize::MAX
+    }
+
     /// Returns frames the switch no longer needs to the free pool.
     fn release(&mut self, frames: &[Frame]);
 
@@ -53,4 +60,14 @@ pub trait PacketIo {
     /// Blocks until a port has frames or `timeout_ns` passes (`None`: no
     /// timeout). Event mode only; busy polling never calls it.
     fn wait(&mut self, timeout_ns: Option<u64>);
+
+    /// Adds a descriptor whose readability also ends [`PacketIo::wait`]
+    /// (the control socket's wake-up). In-memory I/O never waits.
+    fn add_wake_fd(&mut self, _fd: std::os::fd::RawFd) {}
+
+    /// AF_XDP socket and XDP program counters of a port, where the I/O
+    /// has them.
+    fn port_stats(&self, _port: usize) -> Option<lcmp_control::snapshot::XskStats> {
+        None
+    }
 }

@@ -6,14 +6,18 @@
 //! - [`routing`]: longest-prefix match to candidate sets.
 //! - [`counters`]: drops by reason.
 //! - [`flow_log`]: the log of path decisions (`--flow-log`).
+//! - [`control`]: the state snapshot and the answers to control requests.
+//! - [`daemon`]: the poll loop with its side work (stats, control, logs).
+//! - [`config`]: a switch from the topology file; every default.
 
 pub mod config;
+pub mod control;
 pub mod counters;
+pub mod daemon;
 pub mod egress;
 pub mod flow_log;
 pub mod io;
 pub mod mem_io;
 pub mod routing;
-pub mod stats;
 pub mod switch;
 pub mod xsk;

@@ -1,18 +1,16 @@
 //! `lcmp-switch`: the AF_XDP DCI switch daemon.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, ValueEnum};
+use lcmp_control::server::{serve, Inbox};
 use lcmp_ebpf::XdpMode;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
-use lcmp_switch::config::{from_topology, EcnFractions, Options};
-use lcmp_switch::flow_log::FlowLog;
-use lcmp_switch::io::PacketIo;
-use lcmp_switch::stats;
+use lcmp_switch::config::{defaults, from_topology, EcnFractions, Options};
+use lcmp_switch::daemon::{Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
 use lcmp_switch::switch::Switch;
 use lcmp_switch::xsk::{XskConfig, XskIo};
 use lcmp_topology::tables::PathMetric;
@@ -54,10 +52,10 @@ struct Args {
     #[arg(long, default_value = "lcmp", value_parser = parse_policy)]
     policy: Policy,
     /// LCMP: weight of the path cost C_path.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = defaults::ALPHA)]
     alpha: u32,
     /// LCMP: weight of the congestion cost C_cong.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::BETA)]
     beta: u32,
     /// LCMP: fraction of the live candidates kept, as N/D.
     #[arg(long, default_value = "1/2", value_parser = parse_fraction)]
@@ -75,10 +73,10 @@ struct Args {
     #[arg(long, default_value_t = 1)]
     w_capacity: u32,
     /// Congestion sampling interval, microseconds.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
     sample_interval_us: u64,
     /// Flow cache capacity (flows).
-    #[arg(long, default_value_t = 1 << 16)]
+    #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
     flow_capacity: usize,
     /// Idle time after which a flow may change path, milliseconds. Default:
     /// 1 s or twice the largest path RTT, whichever is larger.
@@ -108,25 +106,25 @@ struct Args {
     #[arg(long)]
     cpu: Option<usize>,
     /// Frames received per port per poll.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = defaults::BATCH)]
     batch: usize,
     /// Frames in the shared UMEM (all ports).
-    #[arg(long, default_value_t = 1 << 16)]
+    #[arg(long, default_value_t = defaults::FRAMES)]
     frames: u32,
     /// Entries per AF_XDP TX and completion ring.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(long, default_value_t = defaults::RING_SIZE)]
     ring_size: u32,
     /// Entries per AF_XDP RX and fill ring. veth delivers redirected frames
     /// in bursts of thousands; deeper rings absorb them at the cost of UMEM
     /// (each fill-ring entry holds a 2 KiB frame; the UMEM is raised to at
     /// least twice this per port).
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = defaults::RX_RING_SIZE)]
     rx_ring_size: u32,
     /// Write counters as JSON to this file (atomically replaced).
     #[arg(long)]
     stats_file: Option<PathBuf>,
     /// How often the stats file is written, milliseconds.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = defaults::STATS_INTERVAL_MS)]
     stats_interval_ms: u64,
     /// Log every path decision to this file as CSV (created or truncated
     /// at start): a new flow (`new`), a flow moved off a dead port
@@ -143,12 +141,24 @@ struct Args {
     /// Decisions the flow log buffers between writes. A decision that
     /// finds the buffer full is not logged and is counted in the stats
     /// file ("flow_log": {"dropped": N}).
-    #[arg(long, default_value_t = 65536, value_parser = parse_capacity)]
+    #[arg(long, default_value_t = defaults::FLOW_LOG_CAPACITY, value_parser = parse_capacity)]
     flow_log_capacity: usize,
     /// Link-state check interval, milliseconds. Link events (netlink) also
     /// trigger a check at once; this is the fallback.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = defaults::LINK_CHECK_MS)]
     link_check_ms: u64,
+    /// Control socket (Unix, mode 0600, root only) that `lcmp-ctl` and
+    /// `lcmp-agent` talk to. Default: /run/lcmp-switch/SWITCH.sock.
+    #[arg(long, value_name = "PATH")]
+    control_socket: Option<PathBuf>,
+    /// Serve no control socket.
+    #[arg(long, conflicts_with = "control_socket")]
+    no_control: bool,
+    /// Serve Prometheus/OpenMetrics metrics of this switch at
+    /// http://ADDR/metrics (e.g. 127.0.0.1:9464). In a testbed the agent
+    /// serves every switch's metrics instead.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -250,16 +260,6 @@ fn install_signal_handlers() {
     }
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec to a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn own_mac(ifname: &str) -> Result<[u8; 6], String> {
     let path = format!("/sys/class/net/{ifname}/address");
     let s =
@@ -318,49 +318,6 @@ fn resolve_peers(
     !sw.ports_without_peer().is_empty()
 }
 
-fn write_stats(path: &PathBuf, value: &serde_json::Value) {
-    let tmp = path.with_extension("tmp");
-    let ok = std::fs::write(&tmp, value.to_string()).and_then(|_| std::fs::rename(&tmp, path));
-    if let Err(e) = ok {
-        warn!("cannot write stats file {}: {e}", path.display());
-    }
-}
-
-/// The flow log's file: created (truncated) with its header line at start.
-struct FlowLogFile {
-    path: PathBuf,
-    file: File,
-    /// A write error was reported already (one warning; the stats file
-    /// counts the records lost).
-    warned: bool,
-}
-
-impl FlowLogFile {
-    fn create(path: &Path) -> Result<Self, String> {
-        let fail = |e: std::io::Error| format!("cannot create flow log {}: {e}", path.display());
-        let mut file = File::create(path).map_err(fail)?;
-        FlowLog::write_header(&mut file).map_err(fail)?;
-        Ok(FlowLogFile {
-            path: path.to_path_buf(),
-            file,
-            warned: false,
-        })
-    }
-
-    /// Writes out the switch's buffered decisions (off the packet path).
-    fn write(&mut self, sw: &mut Switch<XskIo>) {
-        if let Err(e) = sw.write_flow_log(&mut self.file) {
-            if !self.warned {
-                warn!(
-                    "cannot write flow log {}: {e} (lost records are counted in the stats, flow_log.write_failed)",
-                    self.path.display()
-                );
-                self.warned = true;
-            }
-        }
-    }
-}
-
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let topo = Topology::load(&args.topology)?;
     let lcmp = LcmpParams {
@@ -408,13 +365,33 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let config = from_topology(&topo, &args.switch, &opts, own_mac)?;
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
-    // Before anything is attached: a log that cannot be created stops the
-    // start.
-    let mut flow_log = args
-        .flow_log
-        .as_deref()
-        .map(FlowLogFile::create)
-        .transpose()?;
+    // Everything that can fail on the user's input before anything is
+    // attached: the control socket's path, the flow log's file.
+    let control_path = (!args.no_control).then(|| {
+        args.control_socket
+            .clone()
+            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
+    });
+    // The inbox also feeds the metrics endpoint, socket or not.
+    let inbox = Inbox::new()?;
+    if let Some(path) = &control_path {
+        serve(path, &inbox).map_err(|e| format!("control socket {}: {e}", path.display()))?;
+    }
+    if let Some(addr) = args.metrics_listen {
+        let submit = inbox.sender();
+        let name = args.switch.clone();
+        let bound = lcmp_control::http::serve(addr, move |format| {
+            let scrape = lcmp_control::scrape::scrape(&name, |r| {
+                match submit.call(r.clone(), std::time::Duration::from_secs(2)) {
+                    lcmp_control::Body::Ok(reply) => Some(*reply),
+                    lcmp_control::Body::Error(_) => None,
+                }
+            });
+            lcmp_control::metrics::render_as(&[scrape], format)
+        })
+        .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
+        info!(%bound, "metrics at http://{bound}/metrics");
+    }
     let io = XskIo::open(
         &ifnames,
         &XskConfig {
@@ -432,14 +409,30 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
     let mut sw = Switch::new(config, io)?;
-    if flow_log.is_some() {
+    if args.flow_log.is_some() {
         sw.enable_flow_log(args.flow_log_capacity);
     }
+    let mut daemon = Daemon::new(
+        sw,
+        MonotonicClock,
+        DaemonConfig {
+            name: args.switch.clone(),
+            poll: match args.poll {
+                PollMode::Busy => LoopMode::Busy,
+                PollMode::Event => LoopMode::Event,
+            },
+            stats_file: args.stats_file.clone(),
+            stats_interval_ns: args.stats_interval_ms.max(10) * 1_000_000,
+            flow_log: args.flow_log.clone(),
+        },
+    )?;
+    daemon.attach_inbox(inbox);
     info!(
         switch = %args.switch,
-        policy = sw_policy_name(&policy),
-        routes = sw.routes().len(),
+        policy = policy.name(),
+        routes = daemon.switch_ref().routes().len(),
         poll = ?args.poll,
+        control = %control_path.as_ref().map_or("off".into(), |p| p.display().to_string()),
         "forwarding"
     );
     install_signal_handlers();
@@ -476,99 +469,24 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             })
         })
         .collect();
-    let ifnames_by_port: Vec<String> = ifnames.clone();
-    // Side work (neighbour resolution, stats file) runs on deadlines of the
-    // loop's own clock: no extra clock reads per iteration.
-    let mut next_resolve = 0u64;
-    let stats_every = args.stats_interval_ms.max(10) * 1_000_000;
-    let mut next_stats = 0u64;
-    let mut next_log_write = 0u64;
-    while !STOP.load(Ordering::Relaxed) {
-        let work = sw.poll_clock(monotonic_ns);
-        let now = sw.last_poll_ns();
-        if args.poll == PollMode::Event && work == 0 {
-            let log_pending = sw.flow_log().is_some_and(|l| !l.records().is_empty());
-            let deadline = sw
-                .next_deadline()
-                .min(next_resolve.max(now + 1))
-                .min(if args.stats_file.is_some() {
-                    next_stats
-                } else {
-                    u64::MAX
-                })
-                .min(if log_pending {
-                    next_log_write
-                } else {
-                    u64::MAX
-                });
-            let now = monotonic_ns();
-            if deadline > now {
-                sw.io().wait(Some(deadline - now));
-            }
+    daemon.add_side_task(Box::new(move |sw, now| {
+        if resolve_peers(sw, &ifnames, &host_v4) {
+            now + 200_000_000
+        } else {
+            u64::MAX
         }
-        if now >= next_resolve {
-            next_resolve = if resolve_peers(&mut sw, &ifnames_by_port, &host_v4) {
-                now + 200_000_000
-            } else {
-                u64::MAX
-            };
-        }
-        // The flow log before the stats, so "written" counts this write.
-        if let Some(log) = flow_log.as_mut() {
-            if now >= next_log_write || sw.flow_log().is_some_and(|l| l.half_full()) {
-                log.write(&mut sw);
-                next_log_write = now + stats_every;
-            }
-        }
-        if let Some(path) = &args.stats_file {
-            if now >= next_stats {
-                write_stats(path, &stats_json(&sw));
-                next_stats = now + stats_every;
-            }
-        }
-    }
+    }));
+    daemon.run(&STOP);
     info!("stopping: detaching XDP programs");
-    sw.drain();
-    if let Some(log) = flow_log.as_mut() {
-        log.write(&mut sw);
+    let snapshot = daemon.finish();
+    if let Some(path) = &control_path {
+        let _ = std::fs::remove_file(path);
     }
-    let snapshot = stats_json(&sw);
-    if let Some(path) = &args.stats_file {
-        write_stats(path, &snapshot);
-    }
-    eprintln!("{snapshot}");
+    eprintln!(
+        "{}",
+        serde_json::to_string(&snapshot).expect("snapshots serialize")
+    );
     Ok(())
-}
-
-fn sw_policy_name(p: &Policy) -> &'static str {
-    p.name()
-}
-
-fn stats_json(sw: &Switch<XskIo>) -> serde_json::Value {
-    let mut v = stats::snapshot(sw);
-    let io_ports: Vec<serde_json::Value> = sw_io_info(sw);
-    v["xsk"] = serde_json::Value::Array(io_ports);
-    v
-}
-
-fn sw_io_info(sw: &Switch<XskIo>) -> Vec<serde_json::Value> {
-    let io = sw.io_ref();
-    io.port_info()
-        .into_iter()
-        .zip(io.steering())
-        .map(|(p, s)| {
-            let verdicts = s.counters().ok();
-            serde_json::json!({
-                "name": p.name,
-                "xdp_mode": p.xdp_mode.to_string(),
-                "rx_dropped": p.rx_dropped,
-                "rx_ring_full": p.rx_ring_full,
-                "fill_ring_empty": p.fill_ring_empty,
-                "tx_invalid": p.tx_invalid,
-                "xdp": verdicts.map(|c| c.as_pairs().iter().map(|(k, v)| ((*k).to_string(), serde_json::json!(v))).collect::<serde_json::Map<_, _>>()),
-            })
-        })
-        .collect()
 }
 
 fn main() -> ExitCode {
@@ -577,6 +495,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();

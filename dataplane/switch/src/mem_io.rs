@@ -71,7 +71,8 @@ impl MemIo {
         self.up[port] = up;
     }
 
-    /// Limits how many frames one `send` takes.
+    /// Limits how many frames one `send` takes (and what `tx_room`
+    /// reports).
     pub fn set_tx_room(&mut self, frames: usize) {
         self.tx_room = frames;
     }
@@ -102,6 +103,10 @@ impl PacketIo for MemIo {
 
     fn frame_mut(&mut self, f: Frame) -> &mut [u8] {
         &mut self.memory[f.addr as usize..f.addr as usize + f.len as usize]
+    }
+
+    fn tx_room(&self, _port: usize) -> usize {
+        self.tx_room
     }
 
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {

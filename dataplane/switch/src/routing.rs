@@ -52,7 +52,8 @@ fn slot<K>(by_len: &mut Vec<(u8, HashMap<K, usize>)>, len: u8) -> &mut HashMap<K
 }
 
 impl RoutingTable {
-    /// A table of `routes`. A prefix given twice keeps the last.
+    /// A table of `routes`. A prefix given twice keeps the last (both stay
+    /// in [`Self::routes`]; lookups find the last).
     pub fn new(routes: Vec<Route>) -> Self {
         let mut t = RoutingTable::default();
         for (i, r) in routes.iter().enumerate() {
@@ -83,20 +84,32 @@ impl RoutingTable {
 
     /// The route of an IPv4 destination.
     pub fn lookup_v4(&self, dst: Ipv4Addr) -> Option<&Route> {
-        let a = u32::from(dst);
-        self.v4
-            .iter()
-            .find_map(|(len, m)| m.get(&(a & mask4(*len))))
-            .map(|&i| &self.routes[i])
+        self.find_v4(dst).map(|(_, r)| r)
     }
 
     /// The route of an IPv6 destination.
     pub fn lookup_v6(&self, dst: Ipv6Addr) -> Option<&Route> {
+        self.find_v6(dst).map(|(_, r)| r)
+    }
+
+    /// The route of an IPv4 destination and its index in [`Self::routes`].
+    #[inline]
+    pub fn find_v4(&self, dst: Ipv4Addr) -> Option<(usize, &Route)> {
+        let a = u32::from(dst);
+        self.v4
+            .iter()
+            .find_map(|(len, m)| m.get(&(a & mask4(*len))))
+            .map(|&i| (i, &self.routes[i]))
+    }
+
+    /// The route of an IPv6 destination and its index in [`Self::routes`].
+    #[inline]
+    pub fn find_v6(&self, dst: Ipv6Addr) -> Option<(usize, &Route)> {
         let a = u128::from(dst);
         self.v6
             .iter()
             .find_map(|(len, m)| m.get(&(a & mask6(*len))))
-            .map(|&i| &self.routes[i])
+            .map(|&i| (i, &self.routes[i]))
     }
 
     /// Every route.

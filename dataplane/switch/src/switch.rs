@@ -7,17 +7,21 @@
 //! Single-threaded and allocation-free per packet: one poll thread owns a
 //! switch. Time is passed in, so tests drive it with a synthetic clock.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use ipnet::IpNet;
+use lcmp_control::snapshot::EcnFractions;
 use lcmp_policy::{
-    CongestionParams, FlowCache, FlowHasher, FlowKey, FlowRouter, Policy, PortStates, PortView,
-    RouteOutcome, RouterStats, Selector,
+    CongestionParams, FlowCache, FlowHasher, FlowKey, FlowRouter, Policy, PortSet, PortStates,
+    PortView, RouteOutcome, RouterStats, Selector,
 };
-use lcmp_wire::{forward_rewrite, mark_ce, FlowTuple, MacAddr, ParseError, RewriteError};
+use lcmp_wire::{forward_rewrite, mark_ce, CeMark, FlowTuple, MacAddr, ParseError, RewriteError};
 
-use crate::counters::{Counters, DropReason};
-use crate::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use crate::config::delay_line_frames;
+use crate::counters::{Counter, Counters, DropReason};
+use crate::egress::{Admit, EcnConfig, Egress, EgressConfig, EgressStats, Handoff};
 use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use crate::io::{Frame, PacketIo};
 use crate::routing::{Route, RoutingTable};
@@ -59,6 +63,10 @@ pub struct SwitchConfig {
     pub batch_size: usize,
     /// How often link state is read, ns.
     pub link_check_interval_ns: u64,
+    /// ECN thresholds as fractions of each port's buffer (the ports'
+    /// byte thresholds follow from them; kept to rescale them when a
+    /// port's buffer changes). `None`: marking off.
+    pub ecn: Option<EcnFractions>,
 }
 
 /// A configuration the switch cannot run.
@@ -77,6 +85,11 @@ struct Port {
     config: PortConfig,
     peer_mac: Option<MacAddr>,
     egress: Egress<Frame>,
+    /// Carrier, as the packet I/O last reported it.
+    link_up: bool,
+    /// Administrative state (control socket).
+    admin_up: bool,
+    /// Forwarding: `link_up && admin_up`.
     up: bool,
 }
 
@@ -85,10 +98,16 @@ struct Port {
 pub struct PortReport {
     /// Interface name.
     pub name: String,
-    /// Link up.
+    /// Forwarding (carrier and admin up).
     pub up: bool,
+    /// Carrier.
+    pub link_up: bool,
+    /// Administrative state.
+    pub admin_up: bool,
     /// Bytes in the egress buffer.
     pub queue_bytes: u64,
+    /// Frames in the egress buffer.
+    pub queue_frames: usize,
     /// Frames in the delay line.
     pub in_flight: usize,
     /// Congestion cost now.
@@ -133,6 +152,59 @@ pub struct Switch<IO: PacketIo> {
     /// The path-decision log, if enabled. Boxed: the switch stays one
     /// pointer larger, and the disabled check is one null test.
     flow_log: Option<Box<FlowLog>>,
+    /// The most recent decisions (ring), for `lcmp-ctl flows`.
+    recent: Vec<FlowRecord>,
+    /// Decisions made so far (the ring's write position).
+    recent_count: u64,
+    /// Decisions per (route index, port), row-major by route.
+    decisions: Vec<u64>,
+    /// Every port each prefix has had as a candidate since start (the
+    /// ports a cached flow to the prefix may be on).
+    ever: HashMap<IpNet, PortSet>,
+    /// 1 at start, +1 per table replacement.
+    table_generation: u64,
+    congestion_params: CongestionParams,
+    ecn: Option<EcnFractions>,
+}
+
+/// Decisions the always-on ring of recent decisions keeps.
+pub const RECENT_DECISIONS: usize = 256;
+
+/// What a route table replacement did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableChange {
+    /// The new table differs from the old one.
+    pub changed: bool,
+    /// Ports that are no longer a candidate of some route they were one of:
+    /// flows cached on them are checked against their route at their next
+    /// packet and moved if they left it.
+    pub ports_left: Vec<u8>,
+    /// Flows cached on those ports now (an upper bound of the flows that
+    /// move).
+    pub flows_on_ports_left: u64,
+}
+
+/// Candidate sets of each prefix, as port sets.
+fn port_sets(routes: &[Route]) -> HashMap<IpNet, PortSet> {
+    routes
+        .iter()
+        .map(|r| {
+            let mut set = PortSet::EMPTY;
+            for c in r.candidates.as_slice() {
+                set.insert(c.port);
+            }
+            (r.prefix, set)
+        })
+        .collect()
+}
+
+/// ECN byte thresholds of a buffer.
+pub(crate) fn ecn_bytes(f: Option<EcnFractions>, buffer_bytes: u64) -> Option<EcnConfig> {
+    f.map(|f| EcnConfig {
+        kmin_bytes: (buffer_bytes as f64 * f.kmin) as u64,
+        kmax_bytes: (buffer_bytes as f64 * f.kmax) as u64,
+        pmax: f.pmax,
+    })
 }
 
 /// Most congestion samples one poll catches up on after a long sleep:
@@ -269,6 +341,13 @@ impl<IO: PacketIo> Switch<IO> {
         if config.batch_size == 0 {
             return Err(ConfigError("batch size must be at least 1".into()));
         }
+        if config.flow_idle_timeout_ns > FlowCache::MAX_IDLE_TIMEOUT_NS {
+            return Err(ConfigError(format!(
+                "flow idle timeout {} ms is above the flow cache's limit of {} ms",
+                config.flow_idle_timeout_ns / 1_000_000,
+                FlowCache::MAX_IDLE_TIMEOUT_NS / 1_000_000
+            )));
+        }
         let links: Vec<(u64, u64)> = config
             .ports
             .iter()
@@ -282,9 +361,13 @@ impl<IO: PacketIo> Switch<IO> {
                 peer_mac: p.peer_mac,
                 egress: Egress::new(p.egress),
                 config: p,
+                link_up: true,
+                admin_up: true,
                 up: true,
             })
             .collect();
+        let n_routes = config.routes.len();
+        let ever = port_sets(&config.routes);
         let batch = config.batch_size;
         let cache = FlowCache::new(config.flow_capacity, config.flow_idle_timeout_ns);
         let slices = (config.flow_idle_timeout_ns / 2 / EVICT_INTERVAL_NS).max(1);
@@ -296,7 +379,7 @@ impl<IO: PacketIo> Switch<IO> {
             router: FlowRouter::new(Selector::new(config.policy), cache),
             congestion,
             hasher: FlowHasher::new(config.seed),
-            counters: Counters::default(),
+            counters: Counters::new(n),
             rng: config.seed | 1,
             batch_size: batch,
             sample_interval_ns: config.congestion.sample_interval_ns.max(1),
@@ -314,6 +397,13 @@ impl<IO: PacketIo> Switch<IO> {
             tx: Vec::with_capacity(4096),
             dropped: Vec::with_capacity(4096),
             flow_log: None,
+            recent: Vec::with_capacity(RECENT_DECISIONS),
+            recent_count: 0,
+            decisions: vec![0; n_routes * n],
+            ever,
+            table_generation: 1,
+            congestion_params: config.congestion,
+            ecn: config.ecn,
         })
     }
 
@@ -383,8 +473,8 @@ impl<IO: PacketIo> Switch<IO> {
         work
     }
 
-    fn drop_frame(&mut self, frame: Frame, reason: DropReason) {
-        self.counters.drop(reason);
+    fn drop_frame(&mut self, port: usize, frame: Frame, reason: DropReason) {
+        self.counters.drop(port, reason);
         self.dropped.push(frame);
         if self.dropped.len() >= 1024 {
             self.release_dropped();
@@ -409,8 +499,9 @@ impl<IO: PacketIo> Switch<IO> {
 
     #[inline]
     fn forward(&mut self, in_port: usize, frame: Frame, now_ns: u64) {
-        self.counters.rx_frames += 1;
-        self.counters.rx_bytes += frame.len as u64;
+        self.counters.add(in_port, Counter::RxFrames, 1);
+        self.counters
+            .add(in_port, Counter::RxBytes, frame.len as u64);
         let data = self.io.frame(frame);
         if self.ports[in_port].peer_mac.is_none() && data.len() >= 12 {
             let mut mac = [0u8; 6];
@@ -419,33 +510,34 @@ impl<IO: PacketIo> Switch<IO> {
         }
         let parsed = match lcmp_wire::parse(data) {
             Ok(p) => p,
-            Err(e) => return self.drop_frame(frame, DropReason::Parse(e)),
+            Err(e) => return self.drop_frame(in_port, frame, DropReason::Parse(e)),
         };
         let hash = self.hasher.hash(&flow_key(&parsed.flow));
         let routes = &self.routes;
         let flow = &parsed.flow;
+        let mut route_index = usize::MAX;
         let outcome = self.router.route_with(hash, &self.congestion, now_ns, || {
-            match *flow {
-                FlowTuple::V4 { dst, .. } => routes.lookup_v4(Ipv4Addr::from(dst)),
-                FlowTuple::V6 { dst, .. } => routes.lookup_v6(Ipv6Addr::from(dst)),
-            }
-            .map(|r| &r.candidates)
+            let (i, r) = match *flow {
+                FlowTuple::V4 { dst, .. } => routes.find_v4(Ipv4Addr::from(dst)),
+                FlowTuple::V6 { dst, .. } => routes.find_v6(Ipv6Addr::from(dst)),
+            }?;
+            route_index = i;
+            Some(&r.candidates)
         });
         let out = match outcome {
             RouteOutcome::Cached(p) => p as usize,
             RouteOutcome::New(p) | RouteOutcome::Uncached(p) | RouteOutcome::FailedOver(p) => {
-                // A decision: the only place the flow log costs anything
-                // (one test when it is off).
-                if let Some(log) = self.flow_log.as_deref_mut() {
-                    log_decision(log, outcome, &parsed.flow, now_ns);
-                }
+                // A decision: the only place the logs cost anything.
+                self.note_decision(outcome, &parsed.flow, route_index, now_ns);
                 p as usize
             }
-            RouteOutcome::NoRoute => return self.drop_frame(frame, DropReason::NoRoute),
-            RouteOutcome::NoLivePort => return self.drop_frame(frame, DropReason::NoLivePort),
+            RouteOutcome::NoRoute => return self.drop_frame(in_port, frame, DropReason::NoRoute),
+            RouteOutcome::NoLivePort => {
+                return self.drop_frame(in_port, frame, DropReason::NoLivePort)
+            }
         };
         let Some(peer_mac) = self.ports[out].peer_mac else {
-            return self.drop_frame(frame, DropReason::NoNeighbour);
+            return self.drop_frame(out, frame, DropReason::NoNeighbour);
         };
         let coin = self.random();
         let admit = self.ports[out]
@@ -454,10 +546,12 @@ impl<IO: PacketIo> Switch<IO> {
         let src_mac = self.ports[out].config.mac;
         let data = self.io.frame_mut(frame);
         match admit {
-            Admit::DropQueueFull => return self.drop_frame(frame, DropReason::QueueFull),
+            Admit::DropQueueFull => return self.drop_frame(out, frame, DropReason::QueueFull),
             Admit::QueuedMarkCe => {
-                if mark_ce(data, &parsed).is_ok() {
-                    self.counters.ce_marked += 1;
+                // Only a mark this switch made counts: a frame that arrived
+                // CE already is left as it is.
+                if let Ok(CeMark::Marked) = mark_ce(data, &parsed) {
+                    self.counters.add(out, Counter::CeMarked, 1);
                 }
             }
             Admit::Queued => {}
@@ -467,7 +561,7 @@ impl<IO: PacketIo> Switch<IO> {
                 RewriteError::TtlExpired => DropReason::Parse(ParseError::TtlExpired),
                 RewriteError::FrameMismatch => DropReason::Parse(ParseError::Truncated),
             };
-            return self.drop_frame(frame, reason);
+            return self.drop_frame(in_port, frame, reason);
         }
         self.ports[out].egress.enqueue(frame, frame.len, now_ns);
     }
@@ -478,22 +572,29 @@ impl<IO: PacketIo> Switch<IO> {
         let mut sent_total = 0;
         for port in 0..self.ports.len() {
             self.tx.clear();
+            // Back-pressure: the link hands out no more than the ring takes;
+            // frames that are due wait in the delay line, first in line.
+            let room = self.io.tx_room(port);
             let (tx, dropped) = (&mut self.tx, &mut self.dropped);
-            let step = self.ports[port].egress.poll(now_ns, &mut |h| match h {
-                Handoff::Transmit { frame, .. } => tx.push(frame),
-                Handoff::Overflow { frame, .. } => dropped.push(frame),
-            });
-            self.counters.emulation_overflow += step.overflowed as u64;
+            let step = self.ports[port]
+                .egress
+                .poll_budget(now_ns, room, &mut |h| match h {
+                    Handoff::Transmit { frame, .. } => tx.push(frame),
+                    Handoff::Overflow { frame, .. } => dropped.push(frame),
+                });
+            self.counters
+                .drop_n(port, DropReason::EmulationOverflow, step.overflowed as u64);
             if self.tx.is_empty() {
                 continue;
             }
             let sent = self.io.send(port, &self.tx);
             sent_total += sent;
-            self.counters.tx_frames += sent as u64;
-            self.counters.tx_bytes += self.tx[..sent].iter().map(|f| f.len as u64).sum::<u64>();
+            self.counters.add(port, Counter::TxFrames, sent as u64);
+            let bytes = self.tx[..sent].iter().map(|f| f.len as u64).sum::<u64>();
+            self.counters.add(port, Counter::TxBytes, bytes);
             for i in sent..self.tx.len() {
                 let f = self.tx[i];
-                self.drop_frame(f, DropReason::TxRingFull);
+                self.drop_frame(port, f, DropReason::TxRingFull);
             }
         }
         sent_total
@@ -520,19 +621,67 @@ impl<IO: PacketIo> Switch<IO> {
 
     fn check_links(&mut self) {
         for port in 0..self.ports.len() {
-            let up = self.io.link_up(port);
-            if up == self.ports[port].up {
-                continue;
+            self.ports[port].link_up = self.io.link_up(port);
+            self.apply_port_state(port);
+        }
+    }
+
+    /// Makes a port forward iff its link and admin state are both up; a
+    /// port that stops forwarding drops what it holds (counted).
+    fn apply_port_state(&mut self, port: usize) {
+        let p = &mut self.ports[port];
+        let up = p.link_up && p.admin_up;
+        if up == p.up {
+            return;
+        }
+        p.up = up;
+        self.congestion.set_up(port as u8, up);
+        if !up {
+            let mut held = Vec::new();
+            self.ports[port].egress.flush(&mut |f| held.push(f));
+            for f in held {
+                self.drop_frame(port, f, DropReason::PortDown);
             }
-            self.ports[port].up = up;
-            self.congestion.set_up(port as u8, up);
-            if !up {
-                let mut held = Vec::new();
-                self.ports[port].egress.flush(&mut |f| held.push(f));
-                for f in held {
-                    self.drop_frame(f, DropReason::PortDown);
-                }
-            }
+        }
+    }
+
+    /// Records a decision in the recent ring, the per-route counts and
+    /// the flow log. Out of line: it runs once per new flow, not per
+    /// packet.
+    #[inline(never)]
+    fn note_decision(
+        &mut self,
+        outcome: RouteOutcome,
+        flow: &FlowTuple,
+        route_index: usize,
+        now_ns: u64,
+    ) {
+        let Some(port) = outcome.port() else { return };
+        if let Some(log) = self.flow_log.as_deref_mut() {
+            log_decision(log, outcome, flow, now_ns);
+        }
+        let reason = match outcome {
+            RouteOutcome::FailedOver(_) => DecisionReason::Failover,
+            RouteOutcome::Uncached(_) => DecisionReason::CacheFull,
+            _ => DecisionReason::New,
+        };
+        let record = FlowRecord {
+            time_ns: now_ns,
+            flow: *flow,
+            port,
+            reason,
+        };
+        let at = (self.recent_count % RECENT_DECISIONS as u64) as usize;
+        match self.recent.get_mut(at) {
+            Some(slot) => *slot = record,
+            None => self.recent.push(record),
+        }
+        self.recent_count += 1;
+        if let Some(c) = self
+            .decisions
+            .get_mut(route_index.wrapping_mul(self.ports.len()) + port as usize)
+        {
+            *c += 1;
         }
     }
 
@@ -589,6 +738,208 @@ impl<IO: PacketIo> Switch<IO> {
         &self.counters
     }
 
+    /// The policy in force.
+    pub fn policy(&self) -> Policy {
+        *self.router.selector().policy()
+    }
+
+    /// Switches the policy between polls. Cached flows keep their ports;
+    /// new flows are decided by `policy`.
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.router.set_selector(Selector::new(policy));
+    }
+
+    /// The ECN thresholds in force (fractions of each buffer).
+    pub fn ecn(&self) -> Option<EcnFractions> {
+        self.ecn
+    }
+
+    /// Sets every port's ECN thresholds (`None`: marking off).
+    pub fn set_ecn(&mut self, ecn: Option<EcnFractions>) {
+        self.ecn = ecn;
+        for p in &mut self.ports {
+            let mut cfg = *p.egress.config();
+            cfg.ecn = ecn_bytes(ecn, cfg.buffer_bytes);
+            p.egress.reconfigure(cfg);
+        }
+    }
+
+    /// Changes a port's emulated link: rate (0: line rate), one-way delay
+    /// and buffer. Frames held keep their schedule; the congestion monitor
+    /// restarts for the new link.
+    pub fn set_link(&mut self, port: usize, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
+        let ecn = self.ecn;
+        let p = &mut self.ports[port];
+        let mut cfg = *p.egress.config();
+        cfg.rate_bps = rate_bps;
+        cfg.delay_ns = delay_ns;
+        cfg.buffer_bytes = buffer_bytes;
+        cfg.ecn = ecn_bytes(ecn, buffer_bytes);
+        cfg.max_in_flight = delay_line_frames(rate_bps, delay_ns);
+        p.egress.reconfigure(cfg);
+        self.congestion
+            .set_link(&self.congestion_params, port as u8, rate_bps, buffer_bytes);
+    }
+
+    /// The egress link of a port.
+    pub fn link(&self, port: usize) -> &EgressConfig {
+        self.ports[port].egress.config()
+    }
+
+    /// Sets a port's administrative state; a port taken down drops what it
+    /// holds and its flows fail over at their next packet.
+    pub fn set_admin(&mut self, port: usize, up: bool) {
+        self.ports[port].admin_up = up;
+        self.apply_port_state(port);
+    }
+
+    /// Replaces the route table between polls. Cached flows keep their
+    /// port while it stays a live candidate of their route; flows whose
+    /// port left their route move at their next packet. Nothing is dropped.
+    pub fn replace_routes(&mut self, routes: Vec<Route>) -> Result<TableChange, ConfigError> {
+        let n = self.ports.len();
+        for r in &routes {
+            if r.candidates.is_empty() {
+                return Err(ConfigError(format!("route {} has no candidates", r.prefix)));
+            }
+            for c in r.candidates.as_slice() {
+                if c.port as usize >= n {
+                    return Err(ConfigError(format!(
+                        "route {} names port {} but the switch has {n} ports",
+                        r.prefix, c.port
+                    )));
+                }
+            }
+        }
+        let changed = {
+            let old = self.routes.routes();
+            old.len() != routes.len()
+                || old.iter().zip(&routes).any(|(a, b)| {
+                    a.prefix != b.prefix || a.candidates.as_slice() != b.candidates.as_slice()
+                })
+        };
+        let new = port_sets(&routes);
+        // A new prefix inherits the ports of the routes that covered its
+        // addresses until now: flows to it may be cached on them.
+        for prefix in new.keys() {
+            if !self.ever.contains_key(prefix) {
+                let mut inherited = PortSet::EMPTY;
+                for (p, set) in &self.ever {
+                    if p.contains(prefix) {
+                        for port in set.iter() {
+                            inherited.insert(port);
+                        }
+                    }
+                }
+                self.ever.insert(*prefix, inherited);
+            }
+        }
+        let before = self.revalidate_set(&port_sets(self.routes.routes()));
+        for (prefix, set) in &new {
+            let e = self.ever.entry(*prefix).or_default();
+            for port in set.iter() {
+                e.insert(port);
+            }
+        }
+        let revalidate = self.revalidate_set(&new);
+        let ports_left: Vec<u8> = revalidate.iter().filter(|p| !before.contains(*p)).collect();
+        let mut per_port = [0u64; 256];
+        self.router.cache().flows_per_port(&mut per_port);
+        let flows_on_ports_left = ports_left.iter().map(|&p| per_port[p as usize]).sum();
+        self.router.set_revalidate(revalidate);
+        self.decisions = vec![0; routes.len() * n];
+        self.routes = RoutingTable::new(routes);
+        if changed {
+            self.table_generation += 1;
+        }
+        Ok(TableChange {
+            changed,
+            ports_left,
+            flows_on_ports_left,
+        })
+    }
+
+    /// Ports that some prefix has had as a candidate and has not now.
+    fn revalidate_set(&self, current: &HashMap<IpNet, PortSet>) -> PortSet {
+        let mut out = PortSet::EMPTY;
+        for (prefix, ever) in &self.ever {
+            let now = current.get(prefix).copied().unwrap_or_default();
+            for port in ever.iter() {
+                if !now.contains(port) {
+                    out.insert(port);
+                }
+            }
+        }
+        out
+    }
+
+    /// Route table generation: 1 at start, +1 per replacement that
+    /// changed something.
+    pub fn table_generation(&self) -> u64 {
+        self.table_generation
+    }
+
+    /// The route of a destination.
+    pub fn route_for(&self, dst: IpAddr) -> Option<&Route> {
+        match dst {
+            IpAddr::V4(a) => self.routes.lookup_v4(a),
+            IpAddr::V6(a) => self.routes.lookup_v6(a),
+        }
+    }
+
+    /// The ports' live state (up, C_cong, estimators) as decisions see it.
+    pub fn port_states(&self) -> &PortStates {
+        &self.congestion
+    }
+
+    /// Cached flows per port (walks the flow cache: off the packet path).
+    pub fn flows_per_port(&self) -> Vec<u64> {
+        let mut per_port = [0u64; 256];
+        self.router.cache().flows_per_port(&mut per_port);
+        per_port[..self.ports.len()].to_vec()
+    }
+
+    /// The flow cache's capacity.
+    pub fn flow_capacity(&self) -> usize {
+        self.router.cache().capacity()
+    }
+
+    /// Decisions since the table was installed, as (route, port, count),
+    /// nonzero counts only.
+    pub fn decision_counts(&self) -> Vec<(&Route, usize, u64)> {
+        let n = self.ports.len();
+        let routes = self.routes.routes();
+        self.decisions
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c > 0)
+            .filter_map(|(i, c)| routes.get(i / n).map(|r| (r, i % n, *c)))
+            .collect()
+    }
+
+    /// The most recent decisions, newest first (at most
+    /// [`RECENT_DECISIONS`]).
+    pub fn recent_decisions(&self) -> impl Iterator<Item = &FlowRecord> + '_ {
+        let n = self.recent_count.min(RECENT_DECISIONS as u64);
+        (0..n).map(move |i| {
+            let at = (self.recent_count - 1 - i) % RECENT_DECISIONS as u64;
+            &self.recent[at as usize]
+        })
+    }
+
+    /// A port's name.
+    pub fn port_name(&self, port: usize) -> &str {
+        &self.ports[port].config.name
+    }
+
+    /// A port by interface name or index (as text).
+    pub fn port_by_name(&self, name: &str) -> Option<usize> {
+        self.ports
+            .iter()
+            .position(|p| p.config.name == name)
+            .or_else(|| name.parse::<usize>().ok().filter(|&i| i < self.ports.len()))
+    }
+
     /// The flow router's counters.
     pub fn router_stats(&self) -> RouterStats {
         self.router.stats()
@@ -607,7 +958,10 @@ impl<IO: PacketIo> Switch<IO> {
             .map(|(i, p)| PortReport {
                 name: p.config.name.clone(),
                 up: p.up,
+                link_up: p.link_up,
+                admin_up: p.admin_up,
                 queue_bytes: p.egress.queue_bytes(),
+                queue_frames: p.egress.queued_frames(),
                 in_flight: p.egress.in_flight(),
                 c_cong: self.congestion.c_cong(i as u8),
                 egress: p.egress.stats(),

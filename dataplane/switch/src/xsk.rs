@@ -16,7 +16,7 @@ use std::num::NonZeroU32;
 use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 
-use lcmp_ebpf::{AttachedMode, XdpMode, XdpSteering};
+use lcmp_ebpf::{AttachedMode, LinkEvents, XdpMode, XdpSteering};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -56,70 +56,6 @@ impl std::fmt::Display for XskError {
 }
 
 impl std::error::Error for XskError {}
-
-/// A netlink socket subscribed to link events (RTMGRP_LINK): carrier
-/// changes wake the event loop, so link state needs no fast polling.
-struct LinkEvents {
-    fd: std::os::fd::OwnedFd,
-}
-
-impl LinkEvents {
-    fn open() -> Option<Self> {
-        use std::os::fd::FromRawFd;
-        // SAFETY: plain socket(2) call; the result is checked.
-        let fd = unsafe {
-            libc::socket(
-                libc::AF_NETLINK,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                libc::NETLINK_ROUTE,
-            )
-        };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a fresh descriptor we own.
-        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_nl is plain data; zeroed is a valid value.
-        let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
-        addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
-        addr.nl_groups = libc::RTMGRP_LINK as u32;
-        use std::os::fd::AsRawFd;
-        // SAFETY: addr is a valid sockaddr_nl of the given size.
-        let rc = unsafe {
-            libc::bind(
-                fd.as_raw_fd(),
-                (&addr as *const libc::sockaddr_nl).cast(),
-                std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
-            )
-        };
-        (rc == 0).then_some(LinkEvents { fd })
-    }
-
-    /// Drains pending events; true if there were any.
-    fn drain(&self) -> bool {
-        use std::os::fd::AsRawFd;
-        let mut buf = [0u8; 8192];
-        let mut any = false;
-        loop {
-            // SAFETY: buf is writable for its length.
-            let n = unsafe {
-                libc::recv(
-                    self.fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                    libc::MSG_DONTWAIT,
-                )
-            };
-            if n <= 0 {
-                // ENOBUFS (events lost) also means "re-read link state".
-                let overrun =
-                    n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS);
-                return any || overrun;
-            }
-            any = true;
-        }
-    }
-}
 
 /// Anonymous memory for the UMEM, unmapped on drop.
 struct Area {
@@ -188,7 +124,10 @@ pub struct XskIo {
     area: Area,
     free: Vec<u64>,
     fill_size: u32,
-    /// The ports' RX fds, then the link-event socket's, if any.
+    /// Entries of each TX (and completion) ring.
+    tx_ring: u32,
+    /// The ports' RX fds, then the link-event socket's, if any, then
+    /// wake-up descriptors ([`PacketIo::add_wake_fd`]).
     poll_fds: Vec<libc::pollfd>,
     link_events: Option<LinkEvents>,
     /// A link event drained by `wait` and not yet reported.
@@ -306,13 +245,21 @@ impl XskIo {
             .rev()
             .map(|i| i * FRAME_SIZE as u64)
             .collect();
-        let link_events = LinkEvents::open();
+        // Without link events the switch still sees carrier changes at its
+        // periodic link check, only later: worth a warning, not a failure.
+        let link_events = LinkEvents::open()
+            .inspect_err(|e| {
+                tracing::warn!(
+                    "no link events (netlink: {e}): link changes wait for the periodic check"
+                )
+            })
+            .ok();
         let poll_fds = ports
             .iter()
             .map(|p| p.rx.as_raw_fd())
             .chain(link_events.as_ref().map(|l| {
                 use std::os::fd::AsRawFd;
-                l.fd.as_raw_fd()
+                l.as_raw_fd()
             }))
             .map(|fd| libc::pollfd {
                 fd,
@@ -326,6 +273,7 @@ impl XskIo {
             area,
             free,
             fill_size: rx_ring,
+            tx_ring: ring,
             poll_fds,
             link_events,
             link_event_pending: false,
@@ -513,10 +461,46 @@ impl PacketIo for XskIo {
         }
         // Drain a link event now: left unread, it would keep the next
         // ppoll returning at once until the switch next looks at links.
-        if let (Some(l), Some(fd)) = (&self.link_events, self.poll_fds.last()) {
-            if self.poll_fds.len() > self.ports.len() && fd.revents & libc::POLLIN != 0 {
+        if let (Some(l), Some(fd)) = (&self.link_events, self.poll_fds.get(self.ports.len())) {
+            if fd.revents & libc::POLLIN != 0 {
                 self.link_event_pending |= l.drain();
             }
         }
+    }
+
+    fn tx_room(&self, port: usize) -> usize {
+        // Frames in the TX ring and awaiting completion both hold a slot
+        // of the completion ring, which is as large as the TX ring.
+        self.tx_ring.saturating_sub(self.ports[port].in_tx) as usize
+    }
+
+    fn add_wake_fd(&mut self, fd: std::os::fd::RawFd) {
+        self.poll_fds.push(libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+    }
+
+    fn port_stats(&self, port: usize) -> Option<lcmp_control::snapshot::XskStats> {
+        let p = self.ports.get(port)?;
+        let s = p.fill_comp.statistics_v2().ok();
+        Some(lcmp_control::snapshot::XskStats {
+            xdp_mode: p.steering.mode().to_string(),
+            rx_dropped: s.as_ref().map_or(0, |s| s.rx_dropped),
+            rx_ring_full: s.as_ref().map_or(0, |s| s.rx_ring_full),
+            fill_ring_empty: s.as_ref().map_or(0, |s| s.rx_fill_ring_empty_descs),
+            tx_invalid: s.as_ref().map_or(0, |s| s.tx_invalid_descs),
+            xdp: p
+                .steering
+                .counters()
+                .map(|c| {
+                    c.as_pairs()
+                        .iter()
+                        .map(|(k, v)| ((*k).to_string(), *v))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
     }
 }

@@ -1,138 +1,17 @@
 //! The whole switch, frame in -> frame out, over in-memory ports: no root,
 //! synthetic clock.
 
-use lcmp_policy::{Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
+use lcmp_control::snapshot::FlowLogStats;
+use lcmp_policy::Policy;
+use lcmp_switch::control::{snapshot, DaemonInfo};
+use lcmp_switch::counters::{Counter, DropReason};
 use lcmp_switch::egress::{EcnConfig, EgressConfig};
 use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
-use lcmp_switch::mem_io::MemIo;
-use lcmp_switch::routing::Route;
-use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::{ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder};
 use lcmp_wire::{Ecn, FlowTuple};
 
-const MS: u64 = 1_000_000;
-const US: u64 = 1_000;
-const HOST_A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
-
-fn mac(port: u8) -> [u8; 6] {
-    [2, 0, 0, 0, 1, port]
-}
-
-fn peer(port: u8) -> [u8; 6] {
-    [2, 0, 0, 0, 2, port]
-}
-
-/// A switch like s1 of the 2dc-3path testbed: port 0 faces host A
-/// (10.0.1.2), ports 1-3 are three paths towards 10.0.2.0/24 with C_path
-/// 10, 40, 80 (ascending cost).
-struct Bed {
-    sw: Switch<MemIo>,
-}
-
-fn unshaped() -> EgressConfig {
-    EgressConfig {
-        rate_bps: 0,
-        delay_ns: 0,
-        buffer_bytes: 1 << 20,
-        ecn: None,
-        max_in_flight: 4096,
-    }
-}
-
-fn bed(policy: Policy, egress: [EgressConfig; 4]) -> Bed {
-    bed_with_cache(policy, egress, 4096)
-}
-
-fn bed_with_cache(policy: Policy, egress: [EgressConfig; 4], flow_capacity: usize) -> Bed {
-    let ports = egress
-        .into_iter()
-        .enumerate()
-        .map(|(i, e)| PortConfig {
-            name: format!("p{i}"),
-            mac: mac(i as u8),
-            peer_mac: Some(if i == 0 { HOST_A } else { peer(i as u8) }),
-            egress: e,
-        })
-        .collect();
-    let paths: Vec<Candidate> = [(1, 10), (2, 40), (3, 80)]
-        .iter()
-        .map(|&(port, c_path)| Candidate {
-            port,
-            c_path,
-            capacity_bps: 1_000_000_000,
-        })
-        .collect();
-    let routes = vec![
-        Route {
-            prefix: "10.0.2.0/24".parse().unwrap(),
-            candidates: CandidateSet::new(&paths).unwrap(),
-        },
-        Route {
-            prefix: "fd00:2::/64".parse().unwrap(),
-            candidates: CandidateSet::new(&paths).unwrap(),
-        },
-        Route {
-            prefix: "10.0.1.2/32".parse().unwrap(),
-            candidates: CandidateSet::new(&[Candidate {
-                port: 0,
-                c_path: 0,
-                capacity_bps: 10_000_000_000,
-            }])
-            .unwrap(),
-        },
-    ];
-    let config = SwitchConfig {
-        ports,
-        routes,
-        policy,
-        congestion: CongestionParams::default(),
-        flow_capacity,
-        flow_idle_timeout_ns: 1_000 * MS,
-        seed: 7,
-        batch_size: 64,
-        link_check_interval_ns: 100 * US,
-    };
-    Bed {
-        sw: Switch::new(config, MemIo::new(4, 8192)).unwrap(),
-    }
-}
-
-fn lcmp_keep_two_of_three() -> Policy {
-    Policy::Lcmp(LcmpParams {
-        keep_all_up_to: 2,
-        keep_num: 2,
-        keep_den: 3,
-        ..Default::default()
-    })
-}
-
-fn udp_a_to_b(sport: u16, seq: u16) -> Vec<u8> {
-    FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
-        .macs(HOST_A, mac(0))
-        .ttl(64)
-        .udp(sport, 5001)
-        .payload(&seq.to_be_bytes())
-        .build()
-}
-
-/// Sends frames into port 0, polls, returns (port, frame) of everything
-/// sent out.
-fn run(b: &mut Bed, frames: &[Vec<u8>], now: u64) -> Vec<(usize, Vec<u8>)> {
-    for f in frames {
-        assert!(b.sw.io().inject(0, f));
-        // Keep the receive batches small enough for the ring.
-    }
-    let mut out = Vec::new();
-    for _ in 0..(frames.len() / 64 + 2) {
-        b.sw.poll(now);
-    }
-    for p in 0..4 {
-        for f in b.sw.io().take_sent(p) {
-            out.push((p, f));
-        }
-    }
-    out
-}
+mod common;
+use common::*;
 
 #[test]
 fn forwards_and_rewrites_ipv4() {
@@ -328,7 +207,10 @@ fn full_buffer_tail_drops_and_counts() {
     run(&mut b, &frames, 0);
     let c = b.sw.counters();
     // 5 frames of 1000 bytes fit the buffer (one may have left already).
-    assert!(c.queue_full >= 14 && c.queue_full <= 15, "{c:?}");
+    assert!(
+        c.dropped(DropReason::QueueFull) >= 14 && c.dropped(DropReason::QueueFull) <= 15,
+        "{c:?}"
+    );
 }
 
 #[test]
@@ -357,7 +239,11 @@ fn ecn_marks_ect_frames_in_a_deep_queue() {
         .collect();
     run(&mut b, &frames, 0);
     // Beyond 4 kB queued, every frame is marked: at least 35 of 40.
-    assert!(b.sw.counters().ce_marked >= 35, "{:?}", b.sw.counters());
+    assert!(
+        b.sw.counters().get(Counter::CeMarked) >= 35,
+        "{:?}",
+        b.sw.counters()
+    );
     // Marked frames leave with CE set and a valid checksum.
     let out = run(&mut b, &[], 10_000 * MS);
     let ce = out.iter().filter(|(_, f)| f[15] & 3 == 3).count();
@@ -416,7 +302,7 @@ fn malformed_frames_are_counted_and_forwarding_goes_on() {
     assert_eq!(out.len(), 1, "the good frame still crosses");
     let c = b.sw.counters();
     assert_eq!(c.total_drops(), n_bad, "{c:?}");
-    assert_eq!(c.rx_frames, n_bad + 1);
+    assert_eq!(c.get(Counter::RxFrames), n_bad + 1);
 }
 
 #[test]
@@ -441,8 +327,12 @@ fn no_frame_is_lost_from_the_pool() {
     b.sw.drain();
     assert_eq!(b.sw.io().free_frames(), before);
     let c = b.sw.counters().clone();
-    assert_eq!(c.rx_frames, c.tx_frames + c.total_drops(), "{c:?}");
-    assert!(c.emulation_overflow > 0 || c.queue_full > 0);
+    assert_eq!(
+        c.get(Counter::RxFrames),
+        c.get(Counter::TxFrames) + c.total_drops(),
+        "{c:?}"
+    );
+    assert!(c.dropped(DropReason::EmulationOverflow) > 0 || c.dropped(DropReason::QueueFull) > 0);
 }
 
 // The flow-decision log (`--flow-log`).
@@ -603,15 +493,15 @@ fn flow_log_full_buffer_drops_and_counts() {
     assert_eq!(run(&mut b, &frames, 0).len(), 10);
     let kept: Vec<u16> = logged(&b).iter().map(|r| r.flow.sport()).collect();
     assert_eq!(kept, vec![42000, 42001, 42002]);
-    let stats = lcmp_switch::stats::snapshot(&b.sw);
+    let stats = snapshot(&b.sw, &DaemonInfo::default());
     assert_eq!(
-        stats["flow_log"],
-        serde_json::json!({
-            "written": 0,
-            "dropped": 7,
-            "write_failed": 0,
-            "buffered": 3,
-            "capacity": 3,
+        stats.flow_log,
+        Some(FlowLogStats {
+            written: 0,
+            dropped: 7,
+            write_failed: 0,
+            buffered: 3,
+            capacity: 3,
         })
     );
     // A write makes room again; the counts go on.
@@ -619,10 +509,8 @@ fn flow_log_full_buffer_drops_and_counts() {
     assert_eq!(b.sw.write_flow_log(&mut out).unwrap(), 3);
     assert_eq!(out.iter().filter(|&&c| c == b'\n').count(), 3);
     assert_eq!(run(&mut b, &[tcp_a_to_b_v4(42100)], 0).len(), 1);
-    let stats = lcmp_switch::stats::snapshot(&b.sw);
-    assert_eq!(stats["flow_log"]["written"], 3);
-    assert_eq!(stats["flow_log"]["dropped"], 7);
-    assert_eq!(stats["flow_log"]["buffered"], 1);
+    let log = snapshot(&b.sw, &DaemonInfo::default()).flow_log.unwrap();
+    assert_eq!((log.written, log.dropped, log.buffered), (3, 7, 1));
 }
 
 #[test]

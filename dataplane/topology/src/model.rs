@@ -236,6 +236,9 @@ pub struct Topology {
     pub(crate) hosts: Vec<Host>,
     pub(crate) links: Vec<Link>,
     pub(crate) ports: Vec<Vec<Port>>,
+    /// Links that are down (failed): routes avoid them, ports keep their
+    /// indices. Empty for a topology as loaded.
+    pub(crate) down_links: Vec<LinkId>,
 }
 
 impl PartialEq for Topology {
@@ -247,6 +250,7 @@ impl PartialEq for Topology {
             && self.hosts == other.hosts
             && self.links == other.links
             && self.ports == other.ports
+            && self.down_links == other.down_links
     }
 }
 
@@ -680,6 +684,7 @@ impl<'a> Builder<'a> {
             hosts,
             links,
             ports,
+            down_links: Vec::new(),
         })
     }
 

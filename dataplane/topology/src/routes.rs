@@ -122,9 +122,37 @@ impl Topology {
         }
     }
 
-    /// The switch-to-switch ports of `switch`, in port order.
+    /// The same network with `links` failed: routes avoid them (a path
+    /// that crosses one is no candidate), while every port keeps its index,
+    /// so tables computed from it fit the running switches.
+    pub fn with_links_down(&self, links: &[LinkId]) -> Topology {
+        let mut t = self.clone();
+        t.down_links = links.to_vec();
+        t.down_links.sort();
+        t.down_links.dedup();
+        t
+    }
+
+    /// The links marked down by [`Topology::with_links_down`].
+    pub fn down_links(&self) -> &[LinkId] {
+        &self.down_links
+    }
+
+    /// The link between switches `a` and `b`, if one exists (either
+    /// direction; the first in file order).
+    pub fn link_between(&self, a: &str, b: &str) -> Option<LinkId> {
+        let (a, b) = (self.switch_by_name(a)?.id, self.switch_by_name(b)?.id);
+        self.ports(a).iter().find_map(|p| match p.peer {
+            Peer::Switch { link, switch, .. } if switch == b => Some(link),
+            _ => None,
+        })
+    }
+
+    /// The switch-to-switch ports of `switch` whose links are up, in port
+    /// order.
     fn neighbours(&self, switch: SwitchId) -> impl Iterator<Item = Neighbour> + '_ {
         self.ports(switch).iter().filter_map(|p| match p.peer {
+            Peer::Switch { link, .. } if self.down_links.contains(&link) => None,
             Peer::Switch { link, switch, .. } => Some(Neighbour {
                 port: p.index,
                 link,

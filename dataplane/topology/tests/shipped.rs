@@ -297,3 +297,30 @@ fn artifact_dci_links(text: &str) -> Vec<(String, String, u64, u64)> {
     out.sort();
     out
 }
+
+#[test]
+fn a_failed_far_link_removes_its_path_from_upstream_routes_only() {
+    let t = load("2dc-3path.toml");
+    let p1_s2 = t.link_between("p1", "s2").expect("p1-s2 exists");
+    assert_eq!(t.link_between("s2", "p1"), Some(p1_s2));
+    let down = t.with_links_down(&[p1_s2]);
+    assert_eq!(down.down_links(), &[p1_s2]);
+    let ports = |topo: &Topology, sw: &str, prefix: &str| -> Vec<u8> {
+        let r = topo.routes(id(topo, sw));
+        r.iter()
+            .find(|r| r.prefix == net(prefix))
+            .unwrap()
+            .candidates
+            .iter()
+            .map(|c| c.port)
+            .collect()
+    };
+    // s1 loses the path through p1 (port 0) although its own link is up.
+    assert_eq!(ports(&t, "s1", "10.0.2.0/24"), vec![0, 1, 2]);
+    assert_eq!(ports(&down, "s1", "10.0.2.0/24"), vec![1, 2]);
+    assert_eq!(ports(&down, "s2", "10.0.1.0/24"), vec![1, 2]);
+    // Ports keep their indices: s1's port 0 still leads to p1.
+    assert_eq!(t.ports(id(&t, "s1")), down.ports(id(&down, "s1")));
+    // p1 now reaches s2 the long way round, back through s1.
+    assert_eq!(ports(&down, "p1", "10.0.2.0/24"), vec![0]);
+}

@@ -20,7 +20,7 @@ use serde_json::json;
 pub use config::{check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs};
 
 use crate::analysis::{self, IdealModel, PathSpec, RunInput};
-use crate::bed::{self, UpOptions};
+use crate::bed::{self, AgentOptions, UpOptions};
 use crate::state::{State, SwitchSettings};
 use crate::{plots, report, Error, Result};
 
@@ -138,6 +138,9 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         // kernel may refuse it as a namespace default.
         cc: None,
         initcwnd: cfg.initcwnd,
+        // The agent propagates link failures (the failure experiment needs
+        // it); metrics are off, and its polling is light.
+        agent: Some(AgentOptions::default()),
     };
     let mut st = bed::up(&up, say)?;
     let _guard = TestbedGuard(cfg.name.clone());

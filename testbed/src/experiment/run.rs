@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use lcmp_control::Snapshot as SwitchStats;
 use lcmp_netns_tests::{Bg, PortPeer, Testbed};
 use lcmp_traffic::record::FlowRecord;
 use serde_json::Value;
@@ -145,18 +146,16 @@ fn machine_jiffies() -> Option<(u64, u64)> {
     Some((idle, v.iter().sum()))
 }
 
-fn read_stats(path: &Path) -> Option<Value> {
+fn read_stats(path: &Path) -> Option<SwitchStats> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// Transmitted bytes per port index of a switch's stats.
-fn tx_bytes_by_port(stats: &Value, ifnames: &[String]) -> HashMap<u8, u64> {
+fn tx_bytes_by_port(stats: &SwitchStats, ifnames: &[String]) -> HashMap<u8, u64> {
     let mut m = HashMap::new();
-    if let Some(ports) = stats["ports"].as_array() {
-        for p in ports {
-            if let Some(i) = ifnames.iter().position(|n| p["name"] == n.as_str()) {
-                m.insert(i as u8, p["tx_bytes"].as_u64().unwrap_or(0));
-            }
+    for p in &stats.ports {
+        if let Some(i) = ifnames.iter().position(|n| p.name == *n) {
+            m.insert(i as u8, p.counter("tx_bytes"));
         }
     }
     m
@@ -377,7 +376,7 @@ pub fn run_one(
     }
     check_faithfulness(env.state, &start, &end, &mut meas);
     if let Some(s) = read_stats(&src_stats_path) {
-        meas.failovers = s["flows"]["failovers"].as_u64().unwrap_or(0);
+        meas.failovers = s.flows.failovers;
     }
     // Stopping the switches flushes their decision logs (the next run
     // starts fresh ones anyway).
@@ -464,9 +463,8 @@ fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut R
     let (mut artifact, mut forwarded) = (0u64, 0u64);
     for p in &st.procs {
         if let Some(s) = read_stats(&p.stats) {
-            artifact += s["drops"]["tx_ring_full"].as_u64().unwrap_or(0)
-                + s["drops"]["emulation_overflow"].as_u64().unwrap_or(0);
-            forwarded += s["tx_frames"].as_u64().unwrap_or(0);
+            artifact += s.dropped("tx_ring_full") + s.dropped("emulation_overflow");
+            forwarded += s.counter("tx_frames");
         }
     }
     if artifact as f64 > MAX_ARTIFACT_DROP_SHARE * forwarded.max(1) as f64 {

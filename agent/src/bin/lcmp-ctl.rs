@@ -1,0 +1,141 @@
+//! `lcmp-ctl`: queries and steers running `lcmp-switch` daemons over their
+//! control sockets, like `ovs-appctl`. Parsing and exit statuses only; the
+//! logic is `lcmp_agent::ctl`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use lcmp_agent::ctl::{self, Command, CtlError, RunDirs, Selection};
+
+#[derive(Parser)]
+#[command(
+    name = "lcmp-ctl",
+    version,
+    about = "Query and steer running lcmp-switch daemons over their control sockets",
+    after_help = "\
+Switch selection: --testbed NAME addresses the testbed's switches (all, or those named \
+with -s); -s SWITCH alone addresses the standalone /run/lcmp-switch/SWITCH.sock; \
+--socket PATH one socket directly. With none of them, the one testbed running under \
+/run/lcmp-testbed is used. Read commands (and costs) run on every selected switch, one \
+after the other; set commands apply to each and report what changed.
+
+Exit status: 0 all selected switches answered, 1 any failed or the selection names \
+nothing that exists, 2 usage error."
+)]
+struct Cli {
+    /// Address the switches of this testbed (/run/lcmp-testbed/NAME/*.sock).
+    #[arg(long, value_name = "NAME", global = true)]
+    testbed: Option<String>,
+    /// Address this switch (repeatable): one of the testbed's with --testbed,
+    /// else the standalone /run/lcmp-switch/SWITCH.sock.
+    #[arg(short = 's', long = "switch", value_name = "SWITCH", global = true)]
+    switches: Vec<String>,
+    /// Address this control socket directly.
+    #[arg(long, value_name = "PATH", global = true)]
+    socket: Option<PathBuf>,
+    /// Print the replies as one JSON array of {switch, reply} / {switch, error}.
+    #[arg(long, global = true)]
+    json: bool,
+    /// How long to wait for each switch, ms.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = ctl::DEFAULT_TIMEOUT_MS,
+        value_parser = clap::value_parser!(u64).range(1..=3_600_000),
+        global = true
+    )]
+    timeout_ms: u64,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// One line per switch: pid, uptime, policy, traffic, drops, flows, table generation.
+    Status,
+    /// Per switch and port: state, counters, queue, congestion, drops, emulation.
+    Ports,
+    /// Cached flows by port, decisions by destination, recent decisions.
+    Flows {
+        /// How many recent decisions to list.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        top: u32,
+    },
+    /// Every candidate's cost parts for a destination; the kept set is marked *.
+    Costs {
+        /// An address (10.0.2.2) or prefix (10.0.2.0/24).
+        #[arg(value_name = "PREFIX_OR_ADDR")]
+        dst: String,
+    },
+    /// Show the path-selection policy, or set it to NAME.
+    Policy {
+        /// lcmp, ecmp, wcmp, ucmp, lcmp-rm-alpha or lcmp-rm-beta.
+        name: Option<String>,
+    },
+    /// Set an LCMP weight or the ECN thresholds: alpha N | beta N | ecn KMIN,KMAX,PMAX | ecn off.
+    Set {
+        /// alpha, beta or ecn.
+        #[arg(value_name = "PARAM")]
+        param: String,
+        /// The value.
+        #[arg(value_name = "VALUE", allow_hyphen_values = true)]
+        value: String,
+    },
+    /// Set a port administratively up or down.
+    Link {
+        /// Interface name or port index.
+        port: String,
+        /// up or down.
+        #[arg(value_name = "up|down")]
+        state: String,
+    },
+    /// The route table: prefix -> candidates with C_path and capacity.
+    Tables,
+    /// Each port's link emulation (rate, delay, buffer) and what emulates it.
+    Links,
+}
+
+fn command(cmd: Cmd) -> Result<Command, CtlError> {
+    Ok(match cmd {
+        Cmd::Status => Command::Status,
+        Cmd::Ports => Command::Ports,
+        Cmd::Flows { top } => Command::Flows { top },
+        Cmd::Costs { dst } => Command::costs(&dst)?,
+        Cmd::Policy { name } => Command::policy(name.as_deref())?,
+        Cmd::Set { param, value } => Command::set(&param, &value)?,
+        Cmd::Link { port, state } => Command::link(&port, &state)?,
+        Cmd::Tables => Command::Tables,
+        Cmd::Links => Command::Links,
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let prepared = command(cli.command).and_then(|cmd| {
+        let selection = Selection::from_options(cli.testbed, cli.switches, cli.socket)?;
+        Ok((cmd, ctl::resolve(&selection, &RunDirs::default())?))
+    });
+    let (cmd, targets) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("lcmp-ctl: {e}");
+            return ExitCode::from(e.exit_code());
+        }
+    };
+    let outcomes = ctl::query(&targets, &cmd, Duration::from_millis(cli.timeout_ms));
+    match ctl::report(
+        &cmd,
+        &outcomes,
+        cli.json,
+        &mut std::io::stdout().lock(),
+        &mut std::io::stderr().lock(),
+    ) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("lcmp-ctl: cannot write the output: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

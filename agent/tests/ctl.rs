@@ -1,0 +1,328 @@
+//! `lcmp-ctl` end to end against a fake switch: the real control server
+//! (`lcmp_control::server::serve`) on a socket in a temporary directory,
+//! with a thread answering from its inbox with canned replies, and the
+//! built binary run with `--socket`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use lcmp_control::proto::{Applied, CandidateCost, CostsReply, PortsReply};
+use lcmp_control::server::{serve, Inbox};
+use lcmp_control::snapshot::{Emulation, EmulationMode, PolicyState, PortSnapshot};
+use lcmp_control::{Body, ErrorKind, ErrorReply, Reply, Request, Snapshot};
+
+/// A switch named `dc1` that answers from a script and records what it was
+/// asked.
+struct FakeSwitch {
+    dir: PathBuf,
+    socket: PathBuf,
+    seen: Arc<Mutex<Vec<Request>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeSwitch {
+    fn start(tag: &str) -> FakeSwitch {
+        let dir = temp_dir(tag);
+        let socket = dir.join("dc1.sock");
+        let inbox = Inbox::new().expect("eventfd");
+        serve(&socket, &inbox).expect("bind the fake switch's socket");
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (seen2, stop2) = (seen.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                match inbox.take() {
+                    Some(pending) => {
+                        seen2.lock().unwrap().push(pending.request.clone());
+                        let body = answer(&pending.request);
+                        pending.answer(body);
+                    }
+                    None => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        FakeSwitch {
+            dir,
+            socket,
+            seen,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn seen(&self) -> Vec<Request> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Runs `lcmp-ctl --socket <this switch> args...`.
+    fn ctl(&self, args: &[&str]) -> Output {
+        ctl_on(&self.socket, args)
+    }
+}
+
+impl Drop for FakeSwitch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let dir =
+        std::env::temp_dir().join(format!("lcmp-ctl-it-{}-{tag}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ctl_on(socket: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lcmp-ctl"))
+        .arg("--socket")
+        .arg(socket)
+        .args(["--timeout-ms", "3000"])
+        .args(args)
+        .output()
+        .expect("run lcmp-ctl")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}
+
+fn ok(body: Reply) -> Body {
+    Body::Ok(Box::new(body))
+}
+
+fn answer(request: &Request) -> Body {
+    match request {
+        Request::Status => ok(Reply::Status(Box::new(Snapshot {
+            switch: "dc1".into(),
+            pid: 4242,
+            uptime_ms: 3_723_000,
+            policy: PolicyState {
+                name: "lcmp".into(),
+                alpha: Some(3),
+                beta: Some(1),
+                ecn: None,
+            },
+            counters: BTreeMap::from([
+                ("rx_frames".to_string(), 1000),
+                ("tx_frames".to_string(), 998),
+            ]),
+            drops_total: 2,
+            table_generation: 4,
+            ..Snapshot::default()
+        }))),
+        Request::Ports => ok(Reply::Ports(PortsReply {
+            switch: "dc1".into(),
+            ports: vec![PortSnapshot {
+                index: 0,
+                name: "eth0".into(),
+                up: true,
+                link_up: true,
+                admin_up: true,
+                emulation: Emulation {
+                    mode: EmulationMode::Netem,
+                    rate_bps: 100_000_000,
+                    delay_ns: 10_000_000,
+                    buffer_bytes: 1 << 20,
+                },
+                ..PortSnapshot::default()
+            }],
+        })),
+        Request::Costs { dst } => ok(Reply::Costs(CostsReply {
+            switch: "dc1".into(),
+            dst: dst.clone(),
+            prefix: "10.0.2.0/24".into(),
+            policy: "lcmp".into(),
+            alpha: 3,
+            beta: 1,
+            candidates: [(0, 18, true), (1, 38, false)]
+                .into_iter()
+                .map(|(port, c_path, kept)| CandidateCost {
+                    port,
+                    ifname: format!("eth{port}"),
+                    up: true,
+                    c_path,
+                    capacity_bps: 200_000_000_000,
+                    q: 0,
+                    t: 0,
+                    d: 0,
+                    c_cong: 0,
+                    cost: 3 * c_path as u32,
+                    kept,
+                    queue_bytes: 0,
+                })
+                .collect(),
+        })),
+        Request::SetPolicy { policy } => ok(Reply::Applied(Applied {
+            message: format!("policy lcmp -> {policy}"),
+            changed: true,
+            flows_to_move: 0,
+        })),
+        Request::SetAdmin { port, .. } => Body::Error(ErrorReply::new(
+            ErrorKind::UnknownPort,
+            format!("no port {port:?} on dc1"),
+        )),
+        other => Body::Error(ErrorReply::new(
+            ErrorKind::Invalid,
+            format!("the fake switch has no answer to {}", other.verb()),
+        )),
+    }
+}
+
+#[test]
+fn status_is_one_line_for_the_switch() {
+    let sw = FakeSwitch::start("status");
+    let out = sw.ctl(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert!(lines[0].starts_with("SWITCH"), "{stdout}");
+    let fields: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(
+        fields,
+        [
+            "dc1", "4242", "1h02m03s", "lcmp", "alpha=3", "beta=1", "off", "1000", "998", "2", "0",
+            "4"
+        ]
+    );
+    assert_eq!(sw.seen(), [Request::Status]);
+}
+
+#[test]
+fn costs_show_every_candidate_and_the_kept_set() {
+    let sw = FakeSwitch::start("costs");
+    let out = sw.ctl(&["costs", "10.0.2.0/24"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("switch dc1: 10.0.2.0/24 matches route 10.0.2.0/24; policy lcmp"),
+        "{stdout}"
+    );
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| l.contains("eth"))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows[0][..4], ["*", "0", "eth0", "up"]);
+    assert_eq!(rows[1][..3], ["1", "eth1", "up"]);
+    assert_eq!(
+        sw.seen(),
+        [Request::Costs {
+            dst: "10.0.2.0/24".into()
+        }]
+    );
+}
+
+#[test]
+fn policy_change_reports_what_the_switch_did() {
+    let sw = FakeSwitch::start("policy");
+    let out = sw.ctl(&["policy", "ecmp"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "dc1: policy lcmp -> ecmp\n");
+    assert_eq!(
+        sw.seen(),
+        [Request::SetPolicy {
+            policy: "ecmp".into()
+        }]
+    );
+}
+
+#[test]
+fn json_ports_is_one_array_of_switch_replies() {
+    let sw = FakeSwitch::start("json");
+    let out = sw.ctl(&["--json", "ports"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    let arr = v.as_array().expect("an array");
+    assert_eq!(arr.len(), 1);
+    assert_eq!(arr[0]["switch"], "dc1");
+    assert_eq!(arr[0]["reply"]["kind"], "ports");
+    assert_eq!(arr[0]["reply"]["ports"][0]["name"], "eth0");
+    assert_eq!(arr[0]["reply"]["ports"][0]["emulation"]["mode"], "netem");
+    assert!(arr[0].get("error").is_none());
+}
+
+#[test]
+fn links_say_which_mechanism_emulates_each_port() {
+    let sw = FakeSwitch::start("links");
+    let out = sw.ctl(&["links"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let row = stdout.lines().nth(1).expect("a port row");
+    assert!(
+        row.starts_with("dc1") && row.contains("100 Mbit/s") && row.contains("10 ms"),
+        "{stdout}"
+    );
+    assert!(
+        row.contains("1 MiB") && row.contains("netem (kernel qdisc"),
+        "{stdout}"
+    );
+    assert_eq!(sw.seen(), [Request::Ports]);
+}
+
+#[test]
+fn a_refused_request_prints_the_switch_message_and_fails() {
+    let sw = FakeSwitch::start("refused");
+    let out = sw.ctl(&["link", "eth9", "down"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "lcmp-ctl: dc1: no port \"eth9\" on dc1\n"
+    );
+    assert_eq!(out.stdout, b"");
+}
+
+#[test]
+fn bad_thresholds_are_refused_before_anything_is_sent() {
+    let sw = FakeSwitch::start("usage");
+    let out = sw.ctl(&["set", "ecn", "0.5,0.1,0.3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "lcmp-ctl: set ecn: ECN thresholds need 0 <= kmin < kmax <= 1 and 0 <= pmax <= 1 (got kmin 0.5, kmax 0.1, pmax 0.3)\n"
+    );
+    assert_eq!(sw.seen(), []);
+    // The valid form reaches the switch (which has no answer to it here).
+    let out = sw.ctl(&["set", "ecn", "0.1,0.5,0.3"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(sw.seen().len(), 1);
+}
+
+#[test]
+fn a_switch_that_is_not_running_is_named() {
+    let dir = temp_dir("absent");
+    let socket = dir.join("dc9.sock");
+    let out = ctl_on(&socket, &["status"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "lcmp-ctl: dc9: no switch answers on {}",
+            socket.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(
+        text(&out.stdout),
+        "",
+        "nothing answered, so nothing to show"
+    );
+}

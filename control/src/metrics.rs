@@ -1,0 +1,742 @@
+//! Prometheus metrics of one or more switches, computed at scrape time
+//! from their [`Snapshot`]s and `costs` replies.
+//!
+//! The values live in the switches, not here, so nothing is registered
+//! ahead of time: an [`LcmpCollector`] (prometheus-client's
+//! [`Collector`]) turns the scrape results into constant counters and
+//! gauges each time the registry is encoded. [`render`] does the whole
+//! round trip for a slice of results and returns the OpenMetrics text.
+//!
+//! Every series carries a `switch` label (the name the scrape was made
+//! under); per-port series add `port` (the interface name). Names follow
+//! the Prometheus conventions: base units in the name (bytes, seconds,
+//! bytes per second), `_total` on counters. A link rate is exposed in
+//! bytes per second rather than bits per second because `promtool check
+//! metrics` rejects `bits` as a non-base unit; dashboards multiply by 8.
+//!
+//! Counter and drop keys come from the switch's enums, so they are
+//! handled generically: drops and XDP verdicts are labels, counters this
+//! module has a family for go there, and any other counter key appears in
+//! `lcmp_port_other_events_total` / `lcmp_switch_other_events_total` with
+//! a `counter` label, so a counter added to the switch is exported before
+//! anyone writes a family for it.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::time::Duration;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::proto::CostsReply;
+use crate::snapshot::{EmulationMode, PortSnapshot, Snapshot};
+
+/// Content type of [`Format::OpenMetrics`].
+pub const OPENMETRICS_CONTENT_TYPE: &str =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Content type of [`Format::PrometheusText`].
+pub const PROMETHEUS_TEXT_CONTENT_TYPE: &str =
+    prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Text exposition formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenMetrics 1.0 text (what Prometheus asks for first).
+    OpenMetrics,
+    /// The Prometheus text format 0.0.4: what older tools such as the
+    /// linter of `promtool check metrics` (Debian 12's 2.42) parse.
+    PrometheusText,
+}
+
+impl Format {
+    /// The HTTP content type of the format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::OpenMetrics => OPENMETRICS_CONTENT_TYPE,
+            Format::PrometheusText => PROMETHEUS_TEXT_CONTENT_TYPE,
+        }
+    }
+}
+
+/// The result of scraping one switch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SwitchScrape {
+    /// The switch's name: the `switch` label of every series (used even
+    /// when the snapshot names the switch differently, so the labels match
+    /// `lcmp_switch_up` whether or not the scrape succeeded).
+    pub switch: String,
+    /// Its state; `None`: the scrape failed (`lcmp_switch_up` 0).
+    pub snapshot: Option<Snapshot>,
+    /// `costs` replies, one per destination of interest.
+    pub costs: Vec<CostsReply>,
+    /// How long the scrape took, if measured.
+    pub duration: Option<Duration>,
+}
+
+impl SwitchScrape {
+    /// A successful scrape.
+    pub fn up(switch: impl Into<String>, snapshot: Snapshot, costs: Vec<CostsReply>) -> Self {
+        SwitchScrape {
+            switch: switch.into(),
+            snapshot: Some(snapshot),
+            costs,
+            duration: None,
+        }
+    }
+
+    /// A failed scrape.
+    pub fn down(switch: impl Into<String>) -> Self {
+        SwitchScrape {
+            switch: switch.into(),
+            ..SwitchScrape::default()
+        }
+    }
+
+    /// The same scrape with its duration.
+    pub fn with_duration(mut self, duration: Duration) -> Self {
+        self.duration = Some(duration);
+        self
+    }
+}
+
+/// The OpenMetrics text of `scrapes`, ending in `# EOF`.
+pub fn render(scrapes: &[SwitchScrape]) -> String {
+    render_as(scrapes, Format::OpenMetrics)
+}
+
+/// The exposition of `scrapes` in `format`.
+pub fn render_as(scrapes: &[SwitchScrape], format: Format) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(LcmpCollector::fixed(scrapes.to_vec())));
+    encode(&registry, format)
+}
+
+/// The exposition of a registry in `format` (for callers that register an
+/// [`LcmpCollector`] next to metrics of their own).
+pub fn encode(registry: &Registry, format: Format) -> String {
+    let mut out = String::new();
+    let done = match format {
+        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, registry),
+        Format::PrometheusText => {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, registry)
+        }
+    };
+    // prometheus-client fails only when the writer fails (a String never
+    // does) or on native histograms, which nothing here produces.
+    done.expect("encoding metrics into a String cannot fail");
+    out
+}
+
+/// A [`Collector`] exporting switch scrape results.
+pub struct LcmpCollector {
+    source: Source,
+}
+
+enum Source {
+    Fixed(Vec<SwitchScrape>),
+    Live(Box<dyn Fn() -> Vec<SwitchScrape> + Send + Sync>),
+}
+
+impl LcmpCollector {
+    /// A collector of results gathered already.
+    pub fn fixed(scrapes: Vec<SwitchScrape>) -> Self {
+        LcmpCollector {
+            source: Source::Fixed(scrapes),
+        }
+    }
+
+    /// A collector calling `scrape` at every encoding, for a registry that
+    /// outlives many scrapes.
+    pub fn live(scrape: impl Fn() -> Vec<SwitchScrape> + Send + Sync + 'static) -> Self {
+        LcmpCollector {
+            source: Source::Live(Box::new(scrape)),
+        }
+    }
+}
+
+impl fmt::Debug for LcmpCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Source::Fixed(s) => f
+                .debug_struct("LcmpCollector")
+                .field("switches", &s.len())
+                .finish(),
+            Source::Live(_) => f
+                .debug_struct("LcmpCollector")
+                .field("live", &true)
+                .finish(),
+        }
+    }
+}
+
+impl Collector for LcmpCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let series = match &self.source {
+            Source::Fixed(s) => collect(s),
+            Source::Live(scrape) => collect(&scrape()),
+        };
+        encode_series(&series, &mut encoder)
+    }
+}
+
+/// What a family counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+    /// An OpenMetrics info family: value 1, the information in labels.
+    Info,
+}
+
+/// Units named in family names (OpenMetrics `# UNIT`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BaseUnit {
+    Bytes,
+    Seconds,
+    BytesPerSecond,
+}
+
+impl BaseUnit {
+    fn unit(self) -> Unit {
+        match self {
+            BaseUnit::Bytes => Unit::Bytes,
+            BaseUnit::Seconds => Unit::Seconds,
+            BaseUnit::BytesPerSecond => Unit::Other("bytes_per_second".into()),
+        }
+    }
+}
+
+/// One metric family.
+#[derive(Debug)]
+struct Def {
+    /// The family name as exposed, with its unit, without the `_total`
+    /// (counters) or `_info` (info) the encoder appends to samples.
+    name: &'static str,
+    kind: Kind,
+    unit: Option<BaseUnit>,
+    help: &'static str,
+}
+
+impl Def {
+    /// The name without the unit suffix, and the unit: prometheus-client
+    /// appends the unit itself. A name not ending in its unit (a mistake
+    /// the unit tests catch) is exposed as written, without a unit.
+    fn name_and_unit(&self) -> (&'static str, Option<Unit>) {
+        let Some(base_unit) = self.unit else {
+            return (self.name, None);
+        };
+        let unit = base_unit.unit();
+        match self
+            .name
+            .strip_suffix(unit.as_str())
+            .and_then(|n| n.strip_suffix('_'))
+        {
+            Some(base) => (base, Some(unit)),
+            None => (self.name, None),
+        }
+    }
+}
+
+// One line per family: the enum variant used when filling in series, and
+// its definition. Declaration order is exposition order.
+macro_rules! families {
+    ($($variant:ident: $kind:ident $name:literal $unit:expr, $help:literal;)*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        enum F {
+            $($variant,)*
+        }
+
+        const FAMILIES: &[Def] = &[
+            $(Def { name: $name, kind: Kind::$kind, unit: $unit, help: $help },)*
+        ];
+    };
+}
+
+const BYTES: Option<BaseUnit> = Some(BaseUnit::Bytes);
+const SECONDS: Option<BaseUnit> = Some(BaseUnit::Seconds);
+const BYTES_PER_SECOND: Option<BaseUnit> = Some(BaseUnit::BytesPerSecond);
+
+families! {
+    SwitchUp: Gauge "lcmp_switch_up" None,
+        "1 if the switch's state was scraped, 0 if the scrape failed.";
+    ScrapeDuration: Gauge "lcmp_scrape_duration_seconds" SECONDS,
+        "How long scraping the switch's state took.";
+    SwitchInfo: Info "lcmp_switch" None,
+        "The switch's path-selection policy.";
+    SwitchUptime: Gauge "lcmp_switch_uptime_seconds" SECONDS,
+        "Time since the switch started forwarding.";
+    PolicyWeight: Gauge "lcmp_policy_weight" None,
+        "LCMP weights: alpha of C_path and beta of C_cong (LCMP policies only).";
+    RouteTableGeneration: Gauge "lcmp_route_table_generation" None,
+        "Route table generation: 1 at start, +1 per table replacement.";
+    SwitchPolls: Counter "lcmp_switch_polls" None,
+        "Poll-loop iterations.";
+    SwitchPollsWithRx: Counter "lcmp_switch_polls_with_rx" None,
+        "Poll-loop iterations that received at least one frame.";
+    SwitchOther: Counter "lcmp_switch_other_events" None,
+        "Switch-wide counters this exporter has no family for, by counter name.";
+    PortInfo: Info "lcmp_port" None,
+        "A port: index, link emulation mode and XDP attach mode.";
+    PortUp: Gauge "lcmp_port_up" None,
+        "1 if the port forwards (carrier and administratively up).";
+    PortLinkUp: Gauge "lcmp_port_link_up" None,
+        "1 if the port has carrier.";
+    PortAdminUp: Gauge "lcmp_port_admin_up" None,
+        "1 if the port is administratively up.";
+    PortRxPackets: Counter "lcmp_port_rx_packets" None,
+        "Frames received on the port.";
+    PortRxBytes: Counter "lcmp_port_rx_bytes" BYTES,
+        "Bytes received on the port.";
+    PortTxPackets: Counter "lcmp_port_tx_packets" None,
+        "Frames handed to the port's transmit ring.";
+    PortTxBytes: Counter "lcmp_port_tx_bytes" BYTES,
+        "Bytes handed to the port's transmit ring.";
+    PortEnqueuedPackets: Counter "lcmp_port_enqueued_packets" None,
+        "Frames put into the port's egress buffer.";
+    PortEcnMarkedPackets: Counter "lcmp_port_ecn_marked_packets" None,
+        "ECT frames the switch marked CE on their way out of the port.";
+    PortOther: Counter "lcmp_port_other_events" None,
+        "Per-port counters this exporter has no family for, by counter name.";
+    PortDroppedPackets: Counter "lcmp_port_dropped_packets" None,
+        "Frames dropped, by reason: ingress drops count on the port the frame came in on, egress drops on the port it was to leave by.";
+    PortQueueBytes: Gauge "lcmp_port_queue_bytes" BYTES,
+        "Bytes in the port's egress buffer.";
+    PortQueuePackets: Gauge "lcmp_port_queue_packets" None,
+        "Frames in the port's egress buffer.";
+    PortDelayLinePackets: Gauge "lcmp_port_delay_line_packets" None,
+        "Frames in the link emulation's delay line (sent by the shaper, not yet released).";
+    PortEcnThreshold: Gauge "lcmp_port_ecn_threshold_bytes" BYTES,
+        "ECN marking thresholds: marking starts above kmin, every ECT frame is marked above kmax (absent: marking off).";
+    PortCongestionCost: Gauge "lcmp_port_congestion_cost" None,
+        "The port's fused congestion cost C_cong.";
+    PortCongestionScore: Gauge "lcmp_port_congestion_score" None,
+        "The parts of C_cong: queue level q, trend t, persistence d.";
+    PortEmulationRate: Gauge "lcmp_port_emulation_rate_bytes_per_second" BYTES_PER_SECOND,
+        "Rate of the link the port emulates (0: line rate).";
+    PortEmulationDelay: Gauge "lcmp_port_emulation_delay_seconds" SECONDS,
+        "One-way propagation delay of the link the port emulates.";
+    PortEmulationBuffer: Gauge "lcmp_port_emulation_buffer_bytes" BYTES,
+        "Egress buffer of the port.";
+    PortXdpVerdicts: Counter "lcmp_port_xdp_verdicts" None,
+        "Frames the port's XDP program handled, by verdict.";
+    PortXskRxDroppedPackets: Counter "lcmp_port_xsk_rx_dropped_packets" None,
+        "Frames the kernel dropped for lack of AF_XDP RX ring space or fill buffers.";
+    PortXskRxRingFull: Counter "lcmp_port_xsk_rx_ring_full" None,
+        "AF_XDP RX ring full events.";
+    PortXskFillRingEmpty: Counter "lcmp_port_xsk_fill_ring_empty" None,
+        "AF_XDP fill ring empty events.";
+    PortXskTxInvalidDescriptors: Counter "lcmp_port_xsk_tx_invalid_descriptors" None,
+        "Invalid AF_XDP TX descriptors.";
+    FlowCacheFlows: Gauge "lcmp_flow_cache_flows" None,
+        "Flows in the flow cache.";
+    FlowCacheCapacity: Gauge "lcmp_flow_cache_capacity_flows" None,
+        "Flows the flow cache can hold.";
+    FlowCacheHits: Counter "lcmp_flow_cache_hits" None,
+        "Packets of flows found in the flow cache.";
+    FlowCacheMisses: Counter "lcmp_flow_cache_misses" None,
+        "Packets of flows not in the flow cache (a path decision was made).";
+    FlowCacheInserts: Counter "lcmp_flow_cache_inserts" None,
+        "Flows put into the flow cache.";
+    FlowCacheEvictions: Counter "lcmp_flow_cache_evictions" None,
+        "Idle flows evicted from the flow cache.";
+    FlowFailovers: Counter "lcmp_flow_failovers" None,
+        "Cached flows moved off a port that died or left the flow's route.";
+    FlowCacheFullDecisions: Counter "lcmp_flow_cache_full_decisions" None,
+        "Path decisions not cached because the cache bucket was full.";
+    AllCongestedDecisions: Counter "lcmp_all_congested_decisions" None,
+        "Path decisions where every kept candidate was congested.";
+    Decisions: Counter "lcmp_decisions" None,
+        "New-flow and failover path decisions by policy and chosen port, since the route table was installed.";
+    RoutePathCost: Gauge "lcmp_route_candidate_path_cost" None,
+        "C_path of each candidate port of a destination prefix.";
+    RouteCongestionCost: Gauge "lcmp_route_candidate_congestion_cost" None,
+        "C_cong of each candidate port of a destination prefix.";
+    RouteCost: Gauge "lcmp_route_candidate_cost" None,
+        "Fused cost alpha * C_path + beta * C_cong of each candidate port of a destination prefix.";
+    RouteKept: Gauge "lcmp_route_candidate_kept" None,
+        "1 if the candidate is in the kept set new flows hash over.";
+    RouteUp: Gauge "lcmp_route_candidate_up" None,
+        "1 if the candidate port forwards.";
+    FlowLogWritten: Counter "lcmp_flow_log_written_records" None,
+        "Flow-log records written.";
+    FlowLogDropped: Counter "lcmp_flow_log_dropped_records" None,
+        "Flow-log records dropped because the buffer was full.";
+    FlowLogWriteFailed: Counter "lcmp_flow_log_write_failed_records" None,
+        "Flow-log records lost to a write error.";
+    FlowLogBuffered: Gauge "lcmp_flow_log_buffered_records" None,
+        "Flow-log records buffered, not written yet.";
+    FlowLogCapacity: Gauge "lcmp_flow_log_capacity_records" None,
+        "Flow-log buffer capacity.";
+    ControlRequests: Counter "lcmp_control_requests" None,
+        "Control-socket requests answered.";
+    ControlErrors: Counter "lcmp_control_errors" None,
+        "Control-socket requests answered with an error.";
+    ControlRefused: Counter "lcmp_control_refused_connections" None,
+        "Control-socket connections refused.";
+}
+
+/// Per-port counter keys with a family of their own. The switch-wide
+/// counters of the same names are the sums over the ports and are left
+/// out, so summing a family over ports never counts a frame twice.
+const PORT_COUNTERS: [(&str, F); 6] = [
+    ("rx_frames", F::PortRxPackets),
+    ("rx_bytes", F::PortRxBytes),
+    ("tx_frames", F::PortTxPackets),
+    ("tx_bytes", F::PortTxBytes),
+    ("enqueued_frames", F::PortEnqueuedPackets),
+    ("ce_marked", F::PortEcnMarkedPackets),
+];
+
+/// Switch-wide counter keys with a family of their own.
+const SWITCH_COUNTERS: [(&str, F); 2] = [
+    ("polls", F::SwitchPolls),
+    ("polls_with_rx", F::SwitchPollsWithRx),
+];
+
+type Labels = Vec<(&'static str, String)>;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Num {
+    U(u64),
+    F(f64),
+}
+
+/// The series of every family, indexed by `F`.
+struct Series(Vec<Vec<(Labels, Num)>>);
+
+impl Series {
+    fn push(&mut self, family: F, labels: Labels, value: Num) {
+        self.0[family as usize].push((labels, value));
+    }
+
+    fn u(&mut self, family: F, labels: Labels, value: u64) {
+        self.push(family, labels, Num::U(value));
+    }
+
+    fn flag(&mut self, family: F, labels: Labels, on: bool) {
+        self.push(family, labels, Num::U(u64::from(on)));
+    }
+}
+
+fn collect(scrapes: &[SwitchScrape]) -> Series {
+    let mut out = Series(FAMILIES.iter().map(|_| Vec::new()).collect());
+    // A switch listed twice would produce duplicate series, which makes
+    // the whole exposition invalid: the first result wins.
+    let mut seen = HashSet::new();
+    for scrape in scrapes {
+        let sw = scrape.switch.as_str();
+        if !seen.insert(sw) {
+            continue;
+        }
+        out.flag(F::SwitchUp, switch_labels(sw), scrape.snapshot.is_some());
+        if let Some(d) = scrape.duration {
+            out.push(
+                F::ScrapeDuration,
+                switch_labels(sw),
+                Num::F(d.as_secs_f64()),
+            );
+        }
+        if let Some(snapshot) = &scrape.snapshot {
+            collect_snapshot(&mut out, sw, snapshot);
+        }
+        collect_costs(&mut out, sw, &scrape.costs);
+    }
+    out
+}
+
+fn switch_labels(sw: &str) -> Labels {
+    vec![("switch", sw.to_string())]
+}
+
+/// The `port` label: the interface name, or the index if it has none.
+fn port_label(name: &str, index: u32) -> String {
+    if name.is_empty() {
+        index.to_string()
+    } else {
+        name.to_string()
+    }
+}
+
+fn collect_snapshot(out: &mut Series, sw: &str, s: &Snapshot) {
+    let labels = || switch_labels(sw);
+    out.u(
+        F::SwitchInfo,
+        vec![
+            ("switch", sw.to_string()),
+            ("policy", s.policy.name.clone()),
+        ],
+        1,
+    );
+    out.push(F::SwitchUptime, labels(), Num::F(s.uptime_ms as f64 / 1e3));
+    for (weight, value) in [("alpha", s.policy.alpha), ("beta", s.policy.beta)] {
+        if let Some(v) = value {
+            out.u(
+                F::PolicyWeight,
+                vec![("switch", sw.to_string()), ("weight", weight.to_string())],
+                u64::from(v),
+            );
+        }
+    }
+    out.u(F::RouteTableGeneration, labels(), s.table_generation);
+    for (key, &value) in &s.counters {
+        if let Some((_, family)) = SWITCH_COUNTERS.iter().find(|(k, _)| k == key) {
+            out.u(*family, labels(), value);
+        } else if !PORT_COUNTERS.iter().any(|(k, _)| k == key) {
+            out.u(
+                F::SwitchOther,
+                vec![("switch", sw.to_string()), ("counter", key.clone())],
+                value,
+            );
+        }
+    }
+
+    let mut seen_ports = HashSet::new();
+    for port in &s.ports {
+        let name = port_label(&port.name, port.index);
+        // Two ports of one name would collide in every per-port family.
+        if seen_ports.insert(name.clone()) {
+            collect_port(out, sw, &name, port);
+        }
+    }
+
+    let f = &s.flows;
+    out.u(F::FlowCacheFlows, labels(), f.cached);
+    out.u(F::FlowCacheCapacity, labels(), f.capacity);
+    out.u(F::FlowCacheHits, labels(), f.hits);
+    out.u(F::FlowCacheMisses, labels(), f.misses);
+    out.u(F::FlowCacheInserts, labels(), f.inserts);
+    out.u(F::FlowCacheEvictions, labels(), f.evictions);
+    out.u(F::FlowFailovers, labels(), f.failovers);
+    out.u(F::FlowCacheFullDecisions, labels(), f.cache_full_decisions);
+    out.u(
+        F::AllCongestedDecisions,
+        labels(),
+        f.all_congested_decisions,
+    );
+
+    // The snapshot counts per route and port; the family is per port, so
+    // its cardinality does not grow with the route table.
+    let mut by_port: BTreeMap<String, u64> = BTreeMap::new();
+    for d in &s.decisions {
+        *by_port.entry(port_label(&d.ifname, d.port)).or_default() += d.count;
+    }
+    for (port, count) in by_port {
+        out.u(
+            F::Decisions,
+            vec![
+                ("switch", sw.to_string()),
+                ("policy", s.policy.name.clone()),
+                ("port", port),
+            ],
+            count,
+        );
+    }
+
+    if let Some(log) = &s.flow_log {
+        out.u(F::FlowLogWritten, labels(), log.written);
+        out.u(F::FlowLogDropped, labels(), log.dropped);
+        out.u(F::FlowLogWriteFailed, labels(), log.write_failed);
+        out.u(F::FlowLogBuffered, labels(), log.buffered);
+        out.u(F::FlowLogCapacity, labels(), log.capacity);
+    }
+
+    out.u(F::ControlRequests, labels(), s.control.requests);
+    out.u(F::ControlErrors, labels(), s.control.errors);
+    out.u(F::ControlRefused, labels(), s.control.refused);
+}
+
+fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
+    let labels = || vec![("switch", sw.to_string()), ("port", name.to_string())];
+    let with = |key: &'static str, value: &str| {
+        let mut l = labels();
+        l.push((key, value.to_string()));
+        l
+    };
+
+    let mut info = labels();
+    info.push(("index", p.index.to_string()));
+    info.push((
+        "emulation_mode",
+        match p.emulation.mode {
+            EmulationMode::Switch => "switch",
+            EmulationMode::None => "none",
+            EmulationMode::Netem => "netem",
+        }
+        .to_string(),
+    ));
+    if let Some(xsk) = &p.xsk {
+        info.push(("xdp_mode", xsk.xdp_mode.clone()));
+    }
+    out.u(F::PortInfo, info, 1);
+
+    out.flag(F::PortUp, labels(), p.up);
+    out.flag(F::PortLinkUp, labels(), p.link_up);
+    out.flag(F::PortAdminUp, labels(), p.admin_up);
+
+    for (key, &value) in &p.counters {
+        match PORT_COUNTERS.iter().find(|(k, _)| k == key) {
+            Some((_, family)) => out.u(*family, labels(), value),
+            None => out.u(F::PortOther, with("counter", key), value),
+        }
+    }
+    for (reason, &value) in &p.drops {
+        out.u(F::PortDroppedPackets, with("reason", reason), value);
+    }
+
+    out.u(F::PortQueueBytes, labels(), p.queue_bytes);
+    out.u(F::PortQueuePackets, labels(), p.queue_frames);
+    out.u(F::PortDelayLinePackets, labels(), p.in_flight);
+    if let Some(ecn) = &p.ecn {
+        out.u(
+            F::PortEcnThreshold,
+            with("threshold", "kmin"),
+            ecn.kmin_bytes,
+        );
+        out.u(
+            F::PortEcnThreshold,
+            with("threshold", "kmax"),
+            ecn.kmax_bytes,
+        );
+    }
+
+    let c = &p.congestion;
+    out.u(F::PortCongestionCost, labels(), u64::from(c.c_cong));
+    for (component, value) in [("q", c.q), ("t", c.t), ("d", c.d)] {
+        out.u(
+            F::PortCongestionScore,
+            with("component", component),
+            u64::from(value),
+        );
+    }
+
+    let e = &p.emulation;
+    out.push(
+        F::PortEmulationRate,
+        labels(),
+        Num::F(e.rate_bps as f64 / 8.0),
+    );
+    out.push(
+        F::PortEmulationDelay,
+        labels(),
+        Num::F(e.delay_ns as f64 / 1e9),
+    );
+    out.u(F::PortEmulationBuffer, labels(), e.buffer_bytes);
+
+    if let Some(x) = &p.xsk {
+        for (verdict, &value) in &x.xdp {
+            out.u(F::PortXdpVerdicts, with("verdict", verdict), value);
+        }
+        out.u(F::PortXskRxDroppedPackets, labels(), x.rx_dropped);
+        out.u(F::PortXskRxRingFull, labels(), x.rx_ring_full);
+        out.u(F::PortXskFillRingEmpty, labels(), x.fill_ring_empty);
+        out.u(F::PortXskTxInvalidDescriptors, labels(), x.tx_invalid);
+    }
+}
+
+fn collect_costs(out: &mut Series, sw: &str, costs: &[CostsReply]) {
+    // Two destinations of one route give the same prefix: its series once.
+    let mut seen = HashSet::new();
+    for reply in costs {
+        if !seen.insert(reply.prefix.as_str()) {
+            continue;
+        }
+        let mut seen_ports = HashSet::new();
+        for c in &reply.candidates {
+            let port = port_label(&c.ifname, c.port);
+            if !seen_ports.insert(port.clone()) {
+                continue;
+            }
+            let labels = || {
+                vec![
+                    ("switch", sw.to_string()),
+                    ("prefix", reply.prefix.clone()),
+                    ("port", port.clone()),
+                ]
+            };
+            out.u(F::RoutePathCost, labels(), u64::from(c.c_path));
+            out.u(F::RouteCongestionCost, labels(), u64::from(c.c_cong));
+            out.u(F::RouteCost, labels(), u64::from(c.cost));
+            out.flag(F::RouteKept, labels(), c.kept);
+            out.flag(F::RouteUp, labels(), c.up);
+        }
+    }
+}
+
+fn encode_series(series: &Series, encoder: &mut DescriptorEncoder) -> Result<(), fmt::Error> {
+    // An info series has no labels of its own beyond the family's.
+    let no_labels: [(&str, &str); 0] = [];
+    for (def, rows) in FAMILIES.iter().zip(&series.0) {
+        let (name, unit) = def.name_and_unit();
+        let metric_type = match def.kind {
+            Kind::Counter => MetricType::Counter,
+            Kind::Gauge => MetricType::Gauge,
+            Kind::Info => MetricType::Info,
+        };
+        // Families are declared even without series, so the set of names a
+        // dashboard can rely on does not depend on what a switch reports.
+        let mut metric = encoder.encode_descriptor(name, def.help, unit.as_ref(), metric_type)?;
+        for (labels, value) in rows {
+            let mut sample = metric.encode_family(labels)?;
+            match (def.kind, *value) {
+                (Kind::Counter, Num::U(v)) => ConstCounter::new(v).encode(sample)?,
+                (Kind::Counter, Num::F(v)) => ConstCounter::new(v).encode(sample)?,
+                (Kind::Gauge, Num::U(v)) => ConstGauge::new(v).encode(sample)?,
+                (Kind::Gauge, Num::F(v)) => ConstGauge::new(v).encode(sample)?,
+                (Kind::Info, _) => sample.encode_info(&no_labels)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_is_well_formed_and_unique() {
+        let mut names = HashSet::new();
+        for def in FAMILIES {
+            assert!(names.insert(def.name), "{} twice", def.name);
+            assert!(def.name.starts_with("lcmp_"), "{}", def.name);
+            assert!(
+                def.name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{}",
+                def.name
+            );
+            assert!(!def.name.ends_with("_total"), "{}", def.name);
+            assert!(def.help.ends_with('.'), "{}", def.name);
+            let (base, unit) = def.name_and_unit();
+            assert_eq!(unit.is_some(), def.unit.is_some(), "{}", def.name);
+            if let Some(unit) = unit {
+                assert_eq!(format!("{base}_{}", unit.as_str()), def.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_family_enum_indexes_the_table() {
+        assert_eq!(FAMILIES[F::SwitchUp as usize].name, "lcmp_switch_up");
+        assert_eq!(
+            FAMILIES[F::ControlRefused as usize].name,
+            "lcmp_control_refused_connections"
+        );
+        assert_eq!(F::ControlRefused as usize, FAMILIES.len() - 1);
+    }
+
+    #[test]
+    fn a_failed_scrape_exports_only_its_health() {
+        let text = render(&[SwitchScrape::down("s9")]);
+        let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(samples, ["lcmp_switch_up{switch=\"s9\"} 0"]);
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

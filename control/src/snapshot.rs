@@ -1,0 +1,311 @@
+//! The switch's state as one serializable value: the stats file, the
+//! `status` reply of the control socket, the Prometheus metrics and the
+//! tests all read this shape, so a counter added to the switch appears in
+//! every one of them.
+//!
+//! Counters and drops are maps keyed by name (the switch's counter enums
+//! give the names): adding a counter touches the enum only.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the snapshot's shape; bumped when a field changes meaning.
+pub const SNAPSHOT_VERSION: u32 = 2;
+
+/// Everything a switch reports about itself at one instant.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// [`SNAPSHOT_VERSION`].
+    pub version: u32,
+    /// The switch's name in its topology.
+    pub switch: String,
+    /// Process id of the switch.
+    pub pid: u32,
+    /// Wall-clock time of the snapshot, ms since the Unix epoch.
+    pub unix_time_ms: u64,
+    /// Time since the switch started forwarding, ms.
+    pub uptime_ms: u64,
+    /// The path-selection policy and parameters in force.
+    pub policy: PolicyState,
+    /// Switch-wide counters by name (`rx_frames`, `tx_bytes`, `polls`, ...).
+    pub counters: BTreeMap<String, u64>,
+    /// Frames dropped, switch-wide, by reason.
+    pub drops: BTreeMap<String, u64>,
+    /// The sum of `drops`.
+    pub drops_total: u64,
+    /// Flow cache and decision counters.
+    pub flows: FlowStats,
+    /// Per port, in port order.
+    pub ports: Vec<PortSnapshot>,
+    /// New-flow decisions per route and chosen port since the route table
+    /// was installed.
+    pub decisions: Vec<DecisionCount>,
+    /// The flow log's counters, when `--flow-log` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow_log: Option<FlowLogStats>,
+    /// Control-socket counters.
+    pub control: ControlStats,
+    /// Route-table generation: 1 at start, +1 per table replacement.
+    pub table_generation: u64,
+}
+
+/// The policy in force.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PolicyState {
+    /// Policy name (`lcmp`, `ecmp`, `wcmp`, `ucmp`, `lcmp-rm-alpha`, ...).
+    pub name: String,
+    /// LCMP weight of C_path (LCMP policies only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<u32>,
+    /// LCMP weight of C_cong (LCMP policies only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta: Option<u32>,
+    /// ECN marking thresholds as fractions of each port's buffer; `None`:
+    /// marking is off.
+    pub ecn: Option<EcnFractions>,
+}
+
+/// ECN marking thresholds as fractions of a port's buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EcnFractions {
+    /// Marking starts above this fraction of the buffer.
+    pub kmin: f64,
+    /// Every ECT frame is marked above this fraction.
+    pub kmax: f64,
+    /// Marking probability just below `kmax`.
+    pub pmax: f64,
+}
+
+impl Default for EcnFractions {
+    fn default() -> Self {
+        EcnFractions {
+            kmin: 0.2,
+            kmax: 0.8,
+            pmax: 0.2,
+        }
+    }
+}
+
+impl EcnFractions {
+    /// Why these thresholds cannot be used, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        let ok = 0.0 <= self.kmin
+            && self.kmin < self.kmax
+            && self.kmax <= 1.0
+            && (0.0..=1.0).contains(&self.pmax);
+        if ok {
+            Ok(())
+        } else {
+            Err("ECN thresholds need 0 <= kmin < kmax <= 1 and 0 <= pmax <= 1".into())
+        }
+    }
+}
+
+/// Flow cache and decision counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowStats {
+    /// Flows in the cache now.
+    pub cached: u64,
+    /// Flows the cache can hold.
+    pub capacity: u64,
+    /// Packets of cached flows.
+    pub hits: u64,
+    /// Packets of flows not in the cache (a decision was made).
+    pub misses: u64,
+    /// New flows cached.
+    pub inserts: u64,
+    /// Idle flows evicted.
+    pub evictions: u64,
+    /// Cached flows moved off a port that died or left the flow's route.
+    pub failovers: u64,
+    /// Decisions not cached because the cache bucket was full.
+    pub cache_full_decisions: u64,
+    /// Decisions where every kept candidate was congested.
+    pub all_congested_decisions: u64,
+    /// Packets with no live candidate.
+    pub no_live_port: u64,
+}
+
+/// One port.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortSnapshot {
+    /// Port index.
+    pub index: u32,
+    /// Interface name.
+    pub name: String,
+    /// Forwarding on the port: carrier and administratively up.
+    pub up: bool,
+    /// Carrier (the kernel's view of the link).
+    pub link_up: bool,
+    /// Administrative state (`lcmp-ctl link PORT up|down`).
+    pub admin_up: bool,
+    /// The far end's MAC in use, if known.
+    pub peer_mac: Option<String>,
+    /// Counters by name (`rx_frames`, `tx_bytes`, `ce_marked`, ...).
+    pub counters: BTreeMap<String, u64>,
+    /// Frames dropped on this port by reason: ingress drops (parse, no
+    /// route) count on the port the frame came in on, egress drops (queue
+    /// full, emulation overflow, port down) on the port it was to leave by.
+    pub drops: BTreeMap<String, u64>,
+    /// Bytes in the egress buffer.
+    pub queue_bytes: u64,
+    /// Frames in the egress buffer.
+    pub queue_frames: u64,
+    /// Frames in the delay line (sent by the shaper, not yet released).
+    pub in_flight: u64,
+    /// Congestion monitor state.
+    pub congestion: Congestion,
+    /// The link the port emulates.
+    pub emulation: Emulation,
+    /// ECN marking thresholds in bytes; `None`: marking off.
+    pub ecn: Option<EcnThresholds>,
+    /// AF_XDP socket counters (daemon over AF_XDP only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xsk: Option<XskStats>,
+}
+
+/// Congestion monitor state of a port.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Congestion {
+    /// Queue-level score.
+    pub q: u8,
+    /// Trend score.
+    pub t: u8,
+    /// Persistence score.
+    pub d: u8,
+    /// The fused congestion cost C_cong.
+    pub c_cong: u8,
+}
+
+/// How a port's link is emulated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmulationMode {
+    /// The switch's own shaper and delay line.
+    #[default]
+    Switch,
+    /// Line rate, no emulation (`--no-emulation` or rate 0).
+    None,
+    /// The kernel's netem qdisc on the interface (set up by the agent where
+    /// the kernel has `sch_netem` and the link carries kernel-forwarded
+    /// traffic); the switch itself forwards at line rate.
+    Netem,
+}
+
+/// The link a port emulates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Emulation {
+    /// Who emulates it.
+    pub mode: EmulationMode,
+    /// Link rate, bit/s (0: line rate).
+    pub rate_bps: u64,
+    /// One-way propagation delay, ns.
+    pub delay_ns: u64,
+    /// Egress buffer, bytes.
+    pub buffer_bytes: u64,
+}
+
+/// ECN thresholds of a port, bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EcnThresholds {
+    /// Marking starts above this queue.
+    pub kmin_bytes: u64,
+    /// Every ECT frame is marked above this queue.
+    pub kmax_bytes: u64,
+    /// Marking probability just below `kmax_bytes`.
+    pub pmax: f64,
+}
+
+/// AF_XDP socket counters of a port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XskStats {
+    /// The XDP attach mode in use.
+    pub xdp_mode: String,
+    /// Frames the kernel dropped for lack of RX ring space or fill buffers.
+    pub rx_dropped: u64,
+    /// RX ring full events.
+    pub rx_ring_full: u64,
+    /// Fill ring empty events.
+    pub fill_ring_empty: u64,
+    /// Invalid TX descriptors.
+    pub tx_invalid: u64,
+    /// The XDP program's verdicts by name (redirected, passed, ...).
+    pub xdp: BTreeMap<String, u64>,
+}
+
+/// New-flow decisions of one route towards one port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionCount {
+    /// The route's prefix.
+    pub prefix: String,
+    /// Egress port index.
+    pub port: u32,
+    /// Egress interface name.
+    pub ifname: String,
+    /// Decisions (new flows and failovers) that chose this port.
+    pub count: u64,
+}
+
+/// Flow-log counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowLogStats {
+    /// Records written to the file.
+    pub written: u64,
+    /// Records dropped because the buffer was full at the decision.
+    pub dropped: u64,
+    /// Records lost to a write error.
+    pub write_failed: u64,
+    /// Records buffered, not written yet.
+    pub buffered: u64,
+    /// Buffer capacity, records.
+    pub capacity: u64,
+}
+
+/// Control-socket counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlStats {
+    /// Requests answered.
+    pub requests: u64,
+    /// Requests answered with an error (malformed, refused, invalid).
+    pub errors: u64,
+    /// Connections refused (not root, or too many clients).
+    pub refused: u64,
+}
+
+impl Snapshot {
+    /// A port by interface name or index (as text).
+    pub fn port(&self, name_or_index: &str) -> Option<&PortSnapshot> {
+        self.ports
+            .iter()
+            .find(|p| p.name == name_or_index)
+            .or_else(|| {
+                name_or_index
+                    .parse::<u32>()
+                    .ok()
+                    .and_then(|i| self.ports.iter().find(|p| p.index == i))
+            })
+    }
+
+    /// A switch-wide counter, 0 if the switch does not have it.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// A switch-wide drop counter, 0 if absent.
+    pub fn dropped(&self, reason: &str) -> u64 {
+        self.drops.get(reason).copied().unwrap_or(0)
+    }
+}
+
+impl PortSnapshot {
+    /// A port counter, 0 if absent.
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
+    /// A port drop counter, 0 if absent.
+    pub fn dropped(&self, reason: &str) -> u64 {
+        self.drops.get(reason).copied().unwrap_or(0)
+    }
+}
