@@ -95,6 +95,9 @@ struct Managed {
     links: Vec<Option<LinkId>>,
     /// The last answer was an error (logged once per outage).
     unreachable: bool,
+    /// Came back after an outage (restarted, perhaps with the tables it
+    /// computed at start): gets its tables pushed at once.
+    needs_tables: bool,
 }
 
 /// The agent's working state (behind a mutex: the tokio loop runs each
@@ -143,6 +146,7 @@ impl Agent {
                 name: s.name.clone(),
                 client: None,
                 unreachable: false,
+                needs_tables: false,
             })
             .collect();
         let state = AgentState {
@@ -180,8 +184,9 @@ impl Agent {
             match sw.call(&Request::LinkState, timeout) {
                 Ok(Reply::LinkState(ls)) => {
                     if sw.unreachable {
-                        info!(switch = %sw.name, "switch answers again");
+                        info!(switch = %sw.name, "switch answers again; pushing its tables");
                         sw.unreachable = false;
+                        sw.needs_tables = true;
                     }
                     for p in &ls.ports {
                         if let Some(Some(link)) = sw.links.get(p.index as usize) {
@@ -232,8 +237,9 @@ impl Agent {
                 })) => {
                     info!(switch = %sw.name, flows_to_move, "{message}");
                     changed += 1;
+                    sw.needs_tables = false;
                 }
-                Ok(_) => {}
+                Ok(_) => sw.needs_tables = false,
                 Err(e) => {
                     if !sw.unreachable {
                         warn!(switch = %sw.name, "table push failed: {e}");
@@ -285,6 +291,9 @@ impl Agent {
     pub fn watch(&mut self) -> (Vec<String>, Vec<String>) {
         let down = self.observe();
         if down == self.down {
+            if self.switches.iter().any(|s| s.needs_tables) {
+                self.push_tables();
+            }
             return (Vec::new(), Vec::new());
         }
         let topo = &self.topo;
@@ -387,12 +396,16 @@ impl Agent {
                 mechanism: EmulationMode::Switch,
                 reason: "sent by an lcmp-switch port".into(),
             });
-            let mechanism = emulation::mechanism(false, netem);
-            let mut reason = if netem {
-                "sent by the host's kernel: netem on its interface".to_string()
-            } else {
+            let in_testbed = self.opts.host_netns_prefix.is_some();
+            let mut mechanism = emulation::mechanism(false, netem && in_testbed);
+            let mut reason = if !netem {
                 "sent by the host's kernel and this kernel has no sch_netem: not emulated (line rate)"
                     .to_string()
+            } else if !in_testbed {
+                "sent by the host's kernel; outside a testbed the agent does not know the host's namespace: not emulated by the agent"
+                    .to_string()
+            } else {
+                "sent by the host's kernel: netem on its interface".to_string()
             };
             if let (EmulationMode::Netem, Some(prefix), Some(ifname)) =
                 (mechanism, &self.opts.host_netns_prefix, &h.ifname)
@@ -401,7 +414,8 @@ impl Agent {
                 if let Err(e) = emulation::apply_netem(Some(&format!("{prefix}{}", h.name)), &args)
                 {
                     warn!(host = %h.name, "netem: {e}");
-                    reason = format!("netem failed: {e}");
+                    reason = format!("netem failed, not emulated: {e}");
+                    mechanism = EmulationMode::None;
                 }
             }
             plan.push(LinkEmulation {

@@ -350,6 +350,9 @@ pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
         "--testbed".into(),
         st.name.clone(),
     ];
+    // The agent computes C_path as the switches do: their options for it
+    // (given with --switch-arg) go to the agent too.
+    argv.extend(path_cost_args(&st.switches.extra_args));
     match opts.metrics_listen {
         Some(mut addr) => {
             // Another testbed's agent (or any exporter) may hold the
@@ -397,6 +400,27 @@ pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
         }
         thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The options among a switch's extra arguments that shape C_path
+/// (`--metric`, `--w-delay`, `--w-capacity`, as `--x=v` or `--x v`).
+fn path_cost_args(extra: &[String]) -> Vec<String> {
+    const FLAGS: [&str; 3] = ["--metric", "--w-delay", "--w-capacity"];
+    let mut out = Vec::new();
+    let mut it = extra.iter();
+    while let Some(a) = it.next() {
+        let flag = a.split('=').next().unwrap_or("");
+        if !FLAGS.contains(&flag) {
+            continue;
+        }
+        out.push(a.clone());
+        if !a.contains('=') {
+            if let Some(v) = it.next() {
+                out.push(v.clone());
+            }
+        }
+    }
+    out
 }
 
 /// Stops the testbed's agent (SIGTERM); the switches keep forwarding.
@@ -633,4 +657,28 @@ pub fn attach(st: &State) -> Result<(Topology, Testbed)> {
     let name = st.name.clone();
     let tb = Testbed::attach(&topo, &|node| state::netns_name(&name, node))?;
     Ok((topo, tb))
+}
+
+#[cfg(test)]
+mod agent_args_tests {
+    use super::path_cost_args;
+
+    #[test]
+    fn only_the_path_cost_options_reach_the_agent() {
+        let extra: Vec<String> = [
+            "--no-ecn",
+            "--metric",
+            "local",
+            "--w-delay=5",
+            "--keep",
+            "1/3",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            path_cost_args(&extra),
+            vec!["--metric", "local", "--w-delay=5"]
+        );
+    }
 }

@@ -5,103 +5,15 @@
 //! sibling test.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lcmp_netns_tests::netns::{list_with_prefix, process_running};
-use lcmp_netns_tests::{release_binary, repo_root, require_root};
+use lcmp_netns_tests::require_root;
 use serde_json::Value;
 
-static SERIAL: Mutex<()> = Mutex::new(());
-static COUNTER: AtomicUsize = AtomicUsize::new(0);
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The release binaries the tool runs (built once per test process).
-struct Bins {
-    testbed: PathBuf,
-    switch: PathBuf,
-    traffic: PathBuf,
-}
-
-fn bins() -> &'static Bins {
-    static BINS: OnceLock<Bins> = OnceLock::new();
-    BINS.get_or_init(|| Bins {
-        switch: release_binary("lcmp-switch", "lcmp-switch", "LCMP_SWITCH_BIN").unwrap(),
-        traffic: release_binary("lcmp-traffic", "lcmp-traffic", "LCMP_TRAFFIC_BIN").unwrap(),
-        testbed: release_binary("lcmp-testbed", "lcmp-testbed", "LCMP_TESTBED_BIN").unwrap(),
-    })
-}
-
-fn command(args: &[&str]) -> Command {
-    let b = bins();
-    let mut c = Command::new(&b.testbed);
-    c.args(args)
-        .env("LCMP_SWITCH_BIN", &b.switch)
-        .env("LCMP_TRAFFIC_BIN", &b.traffic)
-        .stdin(Stdio::null());
-    c
-}
-
-fn tool(args: &[&str]) -> Output {
-    command(args).output().expect("lcmp-testbed runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = tool(args);
-    assert!(
-        o.status.success(),
-        "lcmp-testbed {args:?} failed ({}): {}{}",
-        o.status,
-        stdout(&o),
-        stderr(&o)
-    );
-    stdout(&o)
-}
-
-/// A testbed name unique to this test process and call.
-fn unique_name(tag: &str) -> String {
-    let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-    format!("{tag}{}{n}", std::process::id() % 100_000)
-}
-
-fn topology(file: &str) -> String {
-    repo_root()
-        .join("topologies")
-        .join(file)
-        .display()
-        .to_string()
-}
-
-/// Brings the testbed down (if still up) when the test ends, also on panic.
-struct Down(String);
-
-impl Drop for Down {
-    fn drop(&mut self) {
-        let _ = tool(&["down", "--name", &self.0]);
-    }
-}
-
-/// `lcmp-testbed up --name NAME --topology 2dc-3path.toml EXTRA...`,
-/// which must succeed; returns its output.
-fn up_2dc(name: &str, extra: &[&str]) -> String {
-    let t = topology("2dc-3path.toml");
-    let mut args = vec!["up", "--name", name, "--topology", &t];
-    args.extend_from_slice(extra);
-    ok(&args)
-}
+mod common;
+use common::*;
 
 /// XDP programs of ours loaded in the kernel.
 fn our_xdp_programs() -> usize {
@@ -152,12 +64,6 @@ fn assert_gone(name: &str, xdp_before: usize) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn status_json(name: &str) -> Value {
-    let o = tool(&["status", "--name", name, "--json"]);
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("status JSON: {e}: {}{}", stdout(&o), stderr(&o)))
 }
 
 #[test]

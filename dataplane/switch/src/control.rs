@@ -37,6 +37,26 @@ pub struct DaemonInfo {
     /// than the switch emulates it (netem); `None`: the switch's own
     /// shaper and delay line (or none, at rate 0).
     pub declared: Vec<Option<Emulation>>,
+    /// The LCMP parameters `set_policy lcmp` returns to: those the switch
+    /// started with (or last set), so leaving LCMP and coming back keeps
+    /// the weights and the kept fraction.
+    pub lcmp: LcmpParams,
+}
+
+impl DaemonInfo {
+    /// The LCMP parameters to remember from a switch's policy: its own
+    /// (an ablation's zero weight back at its default), else the defaults.
+    pub fn lcmp_of(policy: Policy) -> LcmpParams {
+        let d = LcmpParams::default();
+        match policy {
+            Policy::Lcmp(p) => LcmpParams {
+                alpha: if p.alpha == 0 { d.alpha } else { p.alpha },
+                beta: if p.beta == 0 { d.beta } else { p.beta },
+                ..p
+            },
+            _ => d,
+        }
+    }
 }
 
 fn mac_text(m: [u8; 6]) -> String {
@@ -386,17 +406,15 @@ pub fn handle<IO: PacketIo>(
                     ),
                 );
             };
-            // LCMP keeps the weights in force unless the name is an
-            // ablation that sets one to 0.
-            let p = match (p, sw.policy()) {
-                (Policy::Lcmp(new), Policy::Lcmp(old)) if policy == "lcmp" => {
-                    Policy::Lcmp(LcmpParams {
-                        alpha: old.alpha.max(1),
-                        beta: old.beta.max(1),
-                        ..new
-                    })
-                }
-                (p, _) => p,
+            // LCMP variants take the remembered parameters (weights, kept
+            // fraction), with an ablation's weight set to 0.
+            let p = match p {
+                Policy::Lcmp(named) => Policy::Lcmp(LcmpParams {
+                    alpha: if named.alpha == 0 { 0 } else { info.lcmp.alpha },
+                    beta: if named.beta == 0 { 0 } else { info.lcmp.beta },
+                    ..info.lcmp
+                }),
+                other => other,
             };
             let changed = p != sw.policy();
             sw.set_policy(p);
@@ -441,6 +459,7 @@ pub fn handle<IO: PacketIo>(
                 }
                 changed |= Policy::Lcmp(l) != sw.policy();
                 sw.set_policy(Policy::Lcmp(l));
+                info.lcmp = DaemonInfo::lcmp_of(Policy::Lcmp(l));
             }
             if ecn_off || ecn.is_some() {
                 changed |= ecn != sw.ecn();

@@ -151,6 +151,7 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
                 name: cfg.name.clone(),
                 pid: std::process::id(),
                 declared: vec![None; ports],
+                lcmp: DaemonInfo::lcmp_of(sw.policy()),
                 ..Default::default()
             },
             sw,

@@ -19,8 +19,9 @@
 //! index and `ifname` its interface; `sport`/`dport` are 0 for protocols
 //! without ports (ICMP, ...); `reason` is `new`, `failover` or
 //! `cache_full`; `prefix` is the route the decision was made over (looked
-//! up again when writing, off the packet path: a switch's routes never
-//! change).
+//! up again when writing, off the packet path; a table replaced between the
+//! decision and the write, at most one stats interval, may name the new
+//! route).
 
 use std::io::{self, Write};
 use std::net::IpAddr;

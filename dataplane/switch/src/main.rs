@@ -29,8 +29,11 @@ use tracing::{info, warn};
     policy among the route's candidate next hops and kept for the flow's \
     life. Each egress port has a byte-limited buffer with ECN marking and, \
     unless --no-emulation, emulates its link's rate and one-way delay from \
-    the topology (this kernel has no netem, and AF_XDP transmission bypasses \
-    qdiscs). SIGINT/SIGTERM detach the XDP programs and exit."
+    the topology (AF_XDP transmission bypasses \
+    qdiscs). A control socket (--control-socket) serves lcmp-ctl and \
+    lcmp-agent: status, ports, flows, costs, and live changes of policy, \
+    parameters, route tables and links between polls, hitless for cached \
+    flows. SIGINT/SIGTERM detach the XDP programs and exit."
 )]
 struct Args {
     /// Topology file (TOML).

@@ -386,16 +386,30 @@ impl PacketIo for XskIo {
     #[inline]
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
         let p = &mut self.ports[port];
-        let mut w = p.tx.transmit(frames.len() as u32);
-        let n = w.insert(frames.iter().map(|f| XdpDesc {
-            addr: f.addr,
-            len: f.len,
-            options: 0,
-        }));
-        w.commit();
-        drop(w);
-        p.in_tx += n;
-        n as usize
+        let mut sent = 0usize;
+        // A reservation may stop at the ring's cached free count (the
+        // consumer index is re-read only when that runs out), so a short
+        // one is retried once: the second sees the kernel's progress.
+        for _ in 0..2 {
+            let rest = &frames[sent..];
+            if rest.is_empty() {
+                break;
+            }
+            let mut w = p.tx.transmit(rest.len() as u32);
+            let n = w.insert(rest.iter().map(|f| XdpDesc {
+                addr: f.addr,
+                len: f.len,
+                options: 0,
+            }));
+            w.commit();
+            drop(w);
+            p.in_tx += n;
+            sent += n as usize;
+            if n == 0 {
+                break;
+            }
+        }
+        sent
     }
 
     fn release(&mut self, frames: &[Frame]) {

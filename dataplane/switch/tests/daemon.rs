@@ -557,3 +557,24 @@ fn drops_count_on_the_port_they_happen_at() {
     assert_eq!(snap.dropped("no_route"), 1);
     assert_eq!(r.d.switch_ref().counters().dropped(DropReason::NoRoute), 1);
 }
+
+#[test]
+fn leaving_lcmp_and_coming_back_keeps_its_parameters() {
+    let keep_one = Policy::Lcmp(LcmpParams {
+        alpha: 4,
+        keep_all_up_to: 1,
+        ..Default::default()
+    });
+    let mut r = rig(keep_one);
+    for p in ["ecmp", "lcmp-rm-beta", "lcmp"] {
+        r.applied(Request::SetPolicy { policy: p.into() });
+    }
+    assert_eq!(r.d.switch_ref().policy(), keep_one);
+    r.applied(Request::SetPolicy {
+        policy: "lcmp-rm-alpha".into(),
+    });
+    let Policy::Lcmp(p) = r.d.switch_ref().policy() else {
+        panic!("not LCMP");
+    };
+    assert_eq!((p.alpha, p.beta, p.keep_all_up_to), (0, 1, 1));
+}
