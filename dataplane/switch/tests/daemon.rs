@@ -578,3 +578,54 @@ fn leaving_lcmp_and_coming_back_keeps_its_parameters() {
     };
     assert_eq!((p.alpha, p.beta, p.keep_all_up_to), (0, 1, 1));
 }
+
+#[test]
+fn a_hostile_control_client_does_not_stop_forwarding() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let dir = std::env::temp_dir().join(format!("lcmp-daemon-sock-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("s1.sock");
+    let mut r = rig(lcmp());
+    let inbox = lcmp_control::server::Inbox::new().unwrap();
+    lcmp_control::server::serve(&path, &inbox).unwrap();
+    r.d.attach_inbox(inbox);
+    // A client that sends noise, a truncated request, an oversized line
+    // and finally a real request, while the switch forwards.
+    let client_path = path.clone();
+    let client = std::thread::spawn(move || {
+        let mut s = UnixStream::connect(&client_path).unwrap();
+        s.write_all(b"\x00\x01garbage\n{\"v\":1,\"verb\":\"costs\",\"dst\":\n{\"v\":1,\"id\":2,\"verb\":\"status\"}\n")
+            .unwrap();
+        let mut lines = BufReader::new(s.try_clone().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let second = lines.next().unwrap().unwrap();
+        let mut big = UnixStream::connect(&client_path).unwrap();
+        let _ = big.write_all(&vec![b'{'; lcmp_control::proto::MAX_REQUEST_BYTES + 2]);
+        let mut status = UnixStream::connect(&client_path).unwrap();
+        status
+            .write_all(b"{\"v\":1,\"id\":9,\"verb\":\"status\"}\n")
+            .unwrap();
+        let third = BufReader::new(status).lines().next().unwrap().unwrap();
+        (first, second, third)
+    });
+    let sports: Vec<u16> = (9000..9016).collect();
+    let mut trace = Trace::default();
+    let mut seq = 0u16;
+    while !client.is_finished() {
+        trace.add(&r.round(&sports, seq));
+        seq += 1;
+        assert!(seq < 20_000, "the client never finished");
+    }
+    let (first, second, third) = client.join().unwrap();
+    assert!(first.contains("\"error\""), "{first}");
+    // The truncated request is refused on its own line.
+    assert!(second.contains("\"error\""), "{second}");
+    assert!(
+        third.contains("\"id\":9") && third.contains("\"ok\""),
+        "{third}"
+    );
+    trace.assert_stable(seq);
+    assert_eq!(r.d.snapshot().drops_total, 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
