@@ -431,8 +431,16 @@ impl<IO: PacketIo> Switch<IO> {
             // The kernel wrote these frames on another core: start pulling
             // their headers in now, so the misses overlap instead of
             // stalling each frame's parse in turn.
+            let mut bytes = 0;
             for f in &self.rx[start..] {
                 prefetch(self.io.frame(*f));
+                bytes += f.len as u64;
+            }
+            // Counted per batch, not per frame.
+            let frames = (self.rx.len() - start) as u64;
+            if frames > 0 {
+                self.counters.add(port, Counter::RxFrames, frames);
+                self.counters.add(port, Counter::RxBytes, bytes);
             }
             self.rx_ends[port] = self.rx.len();
         }
@@ -499,9 +507,6 @@ impl<IO: PacketIo> Switch<IO> {
 
     #[inline]
     fn forward(&mut self, in_port: usize, frame: Frame, now_ns: u64) {
-        self.counters.add(in_port, Counter::RxFrames, 1);
-        self.counters
-            .add(in_port, Counter::RxBytes, frame.len as u64);
         let data = self.io.frame(frame);
         if self.ports[in_port].peer_mac.is_none() && data.len() >= 12 {
             let mut mac = [0u8; 6];
