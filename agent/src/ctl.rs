@@ -746,6 +746,51 @@ pub fn render_links(replies: &[(&str, &PortsReply)]) -> String {
     t.render("")
 }
 
+/// What `links` adds below the switch ports: the directions no switch
+/// sends (a host's kernel sends host-to-switch traffic), as the agent
+/// planned them in `agent.json` beside the sockets. Said even when there
+/// is no plan, so a direction is never silently unemulated.
+pub fn render_agent_plan(targets: &[Target]) -> String {
+    let mut dirs: Vec<&Path> = targets.iter().filter_map(|t| t.path.parent()).collect();
+    dirs.dedup();
+    let mut out = String::new();
+    for dir in dirs {
+        let file = dir.join("agent.json");
+        let plan: Option<serde_json::Value> = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        let Some(plan) = plan else {
+            let _ = writeln!(
+                out,
+                "\nno agent plan in {} (no agent): directions sent by hosts' kernels are emulated by nothing the switches control",
+                dir.display()
+            );
+            continue;
+        };
+        out.push_str(&render_plan_entries(&plan));
+    }
+    out
+}
+
+/// The non-switch entries of an agent plan (`agent.json`) as a table.
+pub fn render_plan_entries(plan: &serde_json::Value) -> String {
+    let mut t = Table::new(&[("DIRECTION", L), ("EMULATED BY", L), ("WHY", L)]);
+    for e in plan["emulation"].as_array().into_iter().flatten() {
+        if e["mechanism"] == "switch" {
+            continue;
+        }
+        t.row(vec![
+            e["direction"].as_str().unwrap_or("?").to_string(),
+            e["mechanism"].as_str().unwrap_or("?").to_string(),
+            e["reason"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    format!(
+        "\ndirections no switch sends (the agent's plan):\n{}",
+        t.render_or_none("")
+    )
+}
+
 /// `flows`: cached flows by port, decisions by destination, recent
 /// decisions.
 pub fn render_flows(name: &str, r: &FlowsReply) -> String {
@@ -1103,6 +1148,39 @@ fn endpoint(addr: IpAddr, port: u16, d: &RecentDecision) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn links_name_the_directions_no_switch_sends() {
+        let plan = serde_json::json!({"emulation": [
+            {"direction": "s1->p1", "mechanism": "switch", "reason": "sent by an lcmp-switch port"},
+            {"direction": "a->s1", "mechanism": "none", "reason": "no sch_netem"},
+            {"direction": "b->s2", "mechanism": "netem", "reason": "netem on its interface"}
+        ]});
+        let text = render_plan_entries(&plan);
+        assert!(!text.contains("s1->p1"), "{text}");
+        let rows: Vec<Vec<&str>> = text
+            .lines()
+            .skip(2)
+            .map(|l| l.split_whitespace().take(2).collect())
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                vec!["DIRECTION", "EMULATED"],
+                vec!["a->s1", "none"],
+                vec!["b->s2", "netem"]
+            ]
+        );
+        // No plan beside the sockets: said, not skipped.
+        let none = render_agent_plan(&[Target {
+            name: "s1".into(),
+            path: PathBuf::from("/nonexistent-lcmp-dir/s1.sock"),
+        }]);
+        assert!(
+            none.contains("no agent plan in /nonexistent-lcmp-dir"),
+            "{none}"
+        );
+    }
+
     use std::collections::BTreeMap;
 
     use lcmp_control::proto::{CandidateCost, CandidateSpec, PortFlows, RouteSpec};

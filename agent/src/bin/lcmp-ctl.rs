@@ -132,7 +132,12 @@ fn main() -> ExitCode {
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
     ) {
-        Ok(code) => ExitCode::from(code),
+        Ok(code) => {
+            if matches!(cmd, Command::Links) && !cli.json {
+                print!("{}", ctl::render_agent_plan(&targets));
+            }
+            ExitCode::from(code)
+        }
         Err(e) => {
             eprintln!("lcmp-ctl: cannot write the output: {e}");
             ExitCode::FAILURE
