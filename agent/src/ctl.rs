@@ -426,28 +426,14 @@ impl Command {
 
 /// `KMIN,KMAX,PMAX` as fractions, checked as the switch checks them.
 fn parse_ecn(text: &str) -> Result<EcnFractions, String> {
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    let [kmin, kmax, pmax] = parts.as_slice() else {
-        return Err(format!(
-            "{text:?} is not KMIN,KMAX,PMAX (three fractions, e.g. 0.2,0.8,0.2) or off"
-        ));
-    };
-    let num = |name: &str, s: &str| {
-        s.parse::<f64>()
-            .map_err(|_| format!("{name} {s:?} is not a number"))
-    };
-    let e = EcnFractions {
-        kmin: num("KMIN", kmin)?,
-        kmax: num("KMAX", kmax)?,
-        pmax: num("PMAX", pmax)?,
-    };
-    e.check().map_err(|m| {
-        format!(
-            "{m} (got kmin {}, kmax {}, pmax {})",
-            e.kmin, e.kmax, e.pmax
-        )
-    })?;
-    Ok(e)
+    // `set ecn` also takes `off`: say so where the shape is wrong.
+    EcnFractions::parse(text).map_err(|e| {
+        if e.contains("is not KMIN,KMAX,PMAX") {
+            format!("{e} or off")
+        } else {
+            e
+        }
+    })
 }
 
 /// One switch's answer, or why there is none.

@@ -88,6 +88,34 @@ impl Default for EcnFractions {
 }
 
 impl EcnFractions {
+    /// `KMIN,KMAX,PMAX` as fractions of the buffer, checked with
+    /// [`EcnFractions::check`] (the command lines of the switch and of
+    /// `lcmp-ctl` both read them this way).
+    pub fn parse(text: &str) -> Result<EcnFractions, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [kmin, kmax, pmax] = parts.as_slice() else {
+            return Err(format!(
+                "{text:?} is not KMIN,KMAX,PMAX (three fractions, e.g. 0.2,0.8,0.2)"
+            ));
+        };
+        let num = |name: &str, s: &str| {
+            s.parse::<f64>()
+                .map_err(|_| format!("{name} {s:?} is not a number"))
+        };
+        let e = EcnFractions {
+            kmin: num("KMIN", kmin)?,
+            kmax: num("KMAX", kmax)?,
+            pmax: num("PMAX", pmax)?,
+        };
+        e.check().map_err(|m| {
+            format!(
+                "{m} (got kmin {}, kmax {}, pmax {})",
+                e.kmin, e.kmax, e.pmax
+            )
+        })?;
+        Ok(e)
+    }
+
     /// Why these thresholds cannot be used, if they cannot.
     pub fn check(&self) -> Result<(), String> {
         let ok = 0.0 <= self.kmin

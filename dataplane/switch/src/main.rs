@@ -218,22 +218,7 @@ fn parse_fraction(s: &str) -> Result<(u8, u8), String> {
 }
 
 fn parse_ecn(s: &str) -> Result<EcnFractions, String> {
-    let v: Vec<f64> = s
-        .split(',')
-        .map(|x| {
-            x.trim()
-                .parse::<f64>()
-                .map_err(|_| format!("{x:?} is not a number"))
-        })
-        .collect::<Result<_, _>>()?;
-    match v[..] {
-        [kmin, kmax, pmax]
-            if 0.0 <= kmin && kmin < kmax && kmax <= 1.0 && (0.0..=1.0).contains(&pmax) =>
-        {
-            Ok(EcnFractions { kmin, kmax, pmax })
-        }
-        _ => Err("expected KMIN,KMAX,PMAX with 0 <= KMIN < KMAX <= 1 and 0 <= PMAX <= 1".into()),
-    }
+    EcnFractions::parse(s)
 }
 
 fn parse_capacity(s: &str) -> Result<usize, String> {
