@@ -16,8 +16,9 @@
 //!
 //! `time_ns` is the switch's clock at the decision (the poll's monotonic
 //! time, `CLOCK_MONOTONIC` in the daemon); `port` is the egress port's
-//! index and `ifname` its interface; `sport`/`dport` are 0 for protocols
-//! without ports (ICMP, ...); `reason` is `new`, `failover` or
+//! index and `ifname` its interface; `sport` is the identifier of an ICMP
+//! echo; `sport`/`dport` are 0 for protocols
+//! without ports (ICMP other than echoes, GRE, ...); `reason` is `new`, `failover` or
 //! `cache_full`; `prefix` is the route the decision was made over (looked
 //! up again when writing, off the packet path; a table replaced between the
 //! decision and the write, at most one stats interval, may name the new

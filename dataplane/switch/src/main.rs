@@ -134,7 +134,8 @@ struct Args {
     /// (`failover`), a flow decided but not cached because the flow cache
     /// was full (`cache_full`, logged at each of its decisions). Columns:
     /// time_ns,src,dst,proto,sport,dport,port,ifname,reason,prefix, where
-    /// time_ns is CLOCK_MONOTONIC at the decision, sport/dport are 0 for
+    /// time_ns is CLOCK_MONOTONIC at the decision, sport is the echo
+    /// identifier for ICMP echoes, sport/dport are 0 for
     /// protocols without ports, port is the egress port's index and prefix
     /// the route chosen over. Decisions are buffered in memory and written
     /// every --stats-interval-ms, when the buffer is half full, and at
@@ -352,6 +353,24 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         peer_macs,
     };
     let config = from_topology(&topo, &args.switch, &opts, own_mac)?;
+    // Mistakes in the command line, before anything is attached.
+    for (ifname, _) in &args.peer_macs {
+        if !config.ports.iter().any(|p| &p.name == ifname) {
+            let ports: Vec<&str> = config.ports.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "--peer-mac {ifname}=...: {ifname} is not a port of switch {} (ports: {})",
+                args.switch,
+                ports.join(", ")
+            )
+            .into());
+        }
+    }
+    if let Some(path) = &args.stats_file {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, b"{}")
+            .and_then(|_| std::fs::remove_file(&tmp))
+            .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))?;
+    }
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
     // Everything that can fail on the user's input before anything is
     // attached: the control socket's path, the flow log's file.

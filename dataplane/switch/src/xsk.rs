@@ -163,6 +163,13 @@ impl XskIo {
         if ifnames.is_empty() {
             return Err(XskError("no ports given".into()));
         }
+        for (i, a) in ifnames.iter().enumerate() {
+            if let Some(j) = ifnames[..i].iter().position(|b| b == a) {
+                return Err(XskError(format!(
+                    "interface {a} is given for port {j} and port {i}: each port needs its own interface"
+                )));
+            }
+        }
         let ring = config.ring_size.next_power_of_two();
         let rx_ring = config.rx_ring_size.next_power_of_two();
         let frames = config
@@ -220,8 +227,15 @@ impl XskIo {
                     },
                 )
                 .map_err(|e| io_err(name, "RX/TX rings", e))?;
-            umem.bind(&user)
-                .map_err(|e| io_err(name, "bind (copy mode, queue 0)", e))?;
+            umem.bind(&user).map_err(|e| {
+                if e.get_raw() == libc::EBUSY {
+                    XskError(format!(
+                        "{name}: queue 0 already has an AF_XDP socket (EBUSY): another lcmp-switch (or AF_XDP program) uses this interface; `ss -a -f xdp` lists the sockets and their processes"
+                    ))
+                } else {
+                    io_err(name, "bind (copy mode, queue 0)", e)
+                }
+            })?;
             let rx = user.map_rx().map_err(|e| io_err(name, "map RX ring", e))?;
             let tx = user.map_tx().map_err(|e| io_err(name, "map TX ring", e))?;
             let mut steering = XdpSteering::attach(name, config.xdp_mode)

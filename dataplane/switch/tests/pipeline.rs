@@ -538,7 +538,7 @@ fn flow_log_csv_text_is_exact() {
         String::from_utf8(out).unwrap(),
         "time_ns,src,dst,proto,sport,dport,port,ifname,reason,prefix\n\
          123456789,10.0.2.2,10.0.1.2,6,80,40000,0,p0,new,10.0.1.2/32\n\
-         123456789,10.0.2.9,10.0.1.2,1,0,0,0,p0,new,10.0.1.2/32\n"
+         123456789,10.0.2.9,10.0.1.2,1,7,0,0,p0,new,10.0.1.2/32\n"
     );
     assert!(b.sw.flow_log().unwrap().records().is_empty());
     // An IPv6 decision over a path port: its line, port and interface

@@ -6,9 +6,10 @@ use core::net::IpAddr;
 /// hash and compare, so the switch can convert it into whatever key its flow
 /// table uses.
 ///
-/// Ports are the TCP/UDP ports; for every other protocol (ICMP, ICMPv6, GRE,
-/// ESP over IPv4, ...) they are 0 and the flow is identified by addresses
-/// and protocol alone.
+/// Ports are the TCP/UDP ports; for ICMP and ICMPv6 echo requests and
+/// replies the source port is the echo identifier (so ping sessions are
+/// separate flows); for every other protocol (other ICMP, GRE, ESP, ...)
+/// they are 0 and the flow is identified by addresses and protocol alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FlowTuple {
     /// An IPv4 flow.

@@ -1,6 +1,6 @@
 //! TCP and UDP port extraction and the RoCEv2 Base Transport Header.
 
-use crate::ip::{PROTO_TCP, PROTO_UDP};
+use crate::ip::{PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP};
 use crate::parse::ParseError;
 
 /// UDP destination port of RoCEv2 (IANA).
@@ -106,6 +106,26 @@ pub(crate) fn parse_l4(proto: u8, payload: &[u8]) -> Result<L4Info, ParseError> 
             };
             Ok(L4Info { sport, dport, bth })
         }
+        // Echo requests and replies: the identifier tells ping sessions
+        // apart (a router keys them so, too), so it takes the source
+        // port's place. Other ICMP messages, and echoes too short to hold
+        // an identifier, have no ports.
+        PROTO_ICMP | PROTO_ICMPV6 => {
+            let echo = match (proto, payload.first()) {
+                (PROTO_ICMP, Some(&t)) => t == ICMP_ECHO_REQUEST || t == ICMP_ECHO_REPLY,
+                (_, Some(&t)) => t == ICMPV6_ECHO_REQUEST || t == ICMPV6_ECHO_REPLY,
+                _ => false,
+            };
+            let ident = payload
+                .get(4..6)
+                .and_then(|b| <[u8; 2]>::try_from(b).ok())
+                .map(u16::from_be_bytes);
+            Ok(L4Info {
+                sport: if echo { ident.unwrap_or(0) } else { 0 },
+                dport: 0,
+                bth: None,
+            })
+        }
         _ => Ok(L4Info {
             sport: 0,
             dport: 0,
@@ -113,3 +133,12 @@ pub(crate) fn parse_l4(proto: u8, payload: &[u8]) -> Result<L4Info, ParseError> 
         }),
     }
 }
+
+/// ICMP echo request type.
+const ICMP_ECHO_REQUEST: u8 = 8;
+/// ICMP echo reply type.
+const ICMP_ECHO_REPLY: u8 = 0;
+/// ICMPv6 echo request type.
+const ICMPV6_ECHO_REQUEST: u8 = 128;
+/// ICMPv6 echo reply type.
+const ICMPV6_ECHO_REPLY: u8 = 129;

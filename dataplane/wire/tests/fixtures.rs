@@ -148,15 +148,39 @@ fn ethernet_padding_is_allowed() {
 }
 
 #[test]
-fn portless_protocols_get_zero_ports() {
+fn portless_protocols_get_zero_ports_and_echoes_their_identifier() {
+    // (frame, protocol, source port): an echo's identifier keys its ping
+    // session; other ICMP messages and other protocols have no ports.
     let cases = [
         (
             FrameBuilder::ipv4(V4_SRC, V4_DST).icmp_echo(7, 1).build(),
             1,
+            7,
         ),
         (
-            FrameBuilder::ipv6(V6_SRC, V6_DST).icmp_echo(7, 1).build(),
+            FrameBuilder::ipv6(V6_SRC, V6_DST)
+                .icmp_echo(0xbeef, 1)
+                .build(),
             58,
+            0xbeef,
+        ),
+        (
+            // ICMP destination unreachable (type 3): no identifier.
+            FrameBuilder::ipv4(V4_SRC, V4_DST)
+                .protocol(1)
+                .payload(&[3, 1, 0, 0, 0x12, 0x34, 0, 0])
+                .build(),
+            1,
+            0,
+        ),
+        (
+            // An echo request cut before its identifier.
+            FrameBuilder::ipv4(V4_SRC, V4_DST)
+                .protocol(1)
+                .payload(&[8, 0, 0])
+                .build(),
+            1,
+            0,
         ),
         (
             FrameBuilder::ipv4(V4_SRC, V4_DST)
@@ -164,23 +188,34 @@ fn portless_protocols_get_zero_ports() {
                 .payload(&[0; 4])
                 .build(),
             47,
+            0,
         ),
-        (FrameBuilder::ipv6(V6_SRC, V6_DST).protocol(59).build(), 59),
+        (
+            FrameBuilder::ipv6(V6_SRC, V6_DST).protocol(59).build(),
+            59,
+            0,
+        ),
         (
             FrameBuilder::ipv4(V4_SRC, V4_DST).protocol(132).build(),
             132,
+            0,
         ),
     ];
-    for (frame, proto) in cases {
+    for (frame, proto, sport) in cases {
         let p = parse(&frame).unwrap_or_else(|e| panic!("proto {proto}: {e}"));
         assert_eq!(
             (p.flow.proto(), p.flow.sport(), p.flow.dport()),
-            (proto, 0, 0)
+            (proto, sport, 0)
         );
-        if proto == 1 || proto == 58 {
-            assert_eq!(l4_checksum_ok(&frame), Some(true));
-        }
     }
+    // Two ping sessions between the same hosts are two flows.
+    let a = parse(&FrameBuilder::ipv4(V4_SRC, V4_DST).icmp_echo(1, 9).build()).unwrap();
+    let b = parse(&FrameBuilder::ipv4(V4_SRC, V4_DST).icmp_echo(2, 9).build()).unwrap();
+    assert_ne!(a.flow, b.flow);
+    assert_eq!(
+        l4_checksum_ok(&FrameBuilder::ipv6(V6_SRC, V6_DST).icmp_echo(7, 1).build()),
+        Some(true)
+    );
 }
 
 #[test]
