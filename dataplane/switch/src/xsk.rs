@@ -25,6 +25,23 @@ use crate::io::{Frame, PacketIo};
 /// UMEM chunk size: one frame per chunk (MTU-sized frames; no multi-buffer).
 pub const FRAME_SIZE: u32 = 2048;
 
+/// Longest frame an AF_XDP socket of this UMEM receives: the kernel keeps
+/// XDP_PACKET_HEADROOM (256 bytes) of every chunk (`frame_len = chunk -
+/// headroom - XDP_PACKET_HEADROOM` in its buffer pool) and drops longer
+/// frames at the socket (`rx_dropped`).
+pub const MAX_RX_FRAME: u32 = FRAME_SIZE - 256;
+
+/// Largest interface MTU whose frames fit [`MAX_RX_FRAME`] (untagged
+/// Ethernet header of 14 bytes; VLAN-tagged frames go to the kernel).
+pub const MAX_MTU: u32 = MAX_RX_FRAME - 14;
+
+/// An interface's MTU from sysfs.
+fn read_mtu(f: &File) -> Option<u32> {
+    let mut b = [0u8; 16];
+    let n = f.read_at(&mut b, 0).ok()?;
+    std::str::from_utf8(&b[..n]).ok()?.trim().parse().ok()
+}
+
 /// `XDP_COPY` bind flag: copy mode (the only mode veth offers). Asked for
 /// explicitly so a NIC that could do zero-copy behaves the same as the
 /// testbed unless the user chooses otherwise.
@@ -111,6 +128,11 @@ struct Port {
     /// Detaches the XDP program when dropped.
     steering: XdpSteering,
     carrier: Option<File>,
+    /// The interface's MTU (sysfs), re-read at each link check: a raised
+    /// MTU would make the socket drop long frames silently.
+    mtu: Option<File>,
+    /// The MTU above [`MAX_MTU`] already warned about.
+    mtu_warned: Option<u32>,
     /// Frames committed to the TX ring and not yet completed.
     in_tx: u32,
 }
@@ -162,6 +184,17 @@ impl XskIo {
     pub fn open(ifnames: &[String], config: &XskConfig) -> Result<Self, XskError> {
         if ifnames.is_empty() {
             return Err(XskError("no ports given".into()));
+        }
+        // Every port's MTU before anything is attached.
+        for name in ifnames {
+            let mtu = File::open(format!("/sys/class/net/{name}/mtu"))
+                .ok()
+                .and_then(|f| read_mtu(&f));
+            if let Some(m) = mtu.filter(|m| *m > MAX_MTU) {
+                return Err(XskError(format!(
+                    "{name}: MTU {m} is above {MAX_MTU}, the largest whose frames fit an AF_XDP frame here ({MAX_RX_FRAME} bytes of {FRAME_SIZE}): longer frames would be dropped by the socket; lower it with `ip link set dev {name} mtu {MAX_MTU}` (or less)"
+                )));
+            }
         }
         for (i, a) in ifnames.iter().enumerate() {
             if let Some(j) = ifnames[..i].iter().position(|b| b == a) {
@@ -244,6 +277,7 @@ impl XskIo {
                 .register_socket(0, user.as_raw_fd())
                 .map_err(|e| XskError(format!("{name}: XSKMAP insert: {e}")))?;
             let carrier = File::open(format!("/sys/class/net/{name}/carrier")).ok();
+            let mtu = File::open(format!("/sys/class/net/{name}/mtu")).ok();
             ports.push(Port {
                 name: name.clone(),
                 rx,
@@ -252,6 +286,8 @@ impl XskIo {
                 _user: user,
                 steering,
                 carrier,
+                mtu,
+                mtu_warned: None,
                 in_tx: 0,
             });
         }
@@ -455,6 +491,16 @@ impl PacketIo for XskIo {
     }
 
     fn link_up(&mut self, port: usize) -> bool {
+        let p = &mut self.ports[port];
+        let mtu = p.mtu.as_ref().and_then(read_mtu).filter(|m| *m > MAX_MTU);
+        if mtu.is_some() && mtu != p.mtu_warned {
+            tracing::error!(
+                port = %p.name,
+                "MTU raised to {} above {MAX_MTU}: frames longer than {MAX_RX_FRAME} bytes are dropped by the AF_XDP socket (counted as rx_dropped); lower it again",
+                mtu.unwrap_or(0)
+            );
+        }
+        p.mtu_warned = mtu;
         let mut b = [0u8; 2];
         match &self.ports[port].carrier {
             // An interface that is administratively down fails the read.

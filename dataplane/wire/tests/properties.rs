@@ -229,7 +229,8 @@ proptest! {
             L4Kind::Tcp(a, b) => (6, a, b),
             L4Kind::Udp(a, b) => (17, a, b),
             L4Kind::RoCe(a, _) => (17, a, 4791),
-            L4Kind::Icmp(..) => (if s.v6 { 58 } else { 1 }, 0, 0),
+            // An echo's identifier keys its ping session.
+            L4Kind::Icmp(ident, _) => (if s.v6 { 58 } else { 1 }, ident, 0),
             L4Kind::Other(p) => (p, 0, 0),
         };
         let flow = if s.v6 {

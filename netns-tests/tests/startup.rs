@@ -1,0 +1,141 @@
+//! Starts that cannot work: the switch says why in terms a person can act
+//! on, exits non-zero, and leaves nothing attached (no XDP program, no
+//! socket) on the ports it was given.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+use lcmp_netns_tests::{repo_root, require_root, switch_binary, SwitchDaemon, Testbed};
+use lcmp_topology::Topology;
+
+/// One testbed at a time: the tests share the machine's two cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn topology() -> (PathBuf, Topology) {
+    let path = repo_root().join("topologies").join("2dc-3path.toml");
+    let topo = Topology::load(&path).expect("topology loads");
+    (path, topo)
+}
+
+/// Runs `lcmp-switch` for s1 inside its namespace with `args` after
+/// `--topology FILE --switch s1` (and s1's `--port`s unless `args` has
+/// its own); returns (success, stderr).
+fn start_s1(tb: &Testbed, topo: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let s1 = tb.switch("s1");
+    let ports = if args.contains(&"--port") {
+        Vec::new()
+    } else {
+        s1.port_args()
+    };
+    let out = Command::new("ip")
+        .args(["netns", "exec", s1.netns.name()])
+        .arg(switch_binary().expect("lcmp-switch builds"))
+        .args(["--topology", &topo.display().to_string(), "--switch", "s1"])
+        .args(ports)
+        .args(args)
+        .output()
+        .expect("ip netns exec runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Interfaces of s1 with an XDP program attached.
+fn s1_with_xdp(tb: &Testbed) -> Vec<String> {
+    let s1 = tb.switch("s1");
+    s1.ports
+        .iter()
+        .filter(|p| {
+            s1.netns
+                .ip(&["-d", "link", "show", "dev", &p.ifname])
+                .unwrap_or_default()
+                .contains("prog/xdp")
+        })
+        .map(|p| p.ifname.clone())
+        .collect()
+}
+
+fn ports(tb: &Testbed) -> Vec<String> {
+    tb.switch("s1")
+        .ports
+        .iter()
+        .map(|p| p.ifname.clone())
+        .collect()
+}
+
+#[test]
+fn bad_starts_say_why_and_leave_nothing_attached() {
+    require_root!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, topo) = topology();
+    let tb = Testbed::from_topology(&topo).expect("testbed builds");
+    let p = ports(&tb);
+    let refused = |args: &[&str], want: &str| {
+        let (ok, err) = start_s1(&tb, &path, args);
+        assert!(!ok, "started with {args:?}");
+        assert!(err.contains(want), "{args:?}: expected {want:?} in: {err}");
+        assert_eq!(
+            s1_with_xdp(&tb),
+            Vec::<String>::new(),
+            "{args:?} left XDP attached"
+        );
+        eprintln!("{args:?}: {}", err.trim());
+    };
+    // The same interface for two ports.
+    let dup = format!("{},{},{},{}", p[0], p[0], p[2], p[3]);
+    refused(
+        &["--port", &dup, "--no-control"],
+        &format!("interface {} is given for port 0 and port 1", p[0]),
+    );
+    // A peer MAC for an interface that is no port.
+    refused(
+        &["--peer-mac", "nosuch0=02:00:00:00:00:01", "--no-control"],
+        "nosuch0 is not a port of switch s1",
+    );
+    // A stats file nobody can write.
+    refused(
+        &[
+            "--stats-file",
+            "/nonexistent-lcmp-dir/s1.json",
+            "--no-control",
+        ],
+        "cannot write the stats file /nonexistent-lcmp-dir/s1.json",
+    );
+    // A port MTU whose frames do not fit an AF_XDP frame.
+    let s1 = tb.switch("s1");
+    s1.netns
+        .ip(&["link", "set", "dev", &p[1], "mtu", "9000"])
+        .expect("MTU 9000");
+    refused(
+        &["--no-control"],
+        &format!("{}: MTU 9000 is above 1778", p[1]),
+    );
+    s1.netns
+        .ip(&["link", "set", "dev", &p[1], "mtu", "1500"])
+        .expect("MTU back");
+}
+
+#[test]
+fn a_second_switch_on_busy_ports_is_refused_and_the_first_keeps_them() {
+    require_root!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, topo) = topology();
+    let tb = Testbed::from_topology(&topo).expect("testbed builds");
+    let bin = switch_binary().expect("lcmp-switch builds");
+    let first = SwitchDaemon::start(&bin, &path, tb.switch("s1"), &[]).expect("first switch");
+    let attached = s1_with_xdp(&tb);
+    assert_eq!(attached.len(), ports(&tb).len());
+    let (ok, err) = start_s1(&tb, &path, &["--no-control"]);
+    assert!(!ok);
+    assert!(
+        err.contains("already has an AF_XDP socket") || err.contains("XDP"),
+        "{err}"
+    );
+    eprintln!("second switch: {}", err.trim());
+    // The first switch still holds every port.
+    assert_eq!(s1_with_xdp(&tb), attached);
+    let mut first = first;
+    assert!(first.running(), "{}", first.log());
+}
