@@ -46,7 +46,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
-use aya::maps::{MapData, MapError, PerCpuArray, XskMap};
+use aya::maps::{HashMap as BpfHashMap, MapData, MapError, PerCpuArray, XskMap};
 use aya::programs::links::FdLink;
 use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
@@ -71,6 +71,12 @@ pub const PROGRAM_NAME: &str = "lcmp_xdp";
 pub const XSKMAP_NAME: &str = "xsks";
 /// Name of the per-CPU verdict counter array in [`object`].
 pub const COUNTERS_MAP_NAME: &str = "verdicts";
+/// Name of the map of the interface's IPv4 addresses in [`object`].
+pub const LOCAL_V4_MAP_NAME: &str = "local_v4";
+/// Name of the map of the interface's IPv6 addresses in [`object`].
+pub const LOCAL_V6_MAP_NAME: &str = "local_v6";
+/// Addresses each local map holds (`LCMP_LOCAL_MAX_ENTRIES`).
+pub const MAX_LOCAL_ADDRESSES: u32 = 64;
 /// Number of XSKMAP entries: valid RX queue ids are `0..MAX_QUEUES`
 /// (`LCMP_XSKS_MAX_ENTRIES` in `lcmp_shared.h`).
 pub const MAX_QUEUES: u32 = 256;
@@ -86,7 +92,8 @@ mod slot {
     pub const PASSED_NON_IP: u32 = 5;
     pub const TRUNCATED: u32 = 6;
     pub const PASSED_MULTICAST: u32 = 7;
-    pub const COUNT: u32 = 8;
+    pub const PASSED_LOCAL: u32 = 8;
+    pub const COUNT: u32 = 9;
 }
 
 /// Requested XDP attach mode.
@@ -176,6 +183,9 @@ pub struct VerdictCounters {
     pub truncated: u64,
     /// IPv4 multicast/broadcast and IPv6 multicast, passed to the kernel.
     pub passed_multicast: u64,
+    /// IP frames to an address of the interface itself, passed to the
+    /// kernel.
+    pub passed_local: u64,
 }
 
 impl VerdictCounters {
@@ -189,6 +199,7 @@ impl VerdictCounters {
             passed_non_ip: s[slot::PASSED_NON_IP as usize],
             truncated: s[slot::TRUNCATED as usize],
             passed_multicast: s[slot::PASSED_MULTICAST as usize],
+            passed_local: s[slot::PASSED_LOCAL as usize],
         }
     }
 
@@ -203,6 +214,7 @@ impl VerdictCounters {
             ("passed_non_ip", self.passed_non_ip),
             ("truncated", self.truncated),
             ("passed_multicast", self.passed_multicast),
+            ("passed_local", self.passed_local),
         ]
     }
 
@@ -233,6 +245,7 @@ impl VerdictCounters {
             passed_multicast: self
                 .passed_multicast
                 .saturating_sub(earlier.passed_multicast),
+            passed_local: self.passed_local.saturating_sub(earlier.passed_local),
         }
     }
 }
@@ -538,6 +551,86 @@ fn remove_stale(ifname: &str, ifindex: u32) -> Result<(), Error> {
     unreachable!("the loop returns on its last attempt")
 }
 
+/// The IPv4 and IPv6 addresses of interface `ifname` (in the calling
+/// thread's network namespace).
+pub fn interface_addresses(ifname: &str) -> io::Result<Vec<std::net::IpAddr>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head to a valid pointer; the list
+    // is freed below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list getifaddrs returned, alive
+        // until freeifaddrs; its name is a NUL-terminated string and its
+        // address, when not null, a sockaddr of the family it names.
+        unsafe {
+            let ifa = &*cur;
+            let name = std::ffi::CStr::from_ptr(ifa.ifa_name);
+            if name.to_bytes() == ifname.as_bytes() && !ifa.ifa_addr.is_null() {
+                match (*ifa.ifa_addr).sa_family as i32 {
+                    libc::AF_INET => {
+                        let a = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                        out.push(std::net::IpAddr::from(a.sin_addr.s_addr.to_ne_bytes()));
+                    }
+                    libc::AF_INET6 => {
+                        let a = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                        out.push(std::net::IpAddr::from(a.sin6_addr.s6_addr));
+                    }
+                    _ => {}
+                }
+            }
+            cur = ifa.ifa_next;
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// Puts `addresses` in the program's local-address maps (at most
+/// [`MAX_LOCAL_ADDRESSES`] of each family; the rest are logged and left to
+/// the switch).
+pub fn set_local_addresses(ebpf: &mut Ebpf, addresses: &[std::net::IpAddr]) -> Result<(), Error> {
+    let mut v4: BpfHashMap<_, u32, u8> = BpfHashMap::try_from(
+        ebpf.map_mut(LOCAL_V4_MAP_NAME)
+            .ok_or(Error::MissingInObject("map local_v4"))?,
+    )
+    .map_err(map_err("map local_v4 is not a HASH of u32"))?;
+    let (mut n4, mut n6) = (0, 0);
+    for a in addresses {
+        if let std::net::IpAddr::V4(a) = a {
+            if n4 < MAX_LOCAL_ADDRESSES {
+                // Keyed as the frame carries it: network byte order.
+                v4.insert(u32::from_ne_bytes(a.octets()), 1, 0)
+                    .map_err(map_err("adding a local IPv4 address"))?;
+                n4 += 1;
+            } else {
+                warn!(address = %a, "too many local IPv4 addresses; this one goes to the switch");
+            }
+        }
+    }
+    let mut v6: BpfHashMap<_, [u8; 16], u8> = BpfHashMap::try_from(
+        ebpf.map_mut(LOCAL_V6_MAP_NAME)
+            .ok_or(Error::MissingInObject("map local_v6"))?,
+    )
+    .map_err(map_err("map local_v6 is not a HASH of 16-byte keys"))?;
+    for a in addresses {
+        if let std::net::IpAddr::V6(a) = a {
+            if n6 < MAX_LOCAL_ADDRESSES {
+                v6.insert(a.octets(), 1, 0)
+                    .map_err(map_err("adding a local IPv6 address"))?;
+                n6 += 1;
+            } else {
+                warn!(address = %a, "too many local IPv6 addresses; this one goes to the switch");
+            }
+        }
+    }
+    Ok(())
+}
+
 impl XdpSteering {
     /// Loads the program and attaches it to `ifname` (resolved in the calling
     /// thread's network namespace), replacing stale netlink-attached XDP
@@ -557,6 +650,16 @@ impl XdpSteering {
             .ok_or(Error::MissingInObject("map verdicts"))?;
         let counters = PerCpuArray::try_from(counters)
             .map_err(map_err("map verdicts is not a PERCPU_ARRAY of u64"))?;
+        // The interface's own addresses before the program sees a frame:
+        // traffic to them is the kernel's (ping to the gateway).
+        let local = interface_addresses(ifname).unwrap_or_else(|e| {
+            warn!(ifname, error = %e, "cannot list the interface's addresses; traffic to them goes to the switch");
+            Vec::new()
+        });
+        set_local_addresses(&mut ebpf, &local)?;
+        if !local.is_empty() {
+            debug!(ifname, addresses = ?local, "addresses of the interface go to the kernel");
+        }
 
         remove_stale(ifname, ifindex)?;
 

@@ -77,6 +77,8 @@ fn shared_header_matches_rust() {
         ("LCMP_CNT_PASSED_NON_IP", slot::PASSED_NON_IP),
         ("LCMP_CNT_TRUNCATED", slot::TRUNCATED),
         ("LCMP_CNT_PASSED_MULTICAST", slot::PASSED_MULTICAST),
+        ("LCMP_CNT_PASSED_LOCAL", slot::PASSED_LOCAL),
+        ("LCMP_LOCAL_MAX_ENTRIES", MAX_LOCAL_ADDRESSES),
         ("LCMP_CNT_COUNT", slot::COUNT),
         ("LCMP_XSKS_MAX_ENTRIES", MAX_QUEUES),
     ];
@@ -92,12 +94,13 @@ fn shared_header_matches_rust() {
 
 #[test]
 fn counters_arithmetic() {
-    let c = VerdictCounters::from_slots([1, 2, 3, 4, 5, 6, 7, 8]);
+    let c = VerdictCounters::from_slots([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     assert_eq!(c.redirected, 1);
     assert_eq!(c.truncated, 7);
     assert_eq!(c.passed_multicast, 8);
-    assert_eq!(c.total(), 36);
-    assert_eq!(c.passed(), 35);
+    assert_eq!(c.passed_local, 9);
+    assert_eq!(c.total(), 45);
+    assert_eq!(c.passed(), 44);
     let names: Vec<_> = c.as_pairs().iter().map(|(n, _)| *n).collect();
     assert_eq!(names[0], "redirected");
     let later = VerdictCounters {
@@ -266,6 +269,23 @@ fn fixtures() -> Vec<(&'static str, Vec<u8>, u32)> {
             ),
             slot::PASSED_MULTICAST,
         ),
+        (
+            "ipv4 to the port's own address",
+            eth(0x0800, &ipv4_to([10, 0, 1, 1])),
+            slot::PASSED_LOCAL,
+        ),
+        (
+            "ipv6 to the port's own address",
+            eth(
+                0x86dd,
+                &ipv6_to(
+                    17,
+                    [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                    &[0; 8],
+                ),
+            ),
+            slot::PASSED_LOCAL,
+        ),
         ("mpls", eth(0x8847, &[0; 32]), slot::PASSED_NON_IP),
         (
             "802.3 length field",
@@ -304,6 +324,12 @@ fn fixtures() -> Vec<(&'static str, Vec<u8>, u32)> {
 fn fixtures_give_expected_verdicts() {
     require_root!();
     let (mut ebpf, _id) = load().expect("load");
+    // The interface's own addresses (as the loader puts them at attach).
+    set_local_addresses(
+        &mut ebpf,
+        &["10.0.1.1".parse().unwrap(), "fd00:1::1".parse().unwrap()],
+    )
+    .expect("local addresses");
     let counters: PerCpuArray<MapData, u64> = ebpf
         .take_map(COUNTERS_MAP_NAME)
         .unwrap()

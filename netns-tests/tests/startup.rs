@@ -1,6 +1,6 @@
-//! Starts that cannot work: the switch says why in terms a person can act
-//! on, exits non-zero, and leaves nothing attached (no XDP program, no
-//! socket) on the ports it was given.
+//! The switch at its edges: starts that cannot work say why in terms a
+//! person can act on, exit non-zero and leave nothing attached (no XDP
+//! program, no socket); traffic to a port's own address is the kernel's.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -138,4 +138,32 @@ fn a_second_switch_on_busy_ports_is_refused_and_the_first_keeps_them() {
     assert_eq!(s1_with_xdp(&tb), attached);
     let mut first = first;
     assert!(first.running(), "{}", first.log());
+}
+
+#[test]
+fn the_gateway_answers_ping_through_a_running_switch() {
+    require_root!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, topo) = topology();
+    let tb = Testbed::from_topology(&topo).expect("testbed builds");
+    let bin = switch_binary().expect("lcmp-switch builds");
+    let s1 = SwitchDaemon::start(&bin, &path, tb.switch("s1"), &[]).expect("s1 runs");
+    let a = tb.host("a");
+    for gw in &a.gateways {
+        let stats = lcmp_netns_tests::ping(&a.netns, *gw, 5, std::time::Duration::from_millis(20))
+            .expect("ping runs");
+        assert_eq!(stats.received, 5, "ping {gw}: {stats:?}");
+    }
+    let after = s1.fresh_stats().expect("stats");
+    let local: u64 = after
+        .ports
+        .iter()
+        .filter_map(|p| p.xsk.as_ref())
+        .map(|x| x.xdp.get("passed_local").copied().unwrap_or(0))
+        .sum();
+    assert!(
+        local >= 5 * a.gateways.len() as u64,
+        "echo requests to the gateway went to the kernel: {local}"
+    );
+    assert_eq!(after.dropped("no_route"), 0);
 }

@@ -17,7 +17,11 @@
 #define LCMP_CNT_PASSED_NON_IP 5    /* any other EtherType (LLDP, MPLS, ...) */
 #define LCMP_CNT_TRUNCATED 6        /* too short to read the headers we look at: passed */
 #define LCMP_CNT_PASSED_MULTICAST 7 /* IPv4 multicast/broadcast or IPv6 multicast destination: not routed by the switch */
-#define LCMP_CNT_COUNT 8            /* number of counters = max_entries of `verdicts` */
+#define LCMP_CNT_PASSED_LOCAL 8     /* destination is an address of the port's interface (ping, traceroute to the gateway): kernel */
+#define LCMP_CNT_COUNT 9            /* number of counters = max_entries of `verdicts` */
+
+/* max_entries of the `local_v4` and `local_v6` hash maps: addresses of the interface. */
+#define LCMP_LOCAL_MAX_ENTRIES 64
 
 /* max_entries of the `xsks` XSKMAP: RX queue ids 0..LCMP_XSKS_MAX_ENTRIES-1. */
 #define LCMP_XSKS_MAX_ENTRIES 256

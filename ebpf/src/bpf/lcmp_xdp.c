@@ -16,11 +16,10 @@
  *   - Frames too short to read the headers looked at here: kernel (it drops
  *     what is malformed).
  *
- * The switch's data ports carry no IP addresses in the testbed, so there is
- * no "addressed to the switch itself" case: all IP goes to AF_XDP except ND.
- * If ports ever get addresses, local traffic must be told apart here (for
- * example with a hash map of local addresses) or the switch must hand such
- * frames back to the kernel itself.
+ *   - IPv4 / IPv6 addressed to the interface itself (an address in the
+ *     `local_v4` / `local_v6` maps, filled by the loader with the
+ *     interface's addresses): kernel, so the gateway address of a port
+ *     answers ping and traceroute as a router's would.
  *
  * Known simplifications (documented, deliberate):
  *   - IPv4 multicast/broadcast and IPv6 multicast destinations (MLD, IGMP,
@@ -63,6 +62,20 @@ struct {
 } xsks SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LCMP_LOCAL_MAX_ENTRIES);
+	__type(key, __u32); /* IPv4 address, network byte order */
+	__type(value, __u8);
+} local_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LCMP_LOCAL_MAX_ENTRIES);
+	__type(key, struct in6_addr);
+	__type(value, __u8);
+} local_v6 SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, LCMP_CNT_COUNT);
 	__type(key, __u32);
@@ -103,6 +116,8 @@ int lcmp_xdp(struct xdp_md *ctx)
 		if ((ip->daddr & bpf_htonl(0xf0000000)) == bpf_htonl(0xe0000000) ||
 		    ip->daddr == 0xffffffff)
 			return pass(LCMP_CNT_PASSED_MULTICAST);
+		if (bpf_map_lookup_elem(&local_v4, &ip->daddr))
+			return pass(LCMP_CNT_PASSED_LOCAL);
 		break;
 	}
 	case bpf_htons(ETH_P_IPV6): {
@@ -123,6 +138,8 @@ int lcmp_xdp(struct xdp_md *ctx)
 		/* ff00::/8 (MLD, RS to all-routers, ...): the kernel's. */
 		if (ip6->daddr.in6_u.u6_addr8[0] == 0xff)
 			return pass(LCMP_CNT_PASSED_MULTICAST);
+		if (bpf_map_lookup_elem(&local_v6, &ip6->daddr))
+			return pass(LCMP_CNT_PASSED_LOCAL);
 		break;
 	}
 	case bpf_htons(ETH_P_ARP):

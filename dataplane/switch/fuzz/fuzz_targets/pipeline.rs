@@ -1,0 +1,873 @@
+//! The whole forwarding pipeline over in-memory ports, driven by a
+//! fuzz-chosen script.
+//!
+//! The input (decoded with `arbitrary`) is a switch setup like the test bed
+//! of `tests/common` (port 0 faces host A, ports 1-3 are three paths to
+//! 10.0.2.0/24 and fd00:2::/64), with fuzz-chosen policy, links (shaped or
+//! not, delay, buffer, delay-line size, ECN), pool size, batch size and
+//! flow cache, and then a sequence of operations: bursts of well-formed
+//! frames built from fuzz-chosen fields, raw frames, time steps, taking what
+//! the ports sent, carrier and admin changes, transmit ring room, ECN and
+//! link changes, policy and route table changes, and drains.
+//!
+//! Every injected frame that `parse` accepts is tagged (IPv4 identification
+//! or IPv6 flow label, with the header checksum fixed) and remembered, so
+//! each transmitted frame is matched to the frame it came from and checked
+//! byte for byte: MACs of the egress port and its peer, TTL / hop limit one
+//! less, ECN unchanged or (ECT only) CE, the IPv4 header checksum equal to a
+//! full recompute, nothing else changed, each frame sent at most once, and
+//! on a port its route allows.
+//!
+//! After every operation the frame accounting is checked: every received
+//! frame is transmitted, counted as a drop, still held by an egress, or was
+//! handed back by `Switch::drain` (which does not count it as a drop); every
+//! pool buffer is free, waiting to be received, held, or in a transmit
+//! queue; per-port counters agree with the egress statistics. At the end
+//! the switch is run until idle and drained, and then `rx_frames ==
+//! tx_frames + total_drops` (plus what earlier drains handed back) and the
+//! pool is whole again.
+#![no_main]
+
+use std::collections::HashMap;
+
+use arbitrary::Arbitrary;
+use lcmp_control::snapshot::EcnFractions;
+use lcmp_policy::{AllCongested, Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
+use lcmp_switch::counters::{Counter, DropReason};
+use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::mem_io::{MemIo, FRAME_SIZE};
+use lcmp_switch::routing::Route;
+use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
+use lcmp_wire::testing::FrameBuilder;
+use lcmp_wire::{ipv4_checksum, parse, Bth, Ecn, FlowTuple, ParsedFrame, L3};
+use libfuzzer_sys::fuzz_target;
+
+const PORTS: usize = 4;
+const MS: u64 = 1_000_000;
+const US: u64 = 1_000;
+const HOST_A: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
+/// Operations run per input: bounds the time one input takes.
+const MAX_OPS: usize = 400;
+/// Frames built per burst, at most.
+const MAX_BURST: usize = 16;
+/// Largest payload of a built frame: every frame fits a pool buffer.
+const MAX_PAYLOAD: usize = 1400;
+/// Time step of the final run to idle: far beyond any emulated link's
+/// drain time (the slowest link, 1 Mbit/s with a 1 MiB buffer, empties in
+/// 8.4 s, plus at most 50 ms of delay).
+const SETTLE_STEP_NS: u64 = 1_000 * 1_000 * MS;
+
+/// Offsets in an untagged frame.
+const ETH: usize = 14;
+const V4_TOS: usize = ETH + 1;
+const V4_ID: usize = ETH + 4;
+const V4_TTL: usize = ETH + 8;
+const V4_CSUM: usize = ETH + 10;
+const V6_TC_LOW: usize = ETH + 1;
+const V6_HOP: usize = ETH + 7;
+
+fn mac(port: usize) -> [u8; 6] {
+    [2, 0, 0, 0, 1, port as u8]
+}
+
+fn peer(port: usize) -> [u8; 6] {
+    [2, 0, 0, 0, 2, port as u8]
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum PolicyChoice {
+    Ecmp,
+    Wcmp,
+    Ucmp,
+    Lcmp {
+        alpha: u8,
+        beta: u8,
+        keep_num: u8,
+        keep_den: u8,
+        keep_all_up_to: u8,
+        congested_mark: u8,
+        hash_all: bool,
+    },
+}
+
+impl PolicyChoice {
+    fn policy(self) -> Policy {
+        match self {
+            PolicyChoice::Ecmp => Policy::Ecmp,
+            PolicyChoice::Wcmp => Policy::Wcmp,
+            PolicyChoice::Ucmp => Policy::Ucmp,
+            PolicyChoice::Lcmp {
+                alpha,
+                beta,
+                keep_num,
+                keep_den,
+                keep_all_up_to,
+                congested_mark,
+                hash_all,
+            } => Policy::Lcmp(LcmpParams {
+                alpha: alpha.into(),
+                beta: beta.into(),
+                keep_num,
+                keep_den,
+                keep_all_up_to,
+                congested_mark,
+                all_congested: if hash_all {
+                    AllCongested::HashAll
+                } else {
+                    AllCongested::MinCost
+                },
+            }),
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Rate {
+    Unshaped,
+    Mbit1,
+    Mbit10,
+    Mbit100,
+    Gbit1,
+    Gbit10,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Delay {
+    Zero,
+    Us10,
+    Ms1,
+    Ms5,
+    Ms50,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Buffer {
+    Zero,
+    OneFrame,
+    B5k,
+    B20k,
+    B150k,
+    Mib1,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum InFlight {
+    One,
+    Eight,
+    K4,
+}
+
+/// ECN thresholds in 1/255 of the buffer, probability in 1/255.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct EcnChoice {
+    kmin: u8,
+    kmax: u8,
+    pmax: u8,
+}
+
+impl EcnChoice {
+    fn fractions(self) -> EcnFractions {
+        EcnFractions {
+            kmin: f64::from(self.kmin) / 255.0,
+            kmax: f64::from(self.kmax) / 255.0,
+            pmax: f64::from(self.pmax) / 255.0,
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct Link {
+    rate: Rate,
+    delay: Delay,
+    buffer: Buffer,
+    in_flight: InFlight,
+    ecn: Option<EcnChoice>,
+}
+
+impl Link {
+    fn rate_bps(self) -> u64 {
+        match self.rate {
+            Rate::Unshaped => 0,
+            Rate::Mbit1 => 1_000_000,
+            Rate::Mbit10 => 10_000_000,
+            Rate::Mbit100 => 100_000_000,
+            Rate::Gbit1 => 1_000_000_000,
+            Rate::Gbit10 => 10_000_000_000,
+        }
+    }
+
+    fn delay_ns(self) -> u64 {
+        match self.delay {
+            Delay::Zero => 0,
+            Delay::Us10 => 10 * US,
+            Delay::Ms1 => MS,
+            Delay::Ms5 => 5 * MS,
+            Delay::Ms50 => 50 * MS,
+        }
+    }
+
+    fn buffer_bytes(self) -> u64 {
+        match self.buffer {
+            Buffer::Zero => 0,
+            Buffer::OneFrame => 1_514,
+            Buffer::B5k => 5_000,
+            Buffer::B20k => 20_000,
+            Buffer::B150k => 150_000,
+            Buffer::Mib1 => 1 << 20,
+        }
+    }
+
+    fn egress(self) -> EgressConfig {
+        let buffer = self.buffer_bytes();
+        EgressConfig {
+            rate_bps: self.rate_bps(),
+            delay_ns: self.delay_ns(),
+            buffer_bytes: buffer,
+            ecn: self.ecn.map(|e| {
+                let f = e.fractions();
+                EcnConfig {
+                    kmin_bytes: (buffer as f64 * f.kmin) as u64,
+                    kmax_bytes: (buffer as f64 * f.kmax) as u64,
+                    pmax: f.pmax,
+                }
+            }),
+            max_in_flight: match self.in_flight {
+                InFlight::One => 1,
+                InFlight::Eight => 8,
+                InFlight::K4 => 4096,
+            },
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Pool {
+    Frames16,
+    Frames64,
+    Frames512,
+}
+
+#[derive(Arbitrary, Debug)]
+struct Setup {
+    policy: PolicyChoice,
+    links: [Link; PORTS],
+    /// Ports whose peer MAC is configured; the others learn it from the
+    /// first frame they receive (until then frames to them are dropped).
+    peer_known: [bool; PORTS],
+    pool: Pool,
+    /// Receive batch: 1 + this % 64.
+    batch: u8,
+    /// A flow cache of one bucket (8 flows) instead of 4096 flows.
+    small_flow_cache: bool,
+    /// Flows idle for 1 ms instead of 1 s may be re-routed.
+    short_idle_timeout: bool,
+    ecn: Option<EcnChoice>,
+    seed: u64,
+}
+
+/// Where a built frame goes.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Dst {
+    /// 10.0.2.x: the three paths.
+    PathV4(u8),
+    /// 10.0.1.2: port 0.
+    HostA,
+    /// Anything outside the routes' prefixes (made so when inside).
+    OtherV4([u8; 4]),
+    /// fd00:2::x: the three paths.
+    PathV6(u16),
+    /// fd00:1::x: no route.
+    OtherV6(u16),
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum L4 {
+    Tcp { sport: u16, dport: u16 },
+    Udp { sport: u16, dport: u16 },
+    Rocev2 { sport: u16, dest_qp: u32, psn: u32 },
+    IcmpEcho { ident: u16 },
+    Other(u8),
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Ttl {
+    One,
+    Two,
+    Default,
+    Any(u8),
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum EcnBits {
+    NotEct,
+    Ect0,
+    Ect1,
+    Ce,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+struct FrameSpec {
+    /// Low byte of the source host (10.0.1.x / fd00:1::x).
+    src: u8,
+    dst: Dst,
+    l4: L4,
+    ttl: Ttl,
+    ecn: EcnBits,
+    dscp: u8,
+    payload_len: u16,
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Step {
+    Zero,
+    Us1,
+    Us100,
+    Ms1,
+    Ms10,
+    S1,
+    /// Microseconds.
+    Us(u16),
+}
+
+impl Step {
+    fn ns(self) -> u64 {
+        match self {
+            Step::Zero => 0,
+            Step::Us1 => US,
+            Step::Us100 => 100 * US,
+            Step::Ms1 => MS,
+            Step::Ms10 => 10 * MS,
+            Step::S1 => 1_000 * MS,
+            Step::Us(u) => u64::from(u) * US,
+        }
+    }
+}
+
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Room {
+    None,
+    One,
+    Four,
+    Unlimited,
+}
+
+/// Route tables the switch may be given; every one keeps the paths'
+/// prefixes on ports 1-3 and host A on port 0.
+#[derive(Arbitrary, Debug, Clone, Copy)]
+enum Table {
+    /// As at start.
+    Full,
+    /// Fewer paths: ports 1 and 2 for IPv4, 2 and 3 for IPv6.
+    Fewer,
+    /// As at start plus 10.0.2.128/25 on port 3 only.
+    MoreSpecific,
+    /// No IPv4 path route (IPv4 to 10.0.2.0/24 has no route).
+    NoV4Paths,
+}
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    /// `1 + copies % 16` copies of a frame built from `spec`, into `port`.
+    Frames { port: u8, spec: FrameSpec, copies: u8 },
+    /// Raw bytes into `port`.
+    Raw { port: u8, bytes: Vec<u8> },
+    /// Advances the clock and polls.
+    Poll(Step),
+    /// Takes (and checks) what `port` transmitted.
+    Take(u8),
+    Carrier { port: u8, up: bool },
+    Admin { port: u8, up: bool },
+    TxRoom(Room),
+    Drain,
+    SetEcn(Option<EcnChoice>),
+    SetLink { port: u8, link: Link },
+    SetPolicy(PolicyChoice),
+    Routes(Table),
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input {
+    setup: Setup,
+    ops: Vec<Op>,
+}
+
+fn candidates(ports: &[(u8, u8)]) -> CandidateSet {
+    let c: Vec<Candidate> = ports
+        .iter()
+        .map(|&(port, c_path)| Candidate {
+            port,
+            c_path,
+            capacity_bps: if port == 0 {
+                10_000_000_000
+            } else {
+                1_000_000_000 * u64::from(port)
+            },
+        })
+        .collect();
+    CandidateSet::new(&c).expect("at most 3 candidates")
+}
+
+fn routes(table: Table) -> Vec<Route> {
+    let paths = [(1, 10), (2, 40), (3, 80)];
+    let mut r = Vec::new();
+    let v4_paths: &[(u8, u8)] = match table {
+        Table::Fewer => &paths[..2],
+        _ => &paths,
+    };
+    if !matches!(table, Table::NoV4Paths) {
+        r.push(Route {
+            prefix: "10.0.2.0/24".parse().expect("prefix"),
+            candidates: candidates(v4_paths),
+        });
+    }
+    r.push(Route {
+        prefix: "fd00:2::/64".parse().expect("prefix"),
+        candidates: candidates(if matches!(table, Table::Fewer) {
+            &paths[1..]
+        } else {
+            &paths
+        }),
+    });
+    r.push(Route {
+        prefix: "10.0.1.2/32".parse().expect("prefix"),
+        candidates: candidates(&[(0, 0)]),
+    });
+    if matches!(table, Table::MoreSpecific) {
+        r.push(Route {
+            prefix: "10.0.2.128/25".parse().expect("prefix"),
+            candidates: candidates(&[(3, 5)]),
+        });
+    }
+    r
+}
+
+/// The egress ports a forwarded frame may leave by: its destination's
+/// route in any table above. Nothing else is routed.
+fn allowed_ports(flow: &FlowTuple) -> &'static [usize] {
+    match *flow {
+        FlowTuple::V4 { dst, .. } if dst[..3] == [10, 0, 2] => &[1, 2, 3],
+        FlowTuple::V4 { dst, .. } if dst == [10, 0, 1, 2] => &[0],
+        FlowTuple::V6 { dst, .. } if dst[..8] == [0xfd, 0, 0, 2, 0, 0, 0, 0] => &[1, 2, 3],
+        _ => &[],
+    }
+}
+
+fn build(spec: &FrameSpec, tag: u16) -> Vec<u8> {
+    let v6 = |prefix: [u8; 4], host: u16| {
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&prefix);
+        a[14..].copy_from_slice(&host.to_be_bytes());
+        a
+    };
+    let b = match spec.dst {
+        Dst::PathV4(h) => FrameBuilder::ipv4([10, 0, 1, spec.src], [10, 0, 2, h]),
+        Dst::HostA => FrameBuilder::ipv4([10, 0, 2, spec.src], [10, 0, 1, 2]),
+        Dst::OtherV4(mut d) => {
+            // Keep it off every route: 10.0.1.2 and 10.0.2.0/24 are routed.
+            if d[..2] == [10, 0] && (d[2] == 2 || d == [10, 0, 1, 2]) {
+                d[0] = 192;
+            }
+            FrameBuilder::ipv4([10, 0, 1, spec.src], d)
+        }
+        Dst::PathV6(h) => FrameBuilder::ipv6(
+            v6([0xfd, 0, 0, 1], spec.src.into()),
+            v6([0xfd, 0, 0, 2], h),
+        ),
+        Dst::OtherV6(h) => FrameBuilder::ipv6(
+            v6([0xfd, 0, 0, 2], spec.src.into()),
+            v6([0xfd, 0, 0, 1], h),
+        ),
+    };
+    let b = b
+        .ipv4_id(tag)
+        .flow_label(tag.into())
+        .macs(HOST_A, mac(0))
+        .ttl(match spec.ttl {
+            Ttl::One => 1,
+            Ttl::Two => 2,
+            Ttl::Default => 64,
+            Ttl::Any(t) => t,
+        })
+        .dscp(spec.dscp)
+        .ecn(match spec.ecn {
+            EcnBits::NotEct => Ecn::NotEct,
+            EcnBits::Ect0 => Ecn::Ect0,
+            EcnBits::Ect1 => Ecn::Ect1,
+            EcnBits::Ce => Ecn::Ce,
+        })
+        .payload(&vec![tag as u8; usize::from(spec.payload_len) % (MAX_PAYLOAD + 1)]);
+    let b = match spec.l4 {
+        L4::Tcp { sport, dport } => b.tcp(sport, dport),
+        L4::Udp { sport, dport } => b.udp(sport, dport),
+        L4::Rocev2 {
+            sport,
+            dest_qp,
+            psn,
+        } => b.rocev2(
+            sport,
+            Bth {
+                opcode: 0x04,
+                pkey: 0xFFFF,
+                dest_qp,
+                ack_request: false,
+                psn,
+            },
+        ),
+        L4::IcmpEcho { ident } => b.icmp_echo(ident, tag),
+        L4::Other(p) => b.protocol(p),
+    };
+    b.build()
+}
+
+fn ipv4_header_checksum(frame: &[u8]) -> u16 {
+    let mut h = [0u8; 20];
+    h.copy_from_slice(&frame[ETH..ETH + 20]);
+    h[10] = 0;
+    h[11] = 0;
+    ipv4_checksum(&h)
+}
+
+/// Writes `tag` into an accepted frame (IPv4 identification, with the
+/// header checksum recomputed, or IPv6 flow label): neither is read by the
+/// switch nor changed by a rewrite.
+fn set_tag(frame: &mut [u8], p: &ParsedFrame, tag: u16) {
+    match p.l3 {
+        L3::V4 => {
+            frame[V4_ID..V4_ID + 2].copy_from_slice(&tag.to_be_bytes());
+            let c = ipv4_header_checksum(frame);
+            frame[V4_CSUM..V4_CSUM + 2].copy_from_slice(&c.to_be_bytes());
+        }
+        L3::V6 => {
+            // Flow label: low nibble of byte 1 and bytes 2-3 of the header.
+            frame[ETH + 1] &= 0xF0;
+            frame[ETH + 2..ETH + 4].copy_from_slice(&tag.to_be_bytes());
+        }
+    }
+}
+
+fn tag_of(frame: &[u8]) -> (L3, u16) {
+    match u16::from_be_bytes([frame[12], frame[13]]) {
+        0x0800 => (L3::V4, u16::from_be_bytes([frame[V4_ID], frame[V4_ID + 1]])),
+        0x86DD => (
+            L3::V6,
+            u16::from_be_bytes([frame[ETH + 2], frame[ETH + 3]]),
+        ),
+        t => panic!("transmitted a frame with EtherType {t:#06x}"),
+    }
+}
+
+struct Harness {
+    sw: Switch<MemIo>,
+    now: u64,
+    pool: usize,
+    /// Accepted frames injected and not yet seen on a port, by tag.
+    pending: HashMap<(L3, u16), Vec<u8>>,
+    next_tag: u16,
+    /// Frames `inject` took into a receive queue.
+    injected: u64,
+    /// Frames taken from the transmit queues.
+    taken: u64,
+    /// Frames `Switch::drain` handed back (not counted as drops).
+    drained: u64,
+    /// Transmitted frames this switch marked CE.
+    seen_marked: u64,
+    /// A port went admin down since the last poll: the frames it dropped
+    /// may still wait in the switch to be handed back to the pool.
+    release_pending: bool,
+}
+
+impl Harness {
+    fn new(setup: &Setup) -> Self {
+        let pool = match setup.pool {
+            Pool::Frames16 => 16,
+            Pool::Frames64 => 64,
+            Pool::Frames512 => 512,
+        };
+        let ports = (0..PORTS)
+            .map(|i| PortConfig {
+                name: format!("p{i}"),
+                mac: mac(i),
+                peer_mac: setup.peer_known[i].then(|| if i == 0 { HOST_A } else { peer(i) }),
+                egress: setup.links[i].egress(),
+            })
+            .collect();
+        let config = SwitchConfig {
+            ports,
+            routes: routes(Table::Full),
+            policy: setup.policy.policy(),
+            congestion: CongestionParams::default(),
+            flow_capacity: if setup.small_flow_cache { 8 } else { 4096 },
+            flow_idle_timeout_ns: if setup.short_idle_timeout {
+                MS
+            } else {
+                1_000 * MS
+            },
+            seed: setup.seed,
+            batch_size: 1 + usize::from(setup.batch % 64),
+            link_check_interval_ns: 100 * US,
+            ecn: setup.ecn.map(EcnChoice::fractions),
+        };
+        let sw = Switch::new(config, MemIo::new(PORTS, pool)).expect("valid test switch");
+        Harness {
+            sw,
+            now: 0,
+            pool,
+            pending: HashMap::new(),
+            next_tag: 0,
+            injected: 0,
+            taken: 0,
+            drained: 0,
+            seen_marked: 0,
+            release_pending: false,
+        }
+    }
+
+    /// Injects a frame; remembers it under a fresh tag if it is accepted.
+    fn inject(&mut self, port: usize, mut frame: Vec<u8>, tag: u16) {
+        frame.truncate(FRAME_SIZE);
+        if let Ok(p) = parse(&frame) {
+            set_tag(&mut frame, &p, tag);
+            let again = parse(&frame).expect("tagging keeps a frame accepted");
+            assert_eq!(again.flow, p.flow);
+            let fresh = self.pending.insert((p.l3, tag), frame.clone()).is_none();
+            assert!(fresh, "tag {tag} reused");
+        }
+        if self.sw.io().inject(port, &frame) {
+            self.injected += 1;
+        } else {
+            // The pool was empty: the frame never entered.
+            if let Ok(p) = parse(&frame) {
+                self.pending.remove(&(p.l3, tag));
+            }
+        }
+    }
+
+    fn fresh_tag(&mut self) -> u16 {
+        self.next_tag = self.next_tag.wrapping_add(1);
+        self.next_tag
+    }
+
+    fn take(&mut self, port: usize) {
+        let sent = self.sw.io().take_sent(port);
+        self.taken += sent.len() as u64;
+        let peer_mac = self.sw.port_reports()[port].peer_mac;
+        for f in sent {
+            self.check_sent(port, &f, peer_mac);
+        }
+    }
+
+    /// A transmitted frame is its injected frame, forwarded once.
+    fn check_sent(&mut self, port: usize, f: &[u8], peer_mac: Option<[u8; 6]>) {
+        let key = tag_of(f);
+        let Some(orig) = self.pending.remove(&key) else {
+            panic!("port {port} sent {key:?}, not injected or sent before: {f:02x?}");
+        };
+        let p = parse(&orig).expect("remembered frames are accepted");
+        assert!(
+            allowed_ports(&p.flow).contains(&port),
+            "{:?} left by port {port}",
+            p.flow
+        );
+        let peer_mac = peer_mac.expect("a port sent with no peer MAC");
+        let mut want = orig.clone();
+        want[0..6].copy_from_slice(&peer_mac);
+        want[6..12].copy_from_slice(&mac(port));
+        let marked = p.ecn.is_ecn_capable()
+            && p.ecn != Ecn::Ce
+            && match p.l3 {
+                L3::V4 => f[V4_TOS] & 0b11 == 0b11,
+                L3::V6 => (f[V6_TC_LOW] >> 4) & 0b11 == 0b11,
+            };
+        match p.l3 {
+            L3::V4 => {
+                want[V4_TTL] -= 1;
+                if marked {
+                    want[V4_TOS] |= 0b11;
+                }
+                // The switch updates the checksum incrementally; it must be
+                // what a full recompute gives.
+                let c = ipv4_header_checksum(&want);
+                want[V4_CSUM..V4_CSUM + 2].copy_from_slice(&c.to_be_bytes());
+            }
+            L3::V6 => {
+                want[V6_HOP] -= 1;
+                if marked {
+                    want[V6_TC_LOW] |= 0b11 << 4;
+                }
+            }
+        }
+        if marked {
+            self.seen_marked += 1;
+        }
+        assert_eq!(f, &want[..], "port {port} sent a frame other than expected");
+    }
+
+    fn poll(&mut self, step: u64) {
+        self.now += step;
+        self.sw.poll(self.now);
+        self.release_pending = false;
+    }
+
+    /// Frames held by the egresses (port buffers and delay lines).
+    fn held(&self) -> u64 {
+        self.sw
+            .port_reports()
+            .iter()
+            .map(|r| (r.queue_frames + r.in_flight) as u64)
+            .sum()
+    }
+
+    /// Every frame and every pool buffer is accounted for.
+    fn check_accounting(&self) {
+        let c = self.sw.counters();
+        let reports = self.sw.port_reports();
+        let rx = c.get(Counter::RxFrames);
+        let tx = c.get(Counter::TxFrames);
+        let held = self.held();
+        assert_eq!(
+            rx,
+            tx + c.total_drops() + held + self.drained,
+            "frames lost or made up: held {held}, drained {}, {c:?}",
+            self.drained
+        );
+        assert!(rx <= self.injected, "received more than injected");
+        assert_eq!(
+            c.dropped(DropReason::TxRingFull),
+            0,
+            "the switch gave a ring more than its room"
+        );
+        let mut flushed = 0;
+        for (port, r) in reports.iter().enumerate() {
+            let e = r.egress;
+            let pc = c.port(port);
+            assert_eq!(
+                e.enqueued_frames,
+                e.transmitted_frames
+                    + e.dropped_emulation_overflow
+                    + e.flushed
+                    + (r.queue_frames + r.in_flight) as u64,
+                "egress of port {port} lost frames: {e:?}"
+            );
+            assert_eq!(pc.get(Counter::TxFrames), e.transmitted_frames);
+            assert_eq!(pc.dropped(DropReason::QueueFull), e.dropped_queue_full);
+            assert_eq!(
+                pc.dropped(DropReason::EmulationOverflow),
+                e.dropped_emulation_overflow
+            );
+            assert!(pc.get(Counter::CeMarked) <= e.ce_marked);
+            flushed += e.flushed;
+        }
+        assert_eq!(
+            flushed,
+            c.dropped(DropReason::PortDown) + self.drained,
+            "flushed frames are port-down drops or drained"
+        );
+        assert!(self.seen_marked <= c.get(Counter::CeMarked));
+        if !self.release_pending {
+            let waiting_rx = self.injected - rx;
+            let untaken = tx - self.taken;
+            assert_eq!(
+                self.sw.io_ref().free_frames() as u64 + waiting_rx + held + untaken,
+                self.pool as u64,
+                "pool buffers leaked or freed twice"
+            );
+        }
+    }
+
+    fn run(&mut self, op: &Op) {
+        match *op {
+            Op::Frames {
+                port,
+                ref spec,
+                copies,
+            } => {
+                for _ in 0..=usize::from(copies) % MAX_BURST {
+                    let tag = self.fresh_tag();
+                    let frame = build(spec, tag);
+                    self.inject(usize::from(port) % PORTS, frame, tag);
+                }
+            }
+            Op::Raw { port, ref bytes } => {
+                let tag = self.fresh_tag();
+                self.inject(usize::from(port) % PORTS, bytes.clone(), tag);
+            }
+            Op::Poll(step) => self.poll(step.ns()),
+            Op::Take(port) => self.take(usize::from(port) % PORTS),
+            Op::Carrier { port, up } => self.sw.io().set_link(usize::from(port) % PORTS, up),
+            Op::Admin { port, up } => {
+                self.sw.set_admin(usize::from(port) % PORTS, up);
+                self.release_pending = true;
+            }
+            Op::TxRoom(room) => self.sw.io().set_tx_room(match room {
+                Room::None => 0,
+                Room::One => 1,
+                Room::Four => 4,
+                Room::Unlimited => usize::MAX,
+            }),
+            Op::Drain => {
+                self.drained += self.held();
+                self.sw.drain();
+                self.release_pending = false;
+                assert_eq!(self.held(), 0, "drain left frames in an egress");
+            }
+            Op::SetEcn(e) => self.sw.set_ecn(e.map(EcnChoice::fractions)),
+            Op::SetLink { port, link } => self.sw.set_link(
+                usize::from(port) % PORTS,
+                link.rate_bps(),
+                link.delay_ns(),
+                link.buffer_bytes(),
+            ),
+            Op::SetPolicy(p) => self.sw.set_policy(p.policy()),
+            Op::Routes(t) => {
+                self.sw.replace_routes(routes(t)).expect("valid table");
+            }
+        }
+    }
+
+    /// Runs the switch until it has received every injected frame and
+    /// holds none, then drains it and checks the final accounting.
+    fn finish(&mut self) {
+        self.sw.io().set_tx_room(usize::MAX);
+        // Each poll receives at least one frame per port, and a frame
+        // received in one poll has crossed its link by the next.
+        let mut polls = 0;
+        while self.injected > self.sw.counters().get(Counter::RxFrames) || self.held() > 0 {
+            assert!(
+                polls <= self.pool + 2,
+                "the switch does not get idle: held {}, {:?}",
+                self.held(),
+                self.sw.counters()
+            );
+            self.poll(SETTLE_STEP_NS);
+            self.check_accounting();
+            polls += 1;
+        }
+        self.sw.drain();
+        self.release_pending = false;
+        self.check_accounting();
+        let c = self.sw.counters();
+        assert_eq!(
+            c.get(Counter::RxFrames),
+            c.get(Counter::TxFrames) + c.total_drops() + self.drained,
+            "{c:?}"
+        );
+        let untaken = c.get(Counter::TxFrames) - self.taken;
+        assert_eq!(
+            self.sw.io_ref().free_frames() as u64,
+            self.pool as u64 - untaken
+        );
+        for port in 0..PORTS {
+            self.take(port);
+        }
+        assert_eq!(self.sw.io_ref().free_frames(), self.pool);
+    }
+}
+
+fuzz_target!(|input: Input| {
+    let mut h = Harness::new(&input.setup);
+    for op in input.ops.iter().take(MAX_OPS) {
+        h.run(op);
+        h.check_accounting();
+    }
+    h.finish();
+});
