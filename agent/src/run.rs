@@ -215,13 +215,17 @@ impl Agent {
         down
     }
 
-    /// Pushes every switch's tables (for the links down now); returns how
-    /// many switches' tables changed.
-    fn push_tables(&mut self) -> usize {
+    /// Pushes every switch's tables (for the links down now), or with
+    /// `only_returned` only to switches that came back after an outage;
+    /// returns how many switches' tables changed.
+    fn push_tables_to(&mut self, only_returned: bool) -> usize {
         let down: Vec<LinkId> = self.down.iter().copied().collect();
         let timeout = self.opts.timeout;
         let mut changed = 0;
         for sw in &mut self.switches {
+            if only_returned && !sw.needs_tables {
+                continue;
+            }
             let routes = match routes_for(&self.topo, &down, &sw.name, &self.opts.tables) {
                 Ok(r) => r,
                 Err(e) => {
@@ -292,7 +296,7 @@ impl Agent {
         let down = self.observe();
         if down == self.down {
             if self.switches.iter().any(|s| s.needs_tables) {
-                self.push_tables();
+                self.push_tables_to(true);
             }
             return (Vec::new(), Vec::new());
         }
@@ -303,7 +307,7 @@ impl Agent {
         let names: Vec<String> = down.iter().map(name).collect();
         self.down = down;
         let t = Instant::now();
-        let n = self.push_tables();
+        let n = self.push_tables_to(false);
         info!(
             down = ?went,
             up = ?back,
@@ -320,7 +324,7 @@ impl Agent {
     /// pushes tables (unchanged ones change nothing), plans emulation.
     pub fn adopt(&mut self) {
         self.down = self.observe();
-        let n = self.push_tables();
+        let n = self.push_tables_to(false);
         info!(
             switches = self.switches.len(),
             down_links = self.down.len(),
@@ -370,7 +374,7 @@ impl Agent {
             sw.links = port_links(&self.topo, &sw.name);
         }
         self.push_links(&old);
-        let n = self.push_tables();
+        let n = self.push_tables_to(false);
         info!(tables_changed = n, "topology reloaded");
         self.write_state();
     }
