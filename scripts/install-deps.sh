@@ -7,7 +7,7 @@
 #   linux-libc-dev       <linux/bpf.h>, <asm/types.h> (multiarch include dir)
 #   iproute2, ethtool    namespaces, veth pairs, offload settings in tests
 #   procps               sysctl inside test namespaces (netns-tests)
-#   iputils-ping, iperf3, tcpdump, bpftool   traffic and debugging
+#   iputils-ping, iputils-tracepath, iperf3, tcpdump, bpftool   traffic and debugging
 #   fonts-dejavu-core    the font of lcmp-testbed's plots (PNG and SVG)
 #   rustfmt, clippy      rustup components used by CI
 #
@@ -24,6 +24,7 @@ APT_PACKAGES=(
     ethtool
     procps
     iputils-ping
+    iputils-tracepath
     iperf3
     tcpdump
     bpftool

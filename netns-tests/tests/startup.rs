@@ -167,3 +167,56 @@ fn the_gateway_answers_ping_through_a_running_switch() {
     );
     assert_eq!(after.dropped("no_route"), 0);
 }
+
+#[test]
+fn tracepath_lists_every_switch_on_the_path() {
+    require_root!();
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (path, topo) = topology();
+    let tb = Testbed::from_topology(&topo).expect("testbed builds");
+    let bin = switch_binary().expect("lcmp-switch builds");
+    let _daemons = lcmp_netns_tests::daemon::start_all(&bin, &tb, &path, |_| Vec::new())
+        .expect("switches run");
+    let a = tb.host("a");
+    for (dst, family) in [("10.0.2.2", "-4"), ("fd00:2::2", "-6")] {
+        let out = a
+            .netns
+            .exec(&["tracepath", family, "-n", "-m", "6", dst])
+            .expect("tracepath runs");
+        eprintln!("{out}");
+        // Hop lines: "<n>:  <address>  <time>ms" (the first probes also
+        // print "[LOCALHOST]" and "pmtu" lines).
+        let hops: Vec<(u32, String)> = out
+            .lines()
+            .filter_map(|l| {
+                let (n, rest) = l.trim().split_once(':')?;
+                let n: u32 = n.trim_end_matches('?').parse().ok()?;
+                let addr = rest.split_whitespace().next()?.to_string();
+                (!addr.starts_with('[') && addr != "no").then_some((n, addr))
+            })
+            .collect();
+        let addr_of = |n: u32| hops.iter().find(|(h, _)| *h == n).map(|(_, a)| a.clone());
+        // s1 (its port towards a has the gateway address), a transit
+        // switch, s2, then b itself.
+        let s1 = addr_of(1).unwrap_or_else(|| panic!("no hop 1: {out}"));
+        let transit = addr_of(2).unwrap_or_else(|| panic!("no hop 2: {out}"));
+        let s2 = addr_of(3).unwrap_or_else(|| panic!("no hop 3: {out}"));
+        assert_eq!(
+            s1,
+            if family == "-4" {
+                "10.0.1.1"
+            } else {
+                "fd00:1::1"
+            },
+            "{out}"
+        );
+        assert!(
+            transit != s1 && transit != s2 && transit != dst,
+            "a transit switch of its own: {out}"
+        );
+        assert!(
+            out.contains(&format!("{dst} ")) || out.contains("reached"),
+            "{out}"
+        );
+    }
+}

@@ -22,16 +22,24 @@ pub enum Counter {
     /// ECT frames this switch marked CE on their way out of the port
     /// (frames that arrived CE already are not counted).
     CeMarked,
+    /// ICMP errors (time exceeded, unreachable) the switch generated and
+    /// queued on the port: each reuses the buffer of a frame counted as a
+    /// drop, so `rx + icmp_sent = tx + drops + held`.
+    IcmpSent,
+    /// ICMP errors not sent because of the rate limit.
+    IcmpRateLimited,
 }
 
 impl Counter {
     /// Every counter, in index order.
-    pub const ALL: [Counter; 5] = [
+    pub const ALL: [Counter; 7] = [
         Counter::RxFrames,
         Counter::RxBytes,
         Counter::TxFrames,
         Counter::TxBytes,
         Counter::CeMarked,
+        Counter::IcmpSent,
+        Counter::IcmpRateLimited,
     ];
 
     /// Number of counters.
@@ -45,6 +53,8 @@ impl Counter {
             Counter::TxFrames => "tx_frames",
             Counter::TxBytes => "tx_bytes",
             Counter::CeMarked => "ce_marked",
+            Counter::IcmpSent => "icmp_sent",
+            Counter::IcmpRateLimited => "icmp_rate_limited",
         }
     }
 }

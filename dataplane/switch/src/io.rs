@@ -29,6 +29,13 @@ pub trait PacketIo {
     /// The bytes of a frame the switch holds, for rewriting in place.
     fn frame_mut(&mut self, frame: Frame) -> &mut [u8];
 
+    /// The buffer of a frame from its first byte to the end of its chunk:
+    /// room to grow the frame in place (an ICMP error quoting it). Without
+    /// room, just the frame.
+    fn frame_room_mut(&mut self, frame: Frame) -> &mut [u8] {
+        self.frame_mut(frame)
+    }
+
     /// Queues frames for transmission on `port`; returns how many (a
     /// prefix of `frames`) were taken. The caller still owns the rest.
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize;

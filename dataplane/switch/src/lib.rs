@@ -5,6 +5,7 @@
 //! - [`egress`]: per-port buffer, ECN, shaper and delay line.
 //! - [`routing`]: longest-prefix match to candidate sets.
 //! - [`counters`]: drops by reason.
+//! - [`icmp`]: the ICMP errors a router sends (time exceeded, unreachable).
 //! - [`flow_log`]: the log of path decisions (`--flow-log`).
 //! - [`control`]: the state snapshot and the answers to control requests.
 //! - [`daemon`]: the poll loop with its side work (stats, control, logs).
@@ -16,6 +17,7 @@ pub mod counters;
 pub mod daemon;
 pub mod egress;
 pub mod flow_log;
+pub mod icmp;
 pub mod io;
 pub mod mem_io;
 pub mod routing;

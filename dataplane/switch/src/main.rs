@@ -416,6 +416,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
     let mut sw = Switch::new(config, io)?;
+    // The ports' own addresses: the source of the ICMP errors sent out of
+    // them (traffic to them is the kernel's: the XDP program passes it).
+    for (i, ifname) in ifnames.iter().enumerate() {
+        sw.set_port_addresses(
+            i,
+            &lcmp_ebpf::interface_addresses(ifname).unwrap_or_default(),
+        );
+    }
     if args.flow_log.is_some() {
         sw.enable_flow_log(args.flow_log_capacity);
     }

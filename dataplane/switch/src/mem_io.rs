@@ -109,6 +109,13 @@ impl PacketIo for MemIo {
         self.tx_room
     }
 
+    fn frame_room_mut(&mut self, f: Frame) -> &mut [u8] {
+        // Buffers are FRAME_SIZE-aligned in the pool.
+        let start = f.addr as usize;
+        let end = (start - start % FRAME_SIZE) + FRAME_SIZE;
+        &mut self.memory[start..end]
+    }
+
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
         let n = frames.len().min(self.tx_room);
         self.tx[port].extend(&frames[..n]);

@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::icmp::{self, IcmpError, IcmpLimiter};
+
 use ipnet::IpNet;
 use lcmp_control::snapshot::EcnFractions;
 use lcmp_policy::{
@@ -165,7 +167,23 @@ pub struct Switch<IO: PacketIo> {
     table_generation: u64,
     congestion_params: CongestionParams,
     ecn: Option<EcnFractions>,
+    /// Rate limit of the ICMP errors the switch sends.
+    icmp: IcmpLimiter,
+    /// Each port's own IPv4 and IPv6 address (the source of the ICMP
+    /// errors sent out of it), if it has one.
+    port_addrs: Vec<(Option<Ipv4Addr>, Option<Ipv6Addr>)>,
+    /// Source of ICMP errors out of ports without an address: another
+    /// port's, else a link-local address derived from the flow-hash seed
+    /// (distinct per switch, so traceroute tells the hops apart).
+    router_v4: Ipv4Addr,
+    router_v6: Ipv6Addr,
 }
+
+/// ICMP errors per second the switch sends at most, and their burst (the
+/// kernel's global defaults, `icmp_msgs_per_sec` and `icmp_msgs_burst`).
+pub const ICMP_RATE_PER_S: u32 = 1000;
+/// See [`ICMP_RATE_PER_S`].
+pub const ICMP_BURST: u32 = 50;
 
 /// Decisions the always-on ring of recent decisions keeps.
 pub const RECENT_DECISIONS: usize = 256;
@@ -404,6 +422,17 @@ impl<IO: PacketIo> Switch<IO> {
             table_generation: 1,
             congestion_params: config.congestion,
             ecn: config.ecn,
+            icmp: IcmpLimiter::new(ICMP_RATE_PER_S, ICMP_BURST),
+            port_addrs: vec![(None, None); n],
+            router_v4: Ipv4Addr::new(
+                169,
+                254,
+                (config.seed >> 8) as u8 % 254 + 1,
+                config.seed as u8 % 254 + 1,
+            ),
+            router_v6: Ipv6Addr::from(
+                (0xfe80u128 << 112) | (config.seed as u128 & 0xffff_ffff_ffff_ffff),
+            ),
         })
     }
 
@@ -489,6 +518,92 @@ impl<IO: PacketIo> Switch<IO> {
         }
     }
 
+    /// Drops `frame` (counted as `reason`) and, rate limit allowing, turns
+    /// its buffer into the ICMP error `kind` sent back out of `in_port`.
+    /// Out of line: the error path only.
+    #[inline(never)]
+    fn reject(
+        &mut self,
+        in_port: usize,
+        frame: Frame,
+        reason: DropReason,
+        kind: IcmpError,
+        now_ns: u64,
+    ) {
+        self.counters.drop(in_port, reason);
+        if !self.ports[in_port].up {
+            return self.recycle(frame);
+        }
+        if !self.icmp.allow(now_ns) {
+            self.counters.add(in_port, Counter::IcmpRateLimited, 1);
+            return self.recycle(frame);
+        }
+        let (a4, a6) = self.port_addrs[in_port];
+        let (v4, v6) = (a4.unwrap_or(self.router_v4), a6.unwrap_or(self.router_v6));
+        let mac = self.ports[in_port].config.mac;
+        let buf = self.io.frame_room_mut(frame);
+        let Some(len) = icmp::build_error(buf, frame.len as usize, kind, mac, v4, v6) else {
+            return self.recycle(frame);
+        };
+        let error = Frame {
+            addr: frame.addr,
+            len: len as u32,
+        };
+        let coin = self.random();
+        match self.ports[in_port].egress.admit(error.len, false, coin) {
+            // The original is counted as dropped already.
+            Admit::DropQueueFull => self.recycle(error),
+            Admit::Queued | Admit::QueuedMarkCe => {
+                self.ports[in_port].egress.enqueue(error, error.len, now_ns);
+                self.counters.add(in_port, Counter::IcmpSent, 1);
+            }
+        }
+    }
+
+    /// Hands a frame already counted back to the pool.
+    fn recycle(&mut self, frame: Frame) {
+        self.dropped.push(frame);
+        if self.dropped.len() >= 1024 {
+            self.release_dropped();
+        }
+    }
+
+    /// Sets a port's own addresses (the interface's): ICMP errors sent out
+    /// of it come from them; ports without one use another port's, else the
+    /// switch's link-local address.
+    pub fn set_port_addresses(&mut self, port: usize, addrs: &[IpAddr]) {
+        let v4 = addrs.iter().find_map(|a| match a {
+            IpAddr::V4(a) => Some(*a),
+            _ => None,
+        });
+        // A global address rather than the link-local one every port has.
+        let v6s: Vec<Ipv6Addr> = addrs
+            .iter()
+            .filter_map(|a| match a {
+                IpAddr::V6(a) => Some(*a),
+                _ => None,
+            })
+            .collect();
+        let v6 = v6s
+            .iter()
+            .find(|a| !a.is_unicast_link_local())
+            .or(v6s.first())
+            .copied();
+        if let Some(slot) = self.port_addrs.get_mut(port) {
+            *slot = (v4, v6);
+        }
+        if let Some(a) = self.port_addrs.iter().find_map(|p| p.0) {
+            self.router_v4 = a;
+        }
+        if let Some(a) = self
+            .port_addrs
+            .iter()
+            .find_map(|p| p.1.filter(|a| !a.is_unicast_link_local()))
+        {
+            self.router_v6 = a;
+        }
+    }
+
     fn release_dropped(&mut self) {
         if !self.dropped.is_empty() {
             self.io.release(&self.dropped);
@@ -515,6 +630,15 @@ impl<IO: PacketIo> Switch<IO> {
         }
         let parsed = match lcmp_wire::parse(data) {
             Ok(p) => p,
+            Err(ParseError::TtlExpired) => {
+                return self.reject(
+                    in_port,
+                    frame,
+                    DropReason::Parse(ParseError::TtlExpired),
+                    IcmpError::TimeExceeded,
+                    now_ns,
+                )
+            }
             Err(e) => return self.drop_frame(in_port, frame, DropReason::Parse(e)),
         };
         let hash = self.hasher.hash(&flow_key(&parsed.flow));
@@ -536,7 +660,15 @@ impl<IO: PacketIo> Switch<IO> {
                 self.note_decision(outcome, &parsed.flow, route_index, now_ns);
                 p as usize
             }
-            RouteOutcome::NoRoute => return self.drop_frame(in_port, frame, DropReason::NoRoute),
+            RouteOutcome::NoRoute => {
+                return self.reject(
+                    in_port,
+                    frame,
+                    DropReason::NoRoute,
+                    IcmpError::NoRoute,
+                    now_ns,
+                )
+            }
             RouteOutcome::NoLivePort => {
                 return self.drop_frame(in_port, frame, DropReason::NoLivePort)
             }

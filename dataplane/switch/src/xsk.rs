@@ -433,6 +433,23 @@ impl PacketIo for XskIo {
         }
     }
 
+    fn frame_room_mut(&mut self, f: Frame) -> &mut [u8] {
+        let end = Self::chunk(f.addr) + FRAME_SIZE as u64;
+        let room = Frame {
+            addr: f.addr,
+            len: (end - f.addr) as u32,
+        };
+        match self.bytes(room) {
+            // SAFETY: as in `frame_mut`: the range lies inside the mapping
+            // (checked: the rest of the frame's own chunk), the chunk is not
+            // in any kernel ring while the switch holds the frame.
+            Some((start, end)) => unsafe {
+                std::slice::from_raw_parts_mut(self.area.ptr.as_ptr().add(start), end - start)
+            },
+            None => &mut [],
+        }
+    }
+
     #[inline]
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
         let p = &mut self.ports[port];

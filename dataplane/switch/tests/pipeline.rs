@@ -299,10 +299,16 @@ fn malformed_frames_are_counted_and_forwarding_goes_on() {
     let mut frames = bad;
     frames.push(good);
     let out = run(&mut b, &frames, 0);
-    assert_eq!(out.len(), 1, "the good frame still crosses");
+    let forwarded: Vec<_> = out.iter().filter(|(p, _)| *p != 0).collect();
+    assert_eq!(forwarded.len(), 1, "the good frame still crosses");
+    // Back out of port 0 only ICMP errors (TTL 1, no route), IPv4 here.
+    let errors = out.iter().filter(|(p, _)| *p == 0).count() as u64;
+    assert!(out.iter().filter(|(p, _)| *p == 0).all(|(_, f)| f[23] == 1));
     let c = b.sw.counters();
     assert_eq!(c.total_drops(), n_bad, "{c:?}");
     assert_eq!(c.get(Counter::RxFrames), n_bad + 1);
+    assert_eq!(c.get(Counter::IcmpSent), errors);
+    assert!(errors >= 2, "time exceeded and unreachable: {errors}");
 }
 
 #[test]
@@ -554,4 +560,97 @@ fn flow_log_csv_text_is_exact() {
         _ => "5000000,fd00:1::2,fd00:2::2,6,50001,443,3,p3,new,fd00:2::/64\n",
     };
     assert_eq!(String::from_utf8(text).unwrap(), want);
+}
+
+// ICMP errors: what a router sends back.
+
+fn icmp_bed() -> Bed {
+    let mut b = unshaped_bed(Policy::Ecmp);
+    b.sw.set_port_addresses(
+        0,
+        &["10.0.1.1".parse().unwrap(), "fd00:1::1".parse().unwrap()],
+    );
+    b
+}
+
+#[test]
+fn an_expiring_ipv4_packet_gets_time_exceeded_from_the_ingress_address() {
+    let mut b = icmp_bed();
+    let probe = FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+        .macs(HOST_A, mac(0))
+        .ttl(1)
+        .udp(33434, 33435)
+        .payload(&[7; 32])
+        .build();
+    let out = run(&mut b, std::slice::from_ref(&probe), 0);
+    assert_eq!(out.len(), 1);
+    let (port, f) = &out[0];
+    assert_eq!(*port, 0, "back where it came from");
+    assert_eq!(&f[0..6], &HOST_A);
+    assert_eq!(&f[6..12], &mac(0));
+    assert_eq!(ipv4_header_checksum_ok(f), Some(true));
+    assert_eq!(f[14 + 9], 1, "ICMP");
+    assert_eq!(
+        &f[14 + 12..14 + 16],
+        &[10, 0, 1, 1],
+        "from the port's address"
+    );
+    assert_eq!(&f[14 + 16..14 + 20], &[10, 0, 1, 2], "to the sender");
+    assert_eq!((f[34], f[35]), (11, 0), "time exceeded in transit");
+    assert_eq!(l4_checksum_ok(f), Some(true));
+    // The whole offending packet is quoted (it is short).
+    assert_eq!(&f[42..], &probe[14..]);
+    let c = b.sw.counters();
+    assert_eq!(c.get(Counter::IcmpSent), 1);
+    assert_eq!(
+        c.dropped(DropReason::Parse(lcmp_wire::ParseError::TtlExpired)),
+        1
+    );
+}
+
+#[test]
+fn ipv6_no_route_gets_unreachable_and_icmp_errors_get_none() {
+    let mut b = icmp_bed();
+    let lost = FrameBuilder::ipv6(
+        [0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+    )
+    .macs(HOST_A, mac(0))
+    .udp(5000, 53)
+    .build();
+    let out = run(&mut b, std::slice::from_ref(&lost), 0);
+    assert_eq!(out.len(), 1);
+    let f = &out[0].1;
+    assert_eq!(f[14 + 6], 58, "ICMPv6");
+    assert_eq!(
+        &f[14 + 8..14 + 24],
+        &[0xfd, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+    );
+    assert_eq!((f[54], f[55]), (1, 0), "no route to destination");
+    assert_eq!(l4_checksum_ok(f), Some(true));
+    // That error, sent back in (TTL 1) as if it looped: no error about it.
+    let mut looped = f.clone();
+    looped[14 + 7] = 1;
+    looped[0..6].copy_from_slice(&mac(0));
+    looped[6..12].copy_from_slice(&HOST_A);
+    assert!(run(&mut b, &[looped], 0).is_empty());
+}
+
+#[test]
+fn icmp_errors_are_rate_limited() {
+    let mut b = icmp_bed();
+    let probes: Vec<Vec<u8>> = (0..200)
+        .map(|i| {
+            FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+                .macs(HOST_A, mac(0))
+                .ttl(1)
+                .udp(40000 + i, 33435)
+                .build()
+        })
+        .collect();
+    let out = run(&mut b, &probes, 0);
+    let sent = b.sw.counters().get(Counter::IcmpSent);
+    assert_eq!(out.len() as u64, sent);
+    assert_eq!(sent, lcmp_switch::switch::ICMP_BURST as u64);
+    assert_eq!(b.sw.counters().get(Counter::IcmpRateLimited), 200 - sent);
 }
