@@ -10,25 +10,32 @@
 //! the ports sent, carrier and admin changes, transmit ring room, ECN and
 //! link changes, policy and route table changes, and drains.
 //!
-//! Every injected frame that `parse` accepts is tagged (IPv4 identification
-//! or IPv6 flow label, with the header checksum fixed) and remembered, so
-//! each transmitted frame is matched to the frame it came from and checked
-//! byte for byte: MACs of the egress port and its peer, TTL / hop limit one
-//! less, ECN unchanged or (ECT only) CE, the IPv4 header checksum equal to a
-//! full recompute, nothing else changed, each frame sent at most once, and
-//! on a port its route allows.
+//! Every injected frame that `parse` accepts, or refuses only for its TTL,
+//! is tagged (IPv4 identification or IPv6 flow label, with the header
+//! checksum fixed) and remembered, so each transmitted frame is matched to
+//! the frame it came from, and sent at most once:
+//!
+//! * a forwarded frame is checked byte for byte: MACs of the egress port and
+//!   its peer, TTL / hop limit one less, ECN unchanged or (ECT only) CE, the
+//!   IPv4 header checksum equal to a full recompute, nothing else changed,
+//!   and it left by a port its route allows;
+//! * an ICMP error the switch sent (time exceeded for an expired TTL,
+//!   destination unreachable for no route; recognised by its tag 0) went
+//!   back out of the port the frame came in on, to its sender, from the
+//!   port's address, with valid checksums, and quotes the frame as received.
 //!
 //! After every operation the frame accounting is checked: every received
-//! frame is transmitted, counted as a drop, still held by an egress, or was
-//! handed back by `Switch::drain` (which does not count it as a drop); every
-//! pool buffer is free, waiting to be received, held, or in a transmit
-//! queue; per-port counters agree with the egress statistics. At the end
-//! the switch is run until idle and drained, and then `rx_frames ==
-//! tx_frames + total_drops` (plus what earlier drains handed back) and the
-//! pool is whole again.
+//! frame, and every ICMP error made from one, is transmitted, counted as a
+//! drop, still held by an egress, or was handed back by `Switch::drain`
+//! (which does not count it as a drop); every pool buffer is free, waiting
+//! to be received, held, or in a transmit queue; per-port counters agree
+//! with the egress statistics. At the end the switch is run until idle and
+//! drained, and then `rx_frames + icmp_sent == tx_frames + total_drops`
+//! (plus what earlier drains handed back) and the pool is whole again.
 #![no_main]
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 use arbitrary::Arbitrary;
 use lcmp_control::snapshot::EcnFractions;
@@ -38,8 +45,10 @@ use lcmp_switch::egress::{EcnConfig, EgressConfig};
 use lcmp_switch::mem_io::{MemIo, FRAME_SIZE};
 use lcmp_switch::routing::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
-use lcmp_wire::testing::FrameBuilder;
-use lcmp_wire::{ipv4_checksum, parse, Bth, Ecn, FlowTuple, ParsedFrame, L3};
+use lcmp_wire::testing::{
+    fix_ipv4_checksum, ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder,
+};
+use lcmp_wire::{ipv4_checksum, parse, Bth, Ecn, FlowTuple, ParseError, L3};
 use libfuzzer_sys::fuzz_target;
 
 const PORTS: usize = 4;
@@ -72,6 +81,19 @@ fn mac(port: usize) -> [u8; 6] {
 
 fn peer(port: usize) -> [u8; 6] {
     [2, 0, 0, 0, 2, port as u8]
+}
+
+/// The addresses a port may be given (`Setup::port_addresses`): ICMP
+/// errors sent out of it come from them.
+fn port_v4(port: usize) -> [u8; 4] {
+    [10, 0, 9, 1 + port as u8]
+}
+
+fn port_v6(port: usize) -> [u8; 16] {
+    let mut a = [0u8; 16];
+    a[..4].copy_from_slice(&[0xfd, 0, 0, 9]);
+    a[15] = 1 + port as u8;
+    a
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -254,6 +276,8 @@ struct Setup {
     /// Ports whose peer MAC is configured; the others learn it from the
     /// first frame they receive (until then frames to them are dropped).
     peer_known: [bool; PORTS],
+    /// Ports given their own addresses (`port_v4`, `port_v6`).
+    port_addresses: [bool; PORTS],
     pool: Pool,
     /// Receive batch: 1 + this % 64.
     batch: u8,
@@ -368,19 +392,35 @@ enum Table {
 #[derive(Arbitrary, Debug)]
 enum Op {
     /// `1 + copies % 16` copies of a frame built from `spec`, into `port`.
-    Frames { port: u8, spec: FrameSpec, copies: u8 },
+    Frames {
+        port: u8,
+        spec: FrameSpec,
+        copies: u8,
+    },
     /// Raw bytes into `port`.
-    Raw { port: u8, bytes: Vec<u8> },
+    Raw {
+        port: u8,
+        bytes: Vec<u8>,
+    },
     /// Advances the clock and polls.
     Poll(Step),
     /// Takes (and checks) what `port` transmitted.
     Take(u8),
-    Carrier { port: u8, up: bool },
-    Admin { port: u8, up: bool },
+    Carrier {
+        port: u8,
+        up: bool,
+    },
+    Admin {
+        port: u8,
+        up: bool,
+    },
     TxRoom(Room),
     Drain,
     SetEcn(Option<EcnChoice>),
-    SetLink { port: u8, link: Link },
+    SetLink {
+        port: u8,
+        link: Link,
+    },
     SetPolicy(PolicyChoice),
     Routes(Table),
 }
@@ -469,14 +509,12 @@ fn build(spec: &FrameSpec, tag: u16) -> Vec<u8> {
             }
             FrameBuilder::ipv4([10, 0, 1, spec.src], d)
         }
-        Dst::PathV6(h) => FrameBuilder::ipv6(
-            v6([0xfd, 0, 0, 1], spec.src.into()),
-            v6([0xfd, 0, 0, 2], h),
-        ),
-        Dst::OtherV6(h) => FrameBuilder::ipv6(
-            v6([0xfd, 0, 0, 2], spec.src.into()),
-            v6([0xfd, 0, 0, 1], h),
-        ),
+        Dst::PathV6(h) => {
+            FrameBuilder::ipv6(v6([0xfd, 0, 0, 1], spec.src.into()), v6([0xfd, 0, 0, 2], h))
+        }
+        Dst::OtherV6(h) => {
+            FrameBuilder::ipv6(v6([0xfd, 0, 0, 2], spec.src.into()), v6([0xfd, 0, 0, 1], h))
+        }
     };
     let b = b
         .ipv4_id(tag)
@@ -495,7 +533,10 @@ fn build(spec: &FrameSpec, tag: u16) -> Vec<u8> {
             EcnBits::Ect1 => Ecn::Ect1,
             EcnBits::Ce => Ecn::Ce,
         })
-        .payload(&vec![tag as u8; usize::from(spec.payload_len) % (MAX_PAYLOAD + 1)]);
+        .payload(&vec![
+            tag as u8;
+            usize::from(spec.payload_len) % (MAX_PAYLOAD + 1)
+        ]);
     let b = match spec.l4 {
         L4::Tcp { sport, dport } => b.tcp(sport, dport),
         L4::Udp { sport, dport } => b.udp(sport, dport),
@@ -527,15 +568,14 @@ fn ipv4_header_checksum(frame: &[u8]) -> u16 {
     ipv4_checksum(&h)
 }
 
-/// Writes `tag` into an accepted frame (IPv4 identification, with the
-/// header checksum recomputed, or IPv6 flow label): neither is read by the
-/// switch nor changed by a rewrite.
-fn set_tag(frame: &mut [u8], p: &ParsedFrame, tag: u16) {
-    match p.l3 {
+/// Writes `tag` into a frame with a valid IP header (IPv4 identification,
+/// with the header checksum recomputed, or IPv6 flow label): neither is
+/// read by the switch nor changed by a rewrite.
+fn set_tag(frame: &mut [u8], l3: L3, tag: u16) {
+    match l3 {
         L3::V4 => {
             frame[V4_ID..V4_ID + 2].copy_from_slice(&tag.to_be_bytes());
-            let c = ipv4_header_checksum(frame);
-            frame[V4_CSUM..V4_CSUM + 2].copy_from_slice(&c.to_be_bytes());
+            assert!(fix_ipv4_checksum(frame));
         }
         L3::V6 => {
             // Flow label: low nibble of byte 1 and bytes 2-3 of the header.
@@ -545,13 +585,24 @@ fn set_tag(frame: &mut [u8], p: &ParsedFrame, tag: u16) {
     }
 }
 
+/// The IP version of a frame whose IP header is valid: accepted, or
+/// refused only because its TTL / hop limit expired (structural checks
+/// come first). Such a frame is forwarded or answered with an ICMP error.
+fn answerable(frame: &[u8]) -> Option<L3> {
+    match parse(frame) {
+        Ok(p) => Some(p.l3),
+        Err(ParseError::TtlExpired) => match u16::from_be_bytes([frame[12], frame[13]]) {
+            0x0800 => Some(L3::V4),
+            _ => Some(L3::V6),
+        },
+        Err(_) => None,
+    }
+}
+
 fn tag_of(frame: &[u8]) -> (L3, u16) {
     match u16::from_be_bytes([frame[12], frame[13]]) {
         0x0800 => (L3::V4, u16::from_be_bytes([frame[V4_ID], frame[V4_ID + 1]])),
-        0x86DD => (
-            L3::V6,
-            u16::from_be_bytes([frame[ETH + 2], frame[ETH + 3]]),
-        ),
+        0x86DD => (L3::V6, u16::from_be_bytes([frame[ETH + 2], frame[ETH + 3]])),
         t => panic!("transmitted a frame with EtherType {t:#06x}"),
     }
 }
@@ -560,8 +611,11 @@ struct Harness {
     sw: Switch<MemIo>,
     now: u64,
     pool: usize,
-    /// Accepted frames injected and not yet seen on a port, by tag.
-    pending: HashMap<(L3, u16), Vec<u8>>,
+    /// Answerable frames injected and not yet seen on a port (forwarded,
+    /// or quoted by an ICMP error), by tag, with their ingress port.
+    pending: HashMap<(L3, u16), (Vec<u8>, usize)>,
+    /// The addresses each port sends ICMP errors from, where known.
+    icmp_from: [(Option<[u8; 4]>, Option<[u8; 16]>); PORTS],
     next_tag: u16,
     /// Frames `inject` took into a receive queue.
     injected: u64,
@@ -607,9 +661,29 @@ impl Harness {
             link_check_interval_ns: 100 * US,
             ecn: setup.ecn.map(EcnChoice::fractions),
         };
-        let sw = Switch::new(config, MemIo::new(PORTS, pool)).expect("valid test switch");
+        let mut sw = Switch::new(config, MemIo::new(PORTS, pool)).expect("valid test switch");
+        let mut icmp_from = [(None, None); PORTS];
+        for port in (0..PORTS).filter(|&p| setup.port_addresses[p]) {
+            sw.set_port_addresses(
+                port,
+                &[IpAddr::from(port_v4(port)), IpAddr::from(port_v6(port))],
+            );
+        }
+        // A port without addresses of its own sends from the first port's
+        // that has some (without any, from a default not checked here).
+        let first = (0..PORTS).find(|&p| setup.port_addresses[p]);
+        for (port, from) in icmp_from.iter_mut().enumerate() {
+            if let Some(a) = if setup.port_addresses[port] {
+                Some(port)
+            } else {
+                first
+            } {
+                *from = (Some(port_v4(a)), Some(port_v6(a)));
+            }
+        }
         Harness {
             sw,
+            icmp_from,
             now: 0,
             pool,
             pending: HashMap::new(),
@@ -622,28 +696,34 @@ impl Harness {
         }
     }
 
-    /// Injects a frame; remembers it under a fresh tag if it is accepted.
+    /// Injects a frame; remembers it under a fresh tag if it is
+    /// answerable.
     fn inject(&mut self, port: usize, mut frame: Vec<u8>, tag: u16) {
         frame.truncate(FRAME_SIZE);
-        if let Ok(p) = parse(&frame) {
-            set_tag(&mut frame, &p, tag);
-            let again = parse(&frame).expect("tagging keeps a frame accepted");
-            assert_eq!(again.flow, p.flow);
-            let fresh = self.pending.insert((p.l3, tag), frame.clone()).is_none();
+        let l3 = answerable(&frame);
+        if let Some(l3) = l3 {
+            let before = parse(&frame).map(|p| p.flow);
+            set_tag(&mut frame, l3, tag);
+            let after = parse(&frame).map(|p| p.flow);
+            assert_eq!(after, before, "tagging changed how the frame parses");
+            let fresh = self
+                .pending
+                .insert((l3, tag), (frame.clone(), port))
+                .is_none();
             assert!(fresh, "tag {tag} reused");
         }
         if self.sw.io().inject(port, &frame) {
             self.injected += 1;
-        } else {
+        } else if let Some(l3) = l3 {
             // The pool was empty: the frame never entered.
-            if let Ok(p) = parse(&frame) {
-                self.pending.remove(&(p.l3, tag));
-            }
+            self.pending.remove(&(l3, tag));
         }
     }
 
+    /// Tags start at 1: the switch's own ICMP errors carry 0.
     fn fresh_tag(&mut self) -> u16 {
         self.next_tag = self.next_tag.wrapping_add(1);
+        assert_ne!(self.next_tag, 0, "more frames than tags");
         self.next_tag
     }
 
@@ -656,13 +736,17 @@ impl Harness {
         }
     }
 
-    /// A transmitted frame is its injected frame, forwarded once.
+    /// A transmitted frame is its injected frame, forwarded once, or an
+    /// ICMP error about one.
     fn check_sent(&mut self, port: usize, f: &[u8], peer_mac: Option<[u8; 6]>) {
         let key = tag_of(f);
-        let Some(orig) = self.pending.remove(&key) else {
+        if key.1 == 0 {
+            return self.check_icmp_error(port, f);
+        }
+        let Some((orig, _)) = self.pending.remove(&key) else {
             panic!("port {port} sent {key:?}, not injected or sent before: {f:02x?}");
         };
-        let p = parse(&orig).expect("remembered frames are accepted");
+        let p = parse(&orig).expect("a forwarded frame was accepted");
         assert!(
             allowed_ports(&p.flow).contains(&port),
             "{:?} left by port {port}",
@@ -702,6 +786,68 @@ impl Harness {
         assert_eq!(f, &want[..], "port {port} sent a frame other than expected");
     }
 
+    /// An ICMP error the switch made of a frame it could not forward.
+    fn check_icmp_error(&mut self, port: usize, f: &[u8]) {
+        let e = parse(f).expect("an ICMP error the switch sent parses");
+        assert_eq!(e.ttl, 64);
+        assert_ne!(ipv4_header_checksum_ok(f), Some(false));
+        assert_eq!(l4_checksum_ok(f), Some(true), "ICMP checksum");
+        // The error's headers (IP, then the ICMP type, code, checksum and 4
+        // unused bytes), then the quote.
+        let (proto, headers) = match e.l3 {
+            L3::V4 => (1, ETH + 20 + 8),
+            L3::V6 => (58, ETH + 40 + 8),
+        };
+        assert_eq!(e.flow.proto(), proto);
+        let quote = &f[headers..];
+        assert!(quote.len() >= 8, "an ICMP error quoting nothing");
+        let tag = match e.l3 {
+            L3::V4 => u16::from_be_bytes([quote[4], quote[5]]),
+            L3::V6 => u16::from_be_bytes([quote[2], quote[3]]),
+        };
+        let Some((orig, in_port)) = self.pending.remove(&(e.l3, tag)) else {
+            panic!("port {port} sent an ICMP error about a frame not injected or answered before: {f:02x?}");
+        };
+        assert_eq!(port, in_port, "an ICMP error left by another port");
+        let expired = parse(&orig) == Err(ParseError::TtlExpired);
+        let icmp = (f[headers - 8], f[headers - 7]);
+        let ip = &orig[ETH..];
+        let want_quote = match e.l3 {
+            L3::V4 => {
+                assert_eq!(icmp, if expired { (11, 0) } else { (3, 0) });
+                let ihl = usize::from(ip[0] & 0x0F) * 4;
+                let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+                total.min(ip.len()).min(576 - 28).max(ihl.min(ip.len()))
+            }
+            L3::V6 => {
+                assert_eq!(icmp, if expired { (3, 0) } else { (1, 0) });
+                let payload = usize::from(u16::from_be_bytes([ip[4], ip[5]]));
+                (40 + payload).min(ip.len()).min(1280 - 48)
+            }
+        };
+        assert_eq!(
+            quote,
+            &ip[..want_quote],
+            "the quote is the frame as received"
+        );
+        assert_eq!(f[0..6], orig[6..12], "to the frame's sender MAC");
+        assert_eq!(f[6..12], mac(port));
+        match (e.flow, self.icmp_from[port]) {
+            (FlowTuple::V4 { src, dst, .. }, (from, _)) => {
+                assert_eq!(dst[..], ip[12..16], "to the frame's source");
+                if let Some(from) = from {
+                    assert_eq!(src, from, "from the port's address");
+                }
+            }
+            (FlowTuple::V6 { src, dst, .. }, (_, from)) => {
+                assert_eq!(dst[..], ip[8..24], "to the frame's source");
+                if let Some(from) = from {
+                    assert_eq!(src, from, "from the port's address");
+                }
+            }
+        }
+    }
+
     fn poll(&mut self, step: u64) {
         self.now += step;
         self.sw.poll(self.now);
@@ -724,8 +870,9 @@ impl Harness {
         let rx = c.get(Counter::RxFrames);
         let tx = c.get(Counter::TxFrames);
         let held = self.held();
+        // An ICMP error reuses the buffer of a frame counted as a drop.
         assert_eq!(
-            rx,
+            rx + c.get(Counter::IcmpSent),
             tx + c.total_drops() + held + self.drained,
             "frames lost or made up: held {held}, drained {}, {c:?}",
             self.drained
@@ -749,7 +896,9 @@ impl Harness {
                 "egress of port {port} lost frames: {e:?}"
             );
             assert_eq!(pc.get(Counter::TxFrames), e.transmitted_frames);
-            assert_eq!(pc.dropped(DropReason::QueueFull), e.dropped_queue_full);
+            // The egress also counts the ICMP errors it refuses; the switch
+            // does not (their frame is counted as dropped already).
+            assert!(pc.dropped(DropReason::QueueFull) <= e.dropped_queue_full);
             assert_eq!(
                 pc.dropped(DropReason::EmulationOverflow),
                 e.dropped_emulation_overflow
@@ -855,7 +1004,7 @@ impl Harness {
         self.check_accounting();
         let c = self.sw.counters();
         assert_eq!(
-            c.get(Counter::RxFrames),
+            c.get(Counter::RxFrames) + c.get(Counter::IcmpSent),
             c.get(Counter::TxFrames) + c.total_drops() + self.drained,
             "{c:?}"
         );
