@@ -80,9 +80,11 @@ pub enum DropReason {
     /// hands a ring only as many frames as it has free slots; frames that
     /// find the ring full wait in the egress).
     TxRingFull,
+    /// Held in an egress buffer or delay line when the switch stopped.
+    Shutdown,
 }
 
-const OTHER_REASONS: [DropReason; 7] = [
+const OTHER_REASONS: [DropReason; 8] = [
     DropReason::NoRoute,
     DropReason::NoLivePort,
     DropReason::PortDown,
@@ -90,6 +92,7 @@ const OTHER_REASONS: [DropReason; 7] = [
     DropReason::EmulationOverflow,
     DropReason::NoNeighbour,
     DropReason::TxRingFull,
+    DropReason::Shutdown,
 ];
 
 impl DropReason {
@@ -109,6 +112,7 @@ impl DropReason {
             DropReason::EmulationOverflow => P + 4,
             DropReason::NoNeighbour => P + 5,
             DropReason::TxRingFull => P + 6,
+            DropReason::Shutdown => P + 7,
         }
     }
 
@@ -131,6 +135,7 @@ impl DropReason {
             DropReason::EmulationOverflow => "emulation_overflow",
             DropReason::NoNeighbour => "no_neighbour",
             DropReason::TxRingFull => "tx_ring_full",
+            DropReason::Shutdown => "shutdown",
         }
     }
 }

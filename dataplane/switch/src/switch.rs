@@ -1164,6 +1164,9 @@ impl<IO: PacketIo> Switch<IO> {
         for port in 0..self.ports.len() {
             let mut held = Vec::new();
             self.ports[port].egress.flush(&mut |f| held.push(f));
+            // Counted, so the final stats account for every frame.
+            self.counters
+                .drop_n(port, DropReason::Shutdown, held.len() as u64);
             self.dropped.extend(held);
         }
         self.release_dropped();

@@ -26,12 +26,12 @@
 //!
 //! After every operation the frame accounting is checked: every received
 //! frame, and every ICMP error made from one, is transmitted, counted as a
-//! drop, still held by an egress, or was handed back by `Switch::drain`
-//! (which does not count it as a drop); every pool buffer is free, waiting
+//! drop (`Switch::drain` counts what it hands back as `shutdown` drops),
+//! or still held by an egress; every pool buffer is free, waiting
 //! to be received, held, or in a transmit queue; per-port counters agree
 //! with the egress statistics. At the end the switch is run until idle and
 //! drained, and then `rx_frames + icmp_sent == tx_frames + total_drops`
-//! (plus what earlier drains handed back) and the pool is whole again.
+//! and the pool is whole again.
 #![no_main]
 
 use std::collections::HashMap;
@@ -621,8 +621,6 @@ struct Harness {
     injected: u64,
     /// Frames taken from the transmit queues.
     taken: u64,
-    /// Frames `Switch::drain` handed back (not counted as drops).
-    drained: u64,
     /// Transmitted frames this switch marked CE.
     seen_marked: u64,
     /// A port went admin down since the last poll: the frames it dropped
@@ -690,7 +688,6 @@ impl Harness {
             next_tag: 0,
             injected: 0,
             taken: 0,
-            drained: 0,
             seen_marked: 0,
             release_pending: false,
         }
@@ -873,9 +870,8 @@ impl Harness {
         // An ICMP error reuses the buffer of a frame counted as a drop.
         assert_eq!(
             rx + c.get(Counter::IcmpSent),
-            tx + c.total_drops() + held + self.drained,
-            "frames lost or made up: held {held}, drained {}, {c:?}",
-            self.drained
+            tx + c.total_drops() + held,
+            "frames lost or made up: held {held}, {c:?}"
         );
         assert!(rx <= self.injected, "received more than injected");
         assert_eq!(
@@ -908,8 +904,8 @@ impl Harness {
         }
         assert_eq!(
             flushed,
-            c.dropped(DropReason::PortDown) + self.drained,
-            "flushed frames are port-down drops or drained"
+            c.dropped(DropReason::PortDown) + c.dropped(DropReason::Shutdown),
+            "flushed frames are port-down or shutdown drops"
         );
         assert!(self.seen_marked <= c.get(Counter::CeMarked));
         if !self.release_pending {
@@ -954,7 +950,6 @@ impl Harness {
                 Room::Unlimited => usize::MAX,
             }),
             Op::Drain => {
-                self.drained += self.held();
                 self.sw.drain();
                 self.release_pending = false;
                 assert_eq!(self.held(), 0, "drain left frames in an egress");
@@ -1005,7 +1000,7 @@ impl Harness {
         let c = self.sw.counters();
         assert_eq!(
             c.get(Counter::RxFrames) + c.get(Counter::IcmpSent),
-            c.get(Counter::TxFrames) + c.total_drops() + self.drained,
+            c.get(Counter::TxFrames) + c.total_drops(),
             "{c:?}"
         );
         let untaken = c.get(Counter::TxFrames) - self.taken;
