@@ -30,6 +30,66 @@ enum Command {
     /// last tables while the agent is away; a restarted agent re-adopts
     /// them without moving a flow.
     Run(RunArgs),
+    /// Plan a rotor (Mars) network: for each degree d the uplinks allow,
+    /// the diameter, throughput bound, worst-case delay and buffer need
+    /// (reconstructed bounds, see the rotor module), Mars's choice, and
+    /// with --schedule the schedule (which matching each rotor applies in
+    /// each slot) as TOML.
+    RotorPlan(RotorPlanArgs),
+}
+
+#[derive(clap::Args)]
+struct RotorPlanArgs {
+    /// ToR switches.
+    #[arg(long)]
+    tors: u32,
+    /// Uplinks per ToR (= rotor switches).
+    #[arg(long)]
+    uplinks: u32,
+    /// Slot length, e.g. 100us or 1ms.
+    #[arg(long, value_parser = parse_delay)]
+    slot: u64,
+    /// Reconfiguration time within a slot, e.g. 10us.
+    #[arg(long, value_parser = parse_delay, default_value = "0us")]
+    reconfig: u64,
+    /// Link rate, e.g. 400Gbps.
+    #[arg(long, value_parser = parse_rate)]
+    rate: u64,
+    /// Buffer per ToR, e.g. 20MB.
+    #[arg(long, value_parser = parse_buffer)]
+    buffer: u64,
+    /// Largest acceptable worst-case delay, e.g. 850us.
+    #[arg(long, value_parser = parse_delay)]
+    max_delay: u64,
+    /// Print JSON (chosen_degree, diameter, throughput_bound, candidates).
+    #[arg(long)]
+    json: bool,
+    /// Write the schedule as TOML to this file.
+    #[arg(long)]
+    schedule: Option<PathBuf>,
+    /// Which graph the schedule emulates: mars (de Bruijn of the chosen
+    /// degree), complete (RotorNet/Sirius), static (a fixed expander).
+    #[arg(long, value_enum, default_value = "mars")]
+    kind: RotorKind,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RotorKind {
+    Mars,
+    Complete,
+    Static,
+}
+
+fn parse_delay(s: &str) -> Result<u64, String> {
+    lcmp_topology::units::parse_delay(s).map_err(|e| e.to_string())
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    lcmp_topology::units::parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn parse_buffer(s: &str) -> Result<u64, String> {
+    lcmp_topology::units::parse_buffer(s).map_err(|e| e.to_string())
 }
 
 #[derive(clap::Args)]
@@ -120,6 +180,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Paths(args) => paths(args),
         Command::Run(args) => run(args),
+        Command::RotorPlan(args) => rotor_plan(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -181,6 +242,86 @@ fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         host_netns_prefix: netns,
         timeout: std::time::Duration::from_secs(2),
     })?;
+    Ok(())
+}
+
+fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
+    use lcmp_topology::rotor;
+    use lcmp_topology::units::{format_bytes, format_delay};
+    let inputs = rotor::RotorInputs {
+        tors: args.tors,
+        uplinks: args.uplinks,
+        slot_ns: args.slot,
+        reconfig_ns: args.reconfig,
+        rate_bps: args.rate,
+        buffer_bytes: args.buffer,
+        max_delay_ns: args.max_delay,
+    };
+    let plan = rotor::plan(&inputs)?;
+    if args.json {
+        let cands: Vec<serde_json::Value> = plan
+            .candidates
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "degree": c.degree,
+                    "diameter": c.diameter,
+                    "throughput_bound": c.throughput_bound,
+                    "delay_ns": c.delay_ns,
+                    "buffer_bytes": c.buffer_bytes,
+                    "feasible": c.feasible,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "chosen_degree": plan.chosen.degree,
+                "diameter": plan.chosen.diameter,
+                "throughput_bound": plan.chosen.throughput_bound,
+                "bounds": "reconstructed from the Mars paper's worked numbers",
+                "candidates": cands,
+            }))?
+        );
+    } else {
+        println!(
+            "{} ToRs x {} uplinks, slot {}, reconfiguration {}, buffer {}, delay budget {} (bounds reconstructed from the Mars paper)",
+            args.tors,
+            args.uplinks,
+            format_delay(args.slot),
+            format_delay(args.reconfig),
+            format_bytes(args.buffer),
+            format_delay(args.max_delay)
+        );
+        println!("  DEGREE  DIAMETER  THROUGHPUT  WORST DELAY      BUFFER  FITS");
+        for c in &plan.candidates {
+            println!(
+                "{} {:>6} {:>9} {:>11.4} {:>12} {:>11}  {}",
+                if c.degree == plan.chosen.degree {
+                    "*"
+                } else {
+                    " "
+                },
+                c.degree,
+                c.diameter,
+                c.throughput_bound,
+                format_delay(c.delay_ns),
+                format_bytes(c.buffer_bytes),
+                if c.feasible { "yes" } else { "no" }
+            );
+        }
+        println!("* Mars's choice: d = {}", plan.chosen.degree);
+    }
+    if let Some(path) = &args.schedule {
+        let s = match args.kind {
+            RotorKind::Mars => rotor::de_bruijn(args.tors, plan.chosen.degree, args.uplinks)?,
+            RotorKind::Complete => rotor::complete(args.tors, args.uplinks)?,
+            RotorKind::Static => rotor::static_expander(args.tors, args.uplinks)?,
+        };
+        std::fs::write(path, s.to_toml(args.slot, args.reconfig))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        eprintln!("schedule written to {}", path.display());
+    }
     Ok(())
 }
 

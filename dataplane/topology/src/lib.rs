@@ -48,6 +48,7 @@
 mod error;
 mod model;
 mod raw;
+pub mod rotor;
 mod routes;
 pub mod tables;
 mod transform;
