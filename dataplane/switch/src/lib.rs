@@ -6,6 +6,7 @@
 //! - [`routing`]: longest-prefix match to candidate sets.
 //! - [`counters`]: drops by reason.
 //! - [`icmp`]: the ICMP errors a router sends (time exceeded, unreachable).
+//! - [`rotor`]: a rotor (circuit) switch on slots of a shared clock.
 //! - [`flow_log`]: the log of path decisions (`--flow-log`).
 //! - [`control`]: the state snapshot and the answers to control requests.
 //! - [`daemon`]: the poll loop with its side work (stats, control, logs).
@@ -20,6 +21,7 @@ pub mod flow_log;
 pub mod icmp;
 pub mod io;
 pub mod mem_io;
+pub mod rotor;
 pub mod routing;
 pub mod switch;
 pub mod xsk;

@@ -1,0 +1,324 @@
+//! A rotor (circuit) switch: bufferless, in slot s port i is connected only
+//! to port pi_s(i), and nothing crosses while it reconfigures. Frames are
+//! not parsed or rewritten (a circuit carries whatever arrives); a frame
+//! that arrives during reconfiguration, or on a port with no circuit in the
+//! slot, is dropped and counted, as a circuit switch would lose it.
+//!
+//! The slot is computed from the clock and an epoch shared by every switch
+//! of the network (the agent distributes it), never by counting wakeups:
+//! two rotors started at different times agree on the slot, and a late
+//! wakeup cannot shift the schedule.
+//!
+//! A frame is judged by the time of the poll that receives it (AF_XDP gives
+//! no arrival timestamps): one that arrived just before a reconfiguration
+//! but is polled during it is dropped, one polled just after a slot
+//! boundary takes the new slot's circuit. Busy polling keeps that error to
+//! a poll interval.
+//!
+//! This is the rotor's core over any packet I/O; the `lcmp-switch` mode,
+//! the topology and the epoch distribution come with the rest of rotor
+//! mode.
+
+use crate::io::{Frame, PacketIo};
+
+/// Where in the schedule an instant falls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotPosition {
+    /// Slots since the epoch.
+    pub slot: u64,
+    /// Time since the slot began, ns.
+    pub offset_ns: u64,
+    /// Within the slot's reconfiguration (its first `reconfig_ns`).
+    pub reconfiguring: bool,
+    /// When the slot ends, ns of the clock.
+    pub end_ns: u64,
+}
+
+/// Slot timing: slot k spans `[epoch + k Delta, epoch + (k + 1) Delta)`,
+/// the first `Delta_r` of it reconfiguring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotClock {
+    /// The shared start of slot 0, ns of the clock.
+    pub epoch_ns: u64,
+    /// Delta, ns (at least 1).
+    pub slot_ns: u64,
+    /// Delta_r, ns (below `slot_ns`).
+    pub reconfig_ns: u64,
+}
+
+impl SlotClock {
+    /// The position of `now_ns` (instants before the epoch are slot 0,
+    /// reconfiguring).
+    pub fn at(&self, now_ns: u64) -> SlotPosition {
+        let slot_ns = self.slot_ns.max(1);
+        let Some(since) = now_ns.checked_sub(self.epoch_ns) else {
+            return SlotPosition {
+                slot: 0,
+                offset_ns: 0,
+                reconfiguring: true,
+                end_ns: self.epoch_ns.saturating_add(slot_ns),
+            };
+        };
+        let slot = since / slot_ns;
+        let offset_ns = since % slot_ns;
+        SlotPosition {
+            slot,
+            offset_ns,
+            reconfiguring: offset_ns < self.reconfig_ns,
+            end_ns: self
+                .epoch_ns
+                .saturating_add(slot.saturating_add(1).saturating_mul(slot_ns)),
+        }
+    }
+}
+
+/// Counters of a rotor switch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RotorCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Frames that crossed a circuit.
+    pub tx_frames: u64,
+    /// Dropped: arrived while the rotor reconfigured.
+    pub dropped_reconfiguring: u64,
+    /// Dropped: no circuit from their port in the slot (self-loop).
+    pub dropped_no_circuit: u64,
+    /// Dropped: the output's transmit ring was full (no buffer to wait in).
+    pub dropped_tx_full: u64,
+}
+
+/// One rotor over packet I/O `IO`: port i faces ToR i.
+pub struct RotorSwitch<IO: PacketIo> {
+    io: IO,
+    /// The matchings this rotor cycles through, one per slot.
+    matchings: Vec<Vec<u32>>,
+    clock: SlotClock,
+    counters: RotorCounters,
+    rx: Vec<Frame>,
+    out: Vec<Vec<Frame>>,
+    dropped: Vec<Frame>,
+}
+
+impl<IO: PacketIo> RotorSwitch<IO> {
+    /// A rotor applying `matchings[slot mod len]` (each a permutation of
+    /// the ports) on the slots of `clock`.
+    pub fn new(io: IO, matchings: Vec<Vec<u32>>, clock: SlotClock) -> Result<Self, String> {
+        let n = io.ports();
+        if matchings.is_empty() {
+            return Err("a rotor needs at least one matching".into());
+        }
+        for (k, m) in matchings.iter().enumerate() {
+            let mut seen = vec![false; n];
+            if m.len() != n {
+                return Err(format!(
+                    "matching {k} has {} entries for {n} ports",
+                    m.len()
+                ));
+            }
+            for &j in m {
+                match seen.get_mut(j as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => return Err(format!("matching {k} is not a permutation of the ports")),
+                }
+            }
+        }
+        if clock.reconfig_ns >= clock.slot_ns {
+            return Err("reconfiguration must be shorter than the slot".into());
+        }
+        Ok(RotorSwitch {
+            io,
+            matchings,
+            clock,
+            counters: RotorCounters::default(),
+            rx: Vec::with_capacity(256),
+            out: vec![Vec::with_capacity(256); n],
+            dropped: Vec::with_capacity(256),
+        })
+    }
+
+    /// The slot timing.
+    pub fn clock(&self) -> SlotClock {
+        self.clock
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> RotorCounters {
+        self.counters
+    }
+
+    /// The packet I/O (tests inject and collect through it).
+    pub fn io(&mut self) -> &mut IO {
+        &mut self.io
+    }
+
+    /// Where port `port` is connected at `now_ns`, if anywhere.
+    pub fn circuit(&self, port: usize, now_ns: u64) -> Option<usize> {
+        let pos = self.clock.at(now_ns);
+        if pos.reconfiguring {
+            return None;
+        }
+        let m = &self.matchings[(pos.slot % self.matchings.len() as u64) as usize];
+        let to = *m.get(port)? as usize;
+        (to != port).then_some(to)
+    }
+
+    /// One poll at `now_ns`: every received frame crosses its port's
+    /// circuit now or is dropped (the rotor holds nothing).
+    pub fn poll(&mut self, now_ns: u64) -> usize {
+        let n = self.io.ports();
+        let pos = self.clock.at(now_ns);
+        let mut work = 0;
+        for port in 0..n {
+            self.rx.clear();
+            self.io.recv(port, &mut self.rx, 256);
+            work += self.rx.len();
+            self.counters.rx_frames += self.rx.len() as u64;
+            let to = if pos.reconfiguring {
+                None
+            } else {
+                let m = &self.matchings[(pos.slot % self.matchings.len() as u64) as usize];
+                Some(m[port] as usize).filter(|&t| t != port)
+            };
+            match to {
+                Some(t) => self.out[t].extend_from_slice(&self.rx),
+                None => {
+                    if pos.reconfiguring {
+                        self.counters.dropped_reconfiguring += self.rx.len() as u64;
+                    } else {
+                        self.counters.dropped_no_circuit += self.rx.len() as u64;
+                    }
+                    self.dropped.extend_from_slice(&self.rx);
+                }
+            }
+        }
+        for port in 0..n {
+            if self.out[port].is_empty() {
+                continue;
+            }
+            let sent = self.io.send(port, &self.out[port]);
+            self.counters.tx_frames += sent as u64;
+            let rest = self.out[port].len() - sent;
+            self.counters.dropped_tx_full += rest as u64;
+            self.dropped.extend_from_slice(&self.out[port][sent..]);
+            self.out[port].clear();
+        }
+        if !self.dropped.is_empty() {
+            self.io.release(&self.dropped);
+            self.dropped.clear();
+        }
+        self.io.flush();
+        work
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem_io::MemIo;
+
+    const SLOT: u64 = 1_000_000;
+    const RECONF: u64 = 100_000;
+
+    fn clock(epoch_ns: u64) -> SlotClock {
+        SlotClock {
+            epoch_ns,
+            slot_ns: SLOT,
+            reconfig_ns: RECONF,
+        }
+    }
+
+    /// 4 ports; slot 0: 0<->1, 2<->3; slot 1: 0->2->0, 1->3->1; slot 2:
+    /// port 3 has no circuit (self-loop).
+    fn rotor(epoch: u64) -> RotorSwitch<MemIo> {
+        RotorSwitch::new(
+            MemIo::new(4, 64),
+            vec![vec![1, 0, 3, 2], vec![2, 3, 0, 1], vec![1, 2, 0, 3]],
+            clock(epoch),
+        )
+        .unwrap()
+    }
+
+    fn send_all(r: &mut RotorSwitch<MemIo>, now: u64) -> Vec<(usize, usize)> {
+        for p in 0..4 {
+            assert!(r.io().inject(p, &[p as u8; 60]));
+        }
+        r.poll(now);
+        let mut out = Vec::new();
+        for p in 0..4 {
+            for f in r.io().take_sent(p) {
+                out.push((f[0] as usize, p));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn frames_cross_only_the_slots_circuits() {
+        let mut r = rotor(0);
+        // Slot 0, after reconfiguration.
+        assert_eq!(
+            send_all(&mut r, RECONF + 1),
+            vec![(0, 1), (1, 0), (2, 3), (3, 2)]
+        );
+        // Slot 1.
+        assert_eq!(
+            send_all(&mut r, SLOT + RECONF),
+            vec![(0, 2), (1, 3), (2, 0), (3, 1)]
+        );
+        // Slot 2: port 3 is connected to nothing.
+        assert_eq!(
+            send_all(&mut r, 2 * SLOT + 500_000),
+            vec![(0, 1), (1, 2), (2, 0)]
+        );
+        assert_eq!(r.counters().dropped_no_circuit, 1);
+        // Slot 3 is slot 0 again.
+        assert_eq!(
+            send_all(&mut r, 3 * SLOT + SLOT - 1),
+            vec![(0, 1), (1, 0), (2, 3), (3, 2)]
+        );
+    }
+
+    #[test]
+    fn nothing_crosses_during_reconfiguration() {
+        let mut r = rotor(0);
+        for t in [0, RECONF - 1, SLOT, SLOT + RECONF - 1, 7 * SLOT + 5] {
+            assert!(send_all(&mut r, t).is_empty(), "at {t}");
+        }
+        assert_eq!(r.counters().dropped_reconfiguring, 20);
+        assert_eq!(r.counters().tx_frames, 0);
+        // Every buffer is back in the pool.
+        assert_eq!(r.io().free_frames(), 64);
+    }
+
+    #[test]
+    fn rotors_started_at_different_times_agree_on_the_slot() {
+        let epoch = 5 * SLOT + 123;
+        let a = rotor(epoch);
+        let b = rotor(epoch);
+        // b "started" much later: nothing of its own history matters.
+        for t in (epoch..epoch + 10 * SLOT).step_by(77_777) {
+            for p in 0..4 {
+                assert_eq!(a.circuit(p, t), b.circuit(p, t), "port {p} at {t}");
+            }
+            let pos = a.clock().at(t);
+            assert_eq!(pos.slot, (t - epoch) / SLOT);
+            assert!(pos.end_ns > t && pos.end_ns - t <= SLOT);
+        }
+        // Before the epoch: no circuit.
+        assert_eq!(a.circuit(0, epoch - 1), None);
+    }
+
+    #[test]
+    fn bad_matchings_are_refused() {
+        assert!(RotorSwitch::new(MemIo::new(2, 4), vec![vec![0, 0]], clock(0)).is_err());
+        assert!(RotorSwitch::new(MemIo::new(2, 4), vec![vec![1]], clock(0)).is_err());
+        assert!(RotorSwitch::new(MemIo::new(2, 4), vec![], clock(0)).is_err());
+        let bad = SlotClock {
+            epoch_ns: 0,
+            slot_ns: 10,
+            reconfig_ns: 10,
+        };
+        assert!(RotorSwitch::new(MemIo::new(2, 4), vec![vec![1, 0]], bad).is_err());
+    }
+}
