@@ -381,6 +381,8 @@ pub struct XdpSteering {
     attachment: Option<Attachment>,
     xsks: XskMap<MapData>,
     counters: PerCpuArray<MapData, u64>,
+    /// The interface's addresses, passed to the kernel by the program.
+    local: Vec<std::net::IpAddr>,
     ifname: String,
     ifindex: u32,
     prog_id: u32,
@@ -720,6 +722,7 @@ impl XdpSteering {
             attachment: Some(attachment),
             xsks,
             counters,
+            local,
             ifname: ifname.to_owned(),
             ifindex,
             prog_id,
@@ -818,6 +821,12 @@ impl XdpSteering {
             .map_err(map_err("removing the AF_XDP socket from the XSKMAP"))?;
         debug!(ifname = %self.ifname, queue_id, "unregistered AF_XDP socket");
         Ok(())
+    }
+
+    /// The interface's addresses as read at attach (traffic to them is
+    /// passed to the kernel).
+    pub fn local_addresses(&self) -> &[std::net::IpAddr] {
+        &self.local
     }
 
     /// The verdict counters, summed over CPUs.

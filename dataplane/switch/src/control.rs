@@ -11,11 +11,12 @@ use lcmp_control::proto::{
     PortFlows, PortLink, PortsReply, RecentDecision, Reply, Request, RouteSpec, TablesReply,
 };
 use lcmp_control::snapshot::{
-    Congestion, ControlStats, DecisionCount, EcnThresholds, Emulation, EmulationMode, FlowLogStats,
-    FlowStats, PolicyState, PortSnapshot, Snapshot, SNAPSHOT_VERSION,
+    Congestion, ControlStats, DecisionCount, EcnThresholds, Emulation, EmulationMode, FlowStats,
+    PolicyState, PortSnapshot, Snapshot, SNAPSHOT_VERSION,
 };
 use lcmp_policy::{Candidate, CandidateSet, LcmpParams, Policy, PortView, Ranking};
 
+use crate::flow_log::FlowLog;
 use crate::io::PacketIo;
 use crate::routing::Route;
 use crate::switch::Switch;
@@ -181,16 +182,7 @@ pub fn snapshot<IO: PacketIo>(sw: &Switch<IO>, info: &DaemonInfo) -> Snapshot {
         },
         ports: port_snapshots(sw, info),
         decisions: decision_counts(sw),
-        flow_log: sw.flow_log().map(|l| {
-            let l = l.stats();
-            FlowLogStats {
-                written: l.written,
-                dropped: l.dropped,
-                write_failed: l.write_failed,
-                buffered: l.buffered,
-                capacity: l.capacity,
-            }
-        }),
+        flow_log: sw.flow_log().map(FlowLog::stats),
         control: info.control,
         table_generation: sw.table_generation(),
     }
@@ -261,10 +253,7 @@ fn costs<IO: PacketIo>(sw: &Switch<IO>, name: &str, dst: &str) -> Body {
                 c_cong,
                 cost: params.cost(c.c_path, c_cong),
                 kept: kept.contains(&c.port),
-                queue_bytes: sw
-                    .port_reports()
-                    .get(c.port as usize)
-                    .map_or(0, |p| p.queue_bytes),
+                queue_bytes: sw.queue_bytes(c.port as usize),
             }
         })
         .collect();
@@ -391,7 +380,7 @@ pub fn handle<IO: PacketIo>(
         Request::Tables => ok(Reply::Tables(TablesReply {
             switch: name.to_string(),
             generation: sw.table_generation(),
-            ifnames: (0..sw.port_reports().len())
+            ifnames: (0..sw.port_count())
                 .map(|i| sw.port_name(i).to_string())
                 .collect(),
             routes: route_specs(sw.routes()),
@@ -557,7 +546,7 @@ pub fn handle<IO: PacketIo>(
             let Some(i) = sw.port_by_name(&port) else {
                 return error(ErrorKind::UnknownPort, format!("no port {port:?}"));
             };
-            let changed = sw.port_reports()[i].admin_up != up;
+            let changed = sw.admin_up(i) != up;
             sw.set_admin(i, up);
             applied(
                 format!(

@@ -140,6 +140,21 @@ impl DropReason {
     }
 }
 
+/// Every counter by name, valued by `get`.
+fn by_name(get: impl Fn(Counter) -> u64) -> BTreeMap<String, u64> {
+    Counter::ALL
+        .iter()
+        .map(|c| (c.name().to_string(), get(*c)))
+        .collect()
+}
+
+/// Every drop reason by name, valued by `dropped`.
+fn drops_by_name(dropped: impl Fn(DropReason) -> u64) -> BTreeMap<String, u64> {
+    DropReason::all()
+        .map(|r| (r.name().to_string(), dropped(r)))
+        .collect()
+}
+
 /// The counters of one port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PortCounters {
@@ -169,17 +184,12 @@ impl PortCounters {
 
     /// Every counter by name.
     pub fn named(&self) -> BTreeMap<String, u64> {
-        Counter::ALL
-            .iter()
-            .map(|c| (c.name().to_string(), self.get(*c)))
-            .collect()
+        by_name(|c| self.get(c))
     }
 
     /// Every drop counter by reason name.
     pub fn named_drops(&self) -> BTreeMap<String, u64> {
-        DropReason::all()
-            .map(|r| (r.name().to_string(), self.dropped(r)))
-            .collect()
+        drops_by_name(|r| self.dropped(r))
     }
 
     /// All drops together.
@@ -239,17 +249,12 @@ impl Counters {
 
     /// Every switch-wide counter by name.
     pub fn named(&self) -> BTreeMap<String, u64> {
-        Counter::ALL
-            .iter()
-            .map(|c| (c.name().to_string(), self.get(*c)))
-            .collect()
+        by_name(|c| self.get(c))
     }
 
     /// Every switch-wide drop counter by reason name.
     pub fn named_drops(&self) -> BTreeMap<String, u64> {
-        DropReason::all()
-            .map(|r| (r.name().to_string(), self.dropped(r)))
-            .collect()
+        drops_by_name(|r| self.dropped(r))
     }
 
     /// All drops together.

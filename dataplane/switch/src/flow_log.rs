@@ -69,20 +69,9 @@ pub struct FlowRecord {
     pub reason: DecisionReason,
 }
 
-/// Counters of a flow log. Monotonic.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowLogStats {
-    /// Records written out (their bytes were accepted by the writer).
-    pub written: u64,
-    /// Records dropped because the buffer was full at the decision.
-    pub dropped: u64,
-    /// Records lost because writing them failed.
-    pub write_failed: u64,
-    /// Records in the buffer now.
-    pub buffered: u64,
-    /// The buffer's capacity, records.
-    pub capacity: u64,
-}
+/// Counters of a flow log (monotonic): the snapshot's type, so the stats
+/// file reports them as they are.
+pub use lcmp_control::snapshot::FlowLogStats;
 
 /// The bounded buffer of decisions plus its counters and a reusable text
 /// buffer for writing them out.

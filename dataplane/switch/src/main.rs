@@ -415,14 +415,16 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     for p in io.port_info() {
         info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
+    // The ports' own addresses, as the XDP programs read them at attach:
+    // the source of the ICMP errors sent out of them (traffic to them is
+    // the kernel's).
+    let addresses: Vec<Vec<std::net::IpAddr>> = io
+        .steering()
+        .map(|s| s.local_addresses().to_vec())
+        .collect();
     let mut sw = Switch::new(config, io)?;
-    // The ports' own addresses: the source of the ICMP errors sent out of
-    // them (traffic to them is the kernel's: the XDP program passes it).
-    for (i, ifname) in ifnames.iter().enumerate() {
-        sw.set_port_addresses(
-            i,
-            &lcmp_ebpf::interface_addresses(ifname).unwrap_or_default(),
-        );
+    for (i, a) in addresses.iter().enumerate() {
+        sw.set_port_addresses(i, a);
     }
     if args.flow_log.is_some() {
         sw.enable_flow_log(args.flow_log_capacity);

@@ -1064,6 +1064,21 @@ impl<IO: PacketIo> Switch<IO> {
         })
     }
 
+    /// Number of ports.
+    pub fn port_count(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Bytes in a port's egress buffer (0 for no such port).
+    pub fn queue_bytes(&self, port: usize) -> u64 {
+        self.ports.get(port).map_or(0, |p| p.egress.queue_bytes())
+    }
+
+    /// A port's administrative state.
+    pub fn admin_up(&self, port: usize) -> bool {
+        self.ports.get(port).is_some_and(|p| p.admin_up)
+    }
+
     /// A port's name.
     pub fn port_name(&self, port: usize) -> &str {
         &self.ports[port].config.name
