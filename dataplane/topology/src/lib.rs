@@ -49,6 +49,7 @@ mod error;
 mod model;
 mod raw;
 pub mod rotor;
+pub mod rotor_net;
 mod routes;
 pub mod tables;
 mod transform;

@@ -189,25 +189,10 @@ impl Schedule {
         &self.matchings[rotor as usize * per + (slot % per as u64) as usize]
     }
 
-    /// The schedule as TOML, for the switches and the testbed.
+    /// The schedule as a rotor network file (defaults for everything
+    /// else), for the switches and the testbed.
     pub fn to_toml(&self, slot_ns: u64, reconfig_ns: u64) -> String {
-        let kind = match self.kind {
-            ScheduleKind::DeBruijn => "de-bruijn",
-            ScheduleKind::Complete => "complete",
-            ScheduleKind::Static => "static",
-        };
-        let mut out = format!(
-            "# Rotor schedule: rotor r applies matchings[r * per_rotor + slot mod per_rotor];\n# matchings[m][i] is the ToR that ToR i's uplink reaches (i itself: no circuit).\n[rotor]\nkind = \"{kind}\"\ntors = {}\nrotors = {}\nper_rotor = {}\nslot_ns = {slot_ns}\nreconfig_ns = {reconfig_ns}\nmatchings = [\n",
-            self.tors,
-            self.rotors,
-            self.per_rotor()
-        );
-        for m in &self.matchings {
-            let cells: Vec<String> = m.iter().map(u32::to_string).collect();
-            out.push_str(&format!("  [{}],\n", cells.join(", ")));
-        }
-        out.push_str("]\n");
-        out
+        crate::rotor_net::RotorNetwork::from_schedule(self, slot_ns, reconfig_ns).to_toml()
     }
 }
 
@@ -298,16 +283,21 @@ pub fn de_bruijn(n: u32, d: u32, rotors: u32) -> Result<Schedule, RotorError> {
 }
 
 /// RotorNet/Sirius: shifts x -> x + k mod n for k = 1..n-1, spread over
-/// the rotors (the rotors must divide n - 1).
+/// the rotors. When the rotors do not divide n - 1, idle matchings (every
+/// ToR to itself: no circuit) pad the schedule so each rotor cycles through
+/// as many slots, as a real rotor with fewer matchings than slots would.
 pub fn complete(n: u32, rotors: u32) -> Result<Schedule, RotorError> {
-    check(n, n - 1, rotors)?;
+    let d = (n.max(2) - 1).div_ceil(rotors.max(1)) * rotors.max(1);
+    check(n, d, rotors)?;
+    let mut matchings: Vec<Vec<u32>> = (1..n)
+        .map(|k| (0..n).map(|x| (x + k) % n).collect())
+        .collect();
+    matchings.resize(d as usize, (0..n).collect());
     Ok(Schedule {
         kind: ScheduleKind::Complete,
         tors: n,
         rotors,
-        matchings: (1..n)
-            .map(|k| (0..n).map(|x| (x + k) % n).collect())
-            .collect(),
+        matchings,
     })
 }
 
@@ -507,6 +497,12 @@ mod tests {
     fn baselines_are_permutations() {
         let c = complete(8, 7).unwrap();
         check_schedule(&c, None);
+        // 7 shifts on 2 rotors: one idle matching pads rotor 1.
+        let c2 = complete(8, 2).unwrap();
+        check_schedule(&c2, None);
+        assert_eq!(c2.matchings.len(), 8);
+        assert_eq!(c2.matchings[7], (0..8).collect::<Vec<u32>>());
+        assert_eq!(c2.matchings[0], vec![1, 2, 3, 4, 5, 6, 7, 0]);
         let (_, hops) = routes(&c);
         assert!(hops.iter().flatten().all(|h| *h <= 1));
         let s = static_expander(16, 2).unwrap();
