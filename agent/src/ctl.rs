@@ -502,6 +502,7 @@ fn reply_kind(reply: &Reply) -> &'static str {
         Reply::Tables(_) => "tables",
         Reply::Applied(_) => "applied",
         Reply::LinkState(_) => "link_state",
+        Reply::Rotor(_) => "rotor",
     }
 }
 

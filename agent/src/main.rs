@@ -318,8 +318,11 @@ fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
             RotorKind::Complete => rotor::complete(args.tors, args.uplinks)?,
             RotorKind::Static => rotor::static_expander(args.tors, args.uplinks)?,
         };
-        std::fs::write(path, s.to_toml(args.slot, args.reconfig))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut net =
+            lcmp_topology::rotor_net::RotorNetwork::from_schedule(&s, args.slot, args.reconfig);
+        net.rate_bps = args.rate;
+        net.buffer_bytes = Some(args.buffer);
+        std::fs::write(path, net.to_toml()).map_err(|e| format!("{}: {e}", path.display()))?;
         eprintln!("schedule written to {}", path.display());
     }
     Ok(())

@@ -16,6 +16,7 @@ pub mod http;
 pub mod metrics;
 pub mod paths;
 pub mod proto;
+pub mod rotor;
 pub mod scrape;
 pub mod server;
 pub mod snapshot;

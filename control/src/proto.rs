@@ -117,6 +117,14 @@ pub enum Request {
         /// Up or down.
         up: bool,
     },
+    /// A rotor-network switch's state: schedule, slot, lateness, queues.
+    Rotor,
+    /// Sets a rotor-network switch's epoch: the start of slot 0,
+    /// `CLOCK_REALTIME` ns (the agent distributes one to every switch).
+    SetEpoch {
+        /// The epoch.
+        epoch_unix_ns: u64,
+    },
 }
 
 fn default_top() -> u32 {
@@ -138,6 +146,8 @@ impl Request {
             Request::ReplaceTables { .. } => "replace_tables",
             Request::SetLink { .. } => "set_link",
             Request::SetAdmin { .. } => "set_admin",
+            Request::Rotor => "rotor",
+            Request::SetEpoch { .. } => "set_epoch",
         }
     }
 }
@@ -221,6 +231,8 @@ pub enum Reply {
     Tables(TablesReply),
     /// To a `set_*` or `replace_tables`: what changed.
     Applied(Applied),
+    /// To `rotor`.
+    Rotor(Box<crate::rotor::RotorStatus>),
 }
 
 /// The ports.
@@ -415,6 +427,9 @@ pub enum ErrorKind {
     Invalid,
     /// The switch did not answer in time.
     Timeout,
+    /// The verb is not for this kind of switch (LCMP verbs to a rotor
+    /// network's switch, `rotor` to an LCMP switch).
+    Unsupported,
 }
 
 impl ErrorReply {

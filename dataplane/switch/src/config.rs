@@ -110,7 +110,7 @@ pub fn delay_line_frames(rate_bps: u64, delay_ns: u64) -> usize {
 }
 
 /// A stable 64-bit seed from a name (FNV-1a).
-fn seed_of(name: &str) -> u64 {
+pub fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     })

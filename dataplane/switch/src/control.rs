@@ -354,6 +354,13 @@ pub fn handle<IO: PacketIo>(
     let name = info.name.clone();
     let name = name.as_str();
     match request {
+        Request::Rotor | Request::SetEpoch { .. } => error(
+            ErrorKind::Unsupported,
+            format!(
+                "{name} is an LCMP switch, not part of a rotor network: `{}` is for rotors and ToRs",
+                request.verb()
+            ),
+        ),
         Request::Status => ok(Reply::Status(Box::new(snapshot(sw, info)))),
         Request::Ports => ok(Reply::Ports(PortsReply {
             switch: name.to_string(),

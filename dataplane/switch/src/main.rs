@@ -11,8 +11,13 @@ use lcmp_ebpf::XdpMode;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{defaults, from_topology, EcnFractions, Options};
 use lcmp_switch::daemon::{Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
+use lcmp_switch::rotor::{RotorSwitch, SlotClock};
+use lcmp_switch::rotor_daemon::{RealtimeClock, RotorDaemon, RotorDaemonConfig, RotorNode};
+use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
 use lcmp_switch::switch::Switch;
+use lcmp_switch::tor_path::{TorConfig, TorSwitch};
 use lcmp_switch::xsk::{XskConfig, XskIo};
+use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use lcmp_topology::tables::PathMetric;
 use lcmp_topology::Topology;
 use tracing::{info, warn};
@@ -33,7 +38,17 @@ use tracing::{info, warn};
     qdiscs). A control socket (--control-socket) serves lcmp-ctl and \
     lcmp-agent: status, ports, flows, costs, and live changes of policy, \
     parameters, route tables and links between polls, hitless for cached \
-    flows. SIGINT/SIGTERM detach the XDP programs and exit."
+    flows. SIGINT/SIGTERM detach the XDP programs and exit.\n\n\
+    Rotor networks (Mars): given a rotor network file (a [rotor] table, \
+    written by `lcmp-agent rotor-plan --schedule`), --switch rotorR runs \
+    a bufferless circuit switch that connects port i to the port of its \
+    matching in each slot, and --switch torT a rotor-aware ToR (uplinks \
+    u0.., host ports h0..) with per-next-hop queues that send only while \
+    the circuit to the next hop is up and never past the slot's end, \
+    routing direct, Valiant, or by shift routing on the emulated graph. \
+    Slots come from CLOCK_REALTIME and the epoch (--epoch-unix-ns, the \
+    file, or the agent's set_epoch). The stats file then holds the rotor \
+    status (slot, lateness, queues, drops); `lcmp-ctl rotor` shows it."
 )]
 struct Args {
     /// Topology file (TOML).
@@ -108,6 +123,12 @@ struct Args {
     /// Pin the poll thread to this CPU.
     #[arg(long)]
     cpu: Option<usize>,
+    /// Run the poll thread under SCHED_FIFO at this priority (1-99): in
+    /// event mode a due deadline or frame then preempts ordinary tasks
+    /// instead of waiting for them (rotor slots; see docs/rotor.md). The
+    /// kernel's real-time throttling still leaves others 5 % of each CPU.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    rt_priority: Option<i32>,
     /// Frames received per port per poll.
     #[arg(long, default_value_t = defaults::BATCH)]
     batch: usize,
@@ -163,6 +184,17 @@ struct Args {
     /// serves every switch's metrics instead.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
+    /// Rotor networks, ToRs in event mode: stop sleeping this long before
+    /// a slot in which frames wait, and poll from there, so the first frame
+    /// leaves on time despite wake-up latency (tens of microseconds on a
+    /// VM). 0: always sleep.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    slot_spin_us: u64,
+    /// Rotor networks: the start of slot 0, CLOCK_REALTIME ns (overrides
+    /// the file's epoch_unix_ns). Without either the switch forwards
+    /// nothing into the circuits until the agent sets one.
+    #[arg(long, value_name = "NS")]
+    epoch_unix_ns: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -308,6 +340,22 @@ fn resolve_peers(
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.rt_priority.is_some() && args.poll == PollMode::Busy {
+        return Err("--rt-priority with --poll busy would starve every other task on the CPU; use --poll event".into());
+    }
+    let text = std::fs::read_to_string(&args.topology)
+        .map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    if RotorNetwork::is_rotor_file(&text) {
+        let net = RotorNetwork::parse(&text, &args.topology.display().to_string())?;
+        return run_rotor(args, net);
+    }
+    if args.epoch_unix_ns.is_some() {
+        return Err(format!(
+            "--epoch-unix-ns is for rotor networks; {} is not one (no [rotor] table)",
+            args.topology.display()
+        )
+        .into());
+    }
     let topo = Topology::load(&args.topology)?;
     let lcmp = LcmpParams {
         alpha: args.alpha,
@@ -453,25 +501,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "forwarding"
     );
     install_signal_handlers();
-    if let Some(cpu) = args.cpu {
-        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
-        // within it; sched_setaffinity reads it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
-                warn!(
-                    "cannot pin to CPU {cpu}: {}",
-                    std::io::Error::last_os_error()
-                );
-            }
-        }
-    }
-    if args.poll == PollMode::Event {
-        // SAFETY: PR_SET_TIMERSLACK takes an integer argument; 1 ns slack
-        // makes timer deadlines (shaper, delay line) wake on time.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    }
+    tune_poll_thread(&args);
     // IPv4 host addresses behind each port, to make the kernel resolve a
     // silent host's MAC (see `resolve_peers`).
     let sw_id = topo.switch_by_name(&args.switch).map(|s| s.id);
@@ -502,6 +532,218 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     eprintln!(
         "{}",
         serde_json::to_string(&snapshot).expect("snapshots serialize")
+    );
+    Ok(())
+}
+
+/// CPU pinning, real-time priority and timer slack of the poll thread
+/// (the calling thread).
+fn tune_poll_thread(args: &Args) {
+    if let Some(cpu) = args.cpu {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // within it; sched_setaffinity reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                warn!(
+                    "cannot pin to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+    if let Some(prio) = args.rt_priority {
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: sched_setscheduler reads one sched_param from a valid
+        // pointer; pid 0 is the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            warn!(
+                "cannot run under SCHED_FIFO {prio}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    if args.poll == PollMode::Event {
+        // SAFETY: PR_SET_TIMERSLACK takes an integer argument; 1 ns slack
+        // makes timer deadlines (shaper, delay line, slots) wake on time.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
+}
+
+/// A rotor or a ToR of a rotor network.
+fn run_rotor(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::error::Error>> {
+    let role = net.role(&args.switch)?;
+    if args.metrics_listen.is_some() {
+        return Err("--metrics-listen: a rotor network's metrics are served by its agent (lcmp-agent run --metrics-listen)".into());
+    }
+    let defaults = net.port_names(role);
+    let ifnames = if args.ports.is_empty() {
+        defaults.clone()
+    } else if args.ports.len() == defaults.len() {
+        args.ports.clone()
+    } else {
+        return Err(format!(
+            "{} has {} ports ({}); --port gave {}",
+            args.switch,
+            defaults.len(),
+            defaults.join(", "),
+            args.ports.len()
+        )
+        .into());
+    };
+    for (ifname, _) in &args.peer_macs {
+        if !ifnames.iter().any(|p| p == ifname) || !matches!(role, RotorRole::Tor(_)) {
+            return Err(format!(
+                "--peer-mac {ifname}=...: not a host port of {} (host ports: {})",
+                args.switch,
+                ifnames
+                    .iter()
+                    .skip(net.rotors as usize)
+                    .filter(|_| matches!(role, RotorRole::Tor(_)))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+            .into());
+        }
+    }
+    let macs = ifnames
+        .iter()
+        .map(|n| own_mac(n).map_err(|e| format!("port {n}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(path) = &args.stats_file {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, b"{}")
+            .and_then(|_| std::fs::remove_file(&tmp))
+            .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))?;
+    }
+    let epoch = match (args.epoch_unix_ns, net.epoch_unix_ns) {
+        (Some(e), _) => Some((e, "command line".to_string())),
+        (None, Some(e)) => Some((e, "file".to_string())),
+        (None, None) => None,
+    };
+    let control_path = (!args.no_control).then(|| {
+        args.control_socket
+            .clone()
+            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
+    });
+    let inbox = Inbox::new()?;
+    if let Some(path) = &control_path {
+        serve(path, &inbox).map_err(|e| format!("control socket {}: {e}", path.display()))?;
+    }
+    let io = XskIo::open(
+        &ifnames,
+        &XskConfig {
+            frames: args.frames,
+            ring_size: args.ring_size,
+            rx_ring_size: args.rx_ring_size,
+            xdp_mode: match args.xdp_mode {
+                Mode::Auto => XdpMode::Auto,
+                Mode::Native => XdpMode::Native,
+                Mode::Generic => XdpMode::Generic,
+            },
+        },
+    )?;
+    let clock = SlotClock {
+        epoch_ns: epoch.as_ref().map_or(0, |e| e.0),
+        slot_ns: net.slot_ns,
+        reconfig_ns: net.reconfig_ns,
+    };
+    let node = match role {
+        RotorRole::Rotor(r) => RotorNode::Rotor(RotorSwitch::with_epoch(
+            io,
+            net.rotor_matchings(r),
+            clock,
+            epoch.is_some(),
+        )?),
+        RotorRole::Tor(t) => {
+            let arp = arp_table_macs();
+            let host_macs = ifnames
+                .iter()
+                .skip(net.rotors as usize)
+                .map(|n| {
+                    args.peer_macs
+                        .iter()
+                        .find(|(i, _)| i == n)
+                        .map(|(_, m)| *m)
+                        .or_else(|| arp.get(n).copied())
+                })
+                .collect();
+            let schedule = net.schedule()?;
+            let routing = if net.routing().shift() {
+                TorRouting::Table(lcmp_topology::rotor::routes(&schedule).0[t as usize].clone())
+            } else {
+                TorRouting::Direct
+            };
+            RotorNode::Tor(Box::new(TorSwitch::new(
+                io,
+                TorConfig {
+                    tor: t,
+                    net: net.clone(),
+                    port_macs: macs,
+                    host_macs,
+                    settings: TorSettings {
+                        tor: t,
+                        tors: net.tors,
+                        rotors: (0..net.rotors).map(|r| net.rotor_matchings(r)).collect(),
+                        clock,
+                        rate_bps: net.rate_bps,
+                        buffer_bytes: net.buffer(),
+                        guard_ns: net.tx_guard_ns,
+                        routing,
+                    },
+                    seed: args
+                        .seed
+                        .unwrap_or_else(|| lcmp_switch::config::seed_of(&args.switch)),
+                },
+                epoch.is_some(),
+            )?))
+        }
+    };
+    if epoch.is_none() {
+        warn!("no epoch yet (file or --epoch-unix-ns): forwarding nothing into the circuits until the agent sets one");
+    }
+    let mut daemon = RotorDaemon::new(
+        node,
+        RealtimeClock,
+        RotorDaemonConfig {
+            name: args.switch.clone(),
+            net: net.clone(),
+            role,
+            port_names: ifnames.clone(),
+            poll: match args.poll {
+                PollMode::Busy => LoopMode::Busy,
+                PollMode::Event => LoopMode::Event,
+            },
+            stats_file: args.stats_file.clone(),
+            stats_interval_ns: args.stats_interval_ms.max(10) * 1_000_000,
+            epoch,
+            spin_ns: args.slot_spin_us * 1_000,
+        },
+    );
+    daemon.attach_inbox(inbox);
+    info!(
+        switch = %args.switch,
+        kind = %net.kind,
+        routing = net.routing().name(),
+        slot_ns = net.slot_ns,
+        reconfig_ns = net.reconfig_ns,
+        ports = %ifnames.join(","),
+        "rotor network switch forwarding"
+    );
+    install_signal_handlers();
+    tune_poll_thread(&args);
+    daemon.run(&STOP);
+    let status = daemon.finish();
+    if let Some(path) = &control_path {
+        let _ = std::fs::remove_file(path);
+    }
+    eprintln!(
+        "{}",
+        serde_json::to_string(&status).expect("rotor status serializes")
     );
     Ok(())
 }

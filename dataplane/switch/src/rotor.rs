@@ -15,11 +15,12 @@
 //! boundary takes the new slot's circuit. Busy polling keeps that error to
 //! a poll interval.
 //!
-//! This is the rotor's core over any packet I/O; the `lcmp-switch` mode,
-//! the topology and the epoch distribution come with the rest of rotor
-//! mode.
+//! A rotor with a single matching (a static network) never reconfigures.
+//! Until the epoch is known no slot is, and every frame is dropped
+//! (`no_epoch`).
 
 use crate::io::{Frame, PacketIo};
+use crate::tor_path::PortTraffic;
 
 /// Where in the schedule an instant falls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +86,8 @@ pub struct RotorCounters {
     pub dropped_no_circuit: u64,
     /// Dropped: the output's transmit ring was full (no buffer to wait in).
     pub dropped_tx_full: u64,
+    /// Dropped: no epoch yet.
+    pub dropped_no_epoch: u64,
 }
 
 /// One rotor over packet I/O `IO`: port i faces ToR i.
@@ -93,7 +96,9 @@ pub struct RotorSwitch<IO: PacketIo> {
     /// The matchings this rotor cycles through, one per slot.
     matchings: Vec<Vec<u32>>,
     clock: SlotClock,
+    epoch_known: bool,
     counters: RotorCounters,
+    traffic: Vec<PortTraffic>,
     rx: Vec<Frame>,
     out: Vec<Vec<Frame>>,
     dropped: Vec<Frame>,
@@ -101,8 +106,19 @@ pub struct RotorSwitch<IO: PacketIo> {
 
 impl<IO: PacketIo> RotorSwitch<IO> {
     /// A rotor applying `matchings[slot mod len]` (each a permutation of
-    /// the ports) on the slots of `clock`.
+    /// the ports) on the slots of `clock`, whose epoch is known.
     pub fn new(io: IO, matchings: Vec<Vec<u32>>, clock: SlotClock) -> Result<Self, String> {
+        Self::with_epoch(io, matchings, clock, true)
+    }
+
+    /// As [`RotorSwitch::new`]; `epoch_known` false drops every frame
+    /// until [`RotorSwitch::set_epoch`].
+    pub fn with_epoch(
+        io: IO,
+        matchings: Vec<Vec<u32>>,
+        clock: SlotClock,
+        epoch_known: bool,
+    ) -> Result<Self, String> {
         let n = io.ports();
         if matchings.is_empty() {
             return Err("a rotor needs at least one matching".into());
@@ -129,7 +145,9 @@ impl<IO: PacketIo> RotorSwitch<IO> {
             io,
             matchings,
             clock,
+            epoch_known,
             counters: RotorCounters::default(),
+            traffic: vec![PortTraffic::default(); n],
             rx: Vec::with_capacity(256),
             out: vec![Vec::with_capacity(256); n],
             dropped: Vec::with_capacity(256),
@@ -146,6 +164,32 @@ impl<IO: PacketIo> RotorSwitch<IO> {
         self.counters
     }
 
+    /// Per-port traffic.
+    pub fn traffic(&self) -> &[PortTraffic] {
+        &self.traffic
+    }
+
+    /// The matchings.
+    pub fn matchings(&self) -> &[Vec<u32>] {
+        &self.matchings
+    }
+
+    /// Sets the shared epoch; circuits start.
+    pub fn set_epoch(&mut self, epoch_ns: u64) {
+        self.clock.epoch_ns = epoch_ns;
+        self.epoch_known = true;
+    }
+
+    /// Whether a single matching never changes (no reconfiguration).
+    fn fixed(&self) -> bool {
+        self.matchings.len() == 1
+    }
+
+    /// Whether the rotor is reconfiguring at `pos`.
+    fn reconfiguring(&self, pos: &SlotPosition) -> bool {
+        pos.reconfiguring && !self.fixed()
+    }
+
     /// The packet I/O (tests inject and collect through it).
     pub fn io(&mut self) -> &mut IO {
         &mut self.io
@@ -154,7 +198,7 @@ impl<IO: PacketIo> RotorSwitch<IO> {
     /// Where port `port` is connected at `now_ns`, if anywhere.
     pub fn circuit(&self, port: usize, now_ns: u64) -> Option<usize> {
         let pos = self.clock.at(now_ns);
-        if pos.reconfiguring {
+        if !self.epoch_known || self.reconfiguring(&pos) {
             return None;
         }
         let m = &self.matchings[(pos.slot % self.matchings.len() as u64) as usize];
@@ -167,25 +211,34 @@ impl<IO: PacketIo> RotorSwitch<IO> {
     pub fn poll(&mut self, now_ns: u64) -> usize {
         let n = self.io.ports();
         let pos = self.clock.at(now_ns);
+        let reconfiguring = self.reconfiguring(&pos);
+        let m = (pos.slot % self.matchings.len() as u64) as usize;
         let mut work = 0;
         for port in 0..n {
             self.rx.clear();
             self.io.recv(port, &mut self.rx, 256);
             work += self.rx.len();
             self.counters.rx_frames += self.rx.len() as u64;
-            let to = if pos.reconfiguring {
+            self.traffic[port].rx_frames += self.rx.len() as u64;
+            self.traffic[port].rx_bytes += self.rx.iter().map(|f| f.len as u64).sum::<u64>();
+            if self.rx.is_empty() {
+                continue;
+            }
+            let to = if !self.epoch_known || reconfiguring {
                 None
             } else {
-                let m = &self.matchings[(pos.slot % self.matchings.len() as u64) as usize];
-                Some(m[port] as usize).filter(|&t| t != port)
+                Some(self.matchings[m][port] as usize).filter(|&t| t != port)
             };
             match to {
                 Some(t) => self.out[t].extend_from_slice(&self.rx),
                 None => {
-                    if pos.reconfiguring {
-                        self.counters.dropped_reconfiguring += self.rx.len() as u64;
+                    let n = self.rx.len() as u64;
+                    if !self.epoch_known {
+                        self.counters.dropped_no_epoch += n;
+                    } else if reconfiguring {
+                        self.counters.dropped_reconfiguring += n;
                     } else {
-                        self.counters.dropped_no_circuit += self.rx.len() as u64;
+                        self.counters.dropped_no_circuit += n;
                     }
                     self.dropped.extend_from_slice(&self.rx);
                 }
@@ -197,6 +250,11 @@ impl<IO: PacketIo> RotorSwitch<IO> {
             }
             let sent = self.io.send(port, &self.out[port]);
             self.counters.tx_frames += sent as u64;
+            self.traffic[port].tx_frames += sent as u64;
+            self.traffic[port].tx_bytes += self.out[port][..sent]
+                .iter()
+                .map(|f| f.len as u64)
+                .sum::<u64>();
             let rest = self.out[port].len() - sent;
             self.counters.dropped_tx_full += rest as u64;
             self.dropped.extend_from_slice(&self.out[port][sent..]);
@@ -307,6 +365,25 @@ mod tests {
         }
         // Before the epoch: no circuit.
         assert_eq!(a.circuit(0, epoch - 1), None);
+    }
+
+    #[test]
+    fn without_an_epoch_nothing_crosses_and_a_single_matching_never_reconfigures() {
+        let mut r =
+            RotorSwitch::with_epoch(MemIo::new(2, 8), vec![vec![1, 0]], clock(0), false).unwrap();
+        assert!(r.io().inject(0, &[0; 60]));
+        r.poll(RECONF + 1);
+        assert!(r.io().take_sent(1).is_empty());
+        assert_eq!(r.counters().dropped_no_epoch, 1);
+        r.set_epoch(0);
+        // In what would be a reconfiguration: a static rotor has none.
+        for t in [0, 5, SLOT + 1] {
+            assert!(r.io().inject(0, &[1; 60]));
+            r.poll(t);
+            assert_eq!(r.io().take_sent(1).len(), 1, "at {t}");
+        }
+        assert_eq!(r.traffic()[1].tx_frames, 3);
+        assert_eq!(r.traffic()[0].rx_bytes, 4 * 60);
     }
 
     #[test]

@@ -212,6 +212,9 @@ impl RotorNetwork {
             })
             .expect("rotor networks serialize"),
         );
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
         out
     }
 
