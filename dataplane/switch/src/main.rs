@@ -413,20 +413,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .into());
         }
     }
-    if let Some(path) = &args.stats_file {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, b"{}")
-            .and_then(|_| std::fs::remove_file(&tmp))
-            .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))?;
-    }
+    check_stats_file(&args)?;
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
     // Everything that can fail on the user's input before anything is
     // attached: the control socket's path, the flow log's file.
-    let control_path = (!args.no_control).then(|| {
-        args.control_socket
-            .clone()
-            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
-    });
+    let control_path = control_path(&args);
     // The inbox also feeds the metrics endpoint, socket or not.
     let inbox = Inbox::new()?;
     if let Some(path) = &control_path {
@@ -447,19 +438,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
         info!(%bound, "metrics at http://{bound}/metrics");
     }
-    let io = XskIo::open(
-        &ifnames,
-        &XskConfig {
-            frames: args.frames,
-            ring_size: args.ring_size,
-            rx_ring_size: args.rx_ring_size,
-            xdp_mode: match args.xdp_mode {
-                Mode::Auto => XdpMode::Auto,
-                Mode::Native => XdpMode::Native,
-                Mode::Generic => XdpMode::Generic,
-            },
-        },
-    )?;
+    let io = open_ports(&args, &ifnames)?;
     for p in io.port_info() {
         info!(port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
@@ -534,6 +513,43 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         serde_json::to_string(&snapshot).expect("snapshots serialize")
     );
     Ok(())
+}
+
+/// The ports' AF_XDP sockets and XDP programs.
+fn open_ports(args: &Args, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
+    Ok(XskIo::open(
+        ifnames,
+        &XskConfig {
+            frames: args.frames,
+            ring_size: args.ring_size,
+            rx_ring_size: args.rx_ring_size,
+            xdp_mode: match args.xdp_mode {
+                Mode::Auto => XdpMode::Auto,
+                Mode::Native => XdpMode::Native,
+                Mode::Generic => XdpMode::Generic,
+            },
+        },
+    )?)
+}
+
+/// Fails now, naming the file, if the stats file cannot be written.
+fn check_stats_file(args: &Args) -> Result<(), String> {
+    if let Some(path) = &args.stats_file {
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, b"{}")
+            .and_then(|_| std::fs::remove_file(&tmp))
+            .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Where the control socket is served, if at all.
+fn control_path(args: &Args) -> Option<PathBuf> {
+    (!args.no_control).then(|| {
+        args.control_socket
+            .clone()
+            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
+    })
 }
 
 /// CPU pinning, real-time priority and timer slack of the poll thread
@@ -614,39 +630,18 @@ fn run_rotor(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::error::Er
         .iter()
         .map(|n| own_mac(n).map_err(|e| format!("port {n}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(path) = &args.stats_file {
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, b"{}")
-            .and_then(|_| std::fs::remove_file(&tmp))
-            .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))?;
-    }
+    check_stats_file(&args)?;
     let epoch = match (args.epoch_unix_ns, net.epoch_unix_ns) {
         (Some(e), _) => Some((e, "command line".to_string())),
         (None, Some(e)) => Some((e, "file".to_string())),
         (None, None) => None,
     };
-    let control_path = (!args.no_control).then(|| {
-        args.control_socket
-            .clone()
-            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
-    });
+    let control_path = control_path(&args);
     let inbox = Inbox::new()?;
     if let Some(path) = &control_path {
         serve(path, &inbox).map_err(|e| format!("control socket {}: {e}", path.display()))?;
     }
-    let io = XskIo::open(
-        &ifnames,
-        &XskConfig {
-            frames: args.frames,
-            ring_size: args.ring_size,
-            rx_ring_size: args.rx_ring_size,
-            xdp_mode: match args.xdp_mode {
-                Mode::Auto => XdpMode::Auto,
-                Mode::Native => XdpMode::Native,
-                Mode::Generic => XdpMode::Generic,
-            },
-        },
-    )?;
+    let io = open_ports(&args, &ifnames)?;
     let clock = SlotClock {
         epoch_ns: epoch.as_ref().map_or(0, |e| e.0),
         slot_ns: net.slot_ns,
