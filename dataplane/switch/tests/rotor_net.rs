@@ -1,0 +1,275 @@
+//! A rotor network's switches over in-memory ports with a fake clock: the
+//! ToR's packet path (routing, Valiant marks, pacing, slot ends, buffer)
+//! and a ToR -> rotor -> ToR chain that moves frames only on matched
+//! circuits.
+
+use lcmp_switch::mem_io::MemIo;
+use lcmp_switch::rotor::{RotorSwitch, SlotClock};
+use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
+use lcmp_switch::tor_path::{TorConfig, TorDropReason, TorSwitch, TARGET_MAC_PREFIX};
+use lcmp_topology::rotor;
+use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
+use lcmp_wire::testing::FrameBuilder;
+
+const SLOT: u64 = 1_000_000;
+const RECONF: u64 = 100_000;
+/// A 1000-byte frame at 100 Mbit/s.
+const SER: u64 = 80_000;
+const HOST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x11];
+
+fn mac(port: usize) -> [u8; 6] {
+    [0x02, 0xaa, 0, 0, 0, port as u8]
+}
+
+/// 4 ToRs x 2 rotors, complete graph: rotor 0 cycles shifts +1, +2;
+/// rotor 1 shift +3 then idle.
+fn net(routing: RotorRouting) -> RotorNetwork {
+    let mut n = RotorNetwork::from_schedule(&rotor::complete(4, 2).unwrap(), SLOT, RECONF);
+    n.routing = Some(routing);
+    n.tx_guard_ns = 0;
+    n.buffer_bytes = Some(10_000);
+    n
+}
+
+fn tor(t: u32, net: &RotorNetwork, epoch: bool) -> TorSwitch<MemIo> {
+    let routing = if net.routing().shift() {
+        TorRouting::Table(rotor::routes(&net.schedule().unwrap()).0[t as usize].clone())
+    } else {
+        TorRouting::Direct
+    };
+    TorSwitch::new(
+        MemIo::new(3, 64),
+        TorConfig {
+            tor: t,
+            net: net.clone(),
+            port_macs: (0..3).map(mac).collect(),
+            host_macs: vec![Some(HOST_MAC)],
+            settings: TorSettings {
+                tor: t,
+                tors: net.tors,
+                rotors: (0..net.rotors).map(|r| net.rotor_matchings(r)).collect(),
+                clock: SlotClock {
+                    epoch_ns: 0,
+                    slot_ns: SLOT,
+                    reconfig_ns: RECONF,
+                },
+                rate_bps: net.rate_bps,
+                buffer_bytes: net.buffer(),
+                guard_ns: net.tx_guard_ns,
+                routing,
+            },
+            seed: 7,
+        },
+        epoch,
+    )
+    .unwrap()
+}
+
+/// A 1000-byte UDP frame from host (s, 0) to host (d, 0), TTL 64.
+fn frame(s: u8, d: u8, dst_mac: [u8; 6]) -> Vec<u8> {
+    FrameBuilder::ipv4([10, s, 0, 2], [10, d, 0, 2])
+        .macs(HOST_MAC, dst_mac)
+        .udp(4000, 5000)
+        .pad_to(1000)
+        .build()
+}
+
+fn ttl(f: &[u8]) -> u8 {
+    f[14 + 8]
+}
+
+#[test]
+fn a_hosts_frame_waits_for_its_circuit_and_leaves_marked_at_line_rate() {
+    let n = net(RotorRouting::Direct);
+    // ToR 0 to ToR 2: shift +2 is rotor 0's matching in odd slots.
+    let mut t = tor(0, &n, true);
+    assert!(t.io().inject(2, &frame(0, 2, mac(2))));
+    t.poll(RECONF + SER);
+    assert!(t.io().take_sent(0).is_empty(), "slot 0 reaches ToR 1");
+    assert_eq!(t.core().queue_bytes(2), 1000);
+    t.poll(SLOT + RECONF + SER - 1);
+    assert!(t.io().take_sent(0).is_empty(), "still serializing");
+    t.poll(SLOT + RECONF + SER);
+    let sent = t.io().take_sent(0);
+    assert_eq!(sent.len(), 1);
+    let f = &sent[0];
+    assert_eq!(f[..5], TARGET_MAC_PREFIX);
+    assert_eq!(f[5], 2, "target ToR in the destination MAC");
+    assert_eq!(f[6..12], mac(0), "the uplink's own MAC");
+    assert_eq!(ttl(f), 63);
+    assert!(lcmp_wire::testing::ipv4_header_checksum_ok(f).unwrap());
+    assert_eq!(t.traffic()[0].tx_frames, 1);
+}
+
+#[test]
+fn a_frame_at_its_target_goes_to_the_host_and_transit_frames_move_on() {
+    let n = net(RotorRouting::Direct);
+    let mut t = tor(2, &n, true);
+    let mut marked = TARGET_MAC_PREFIX.to_vec();
+    marked.push(2);
+    let mut f = frame(0, 2, [0; 6]);
+    f[..6].copy_from_slice(&marked);
+    lcmp_wire::testing::fix_ipv4_checksum(&mut f);
+    assert!(t.io().inject(0, &f));
+    t.poll(RECONF);
+    let got = t.io().take_sent(2);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0][..6], HOST_MAC);
+    assert_eq!(got[0][6..12], mac(2));
+    assert_eq!(t.counters().delivered, 1);
+    // Marked for ToR 2 but addressed to ToR 3: ToR 2 was the Valiant
+    // intermediate; on to ToR 3 (shift +1: rotor 0, even slots).
+    let mut g = frame(0, 3, [0; 6]);
+    g[..6].copy_from_slice(&marked);
+    assert!(t.io().inject(0, &g));
+    t.poll(2 * SLOT + RECONF);
+    assert!(
+        t.io().take_sent(0).is_empty(),
+        "serializing from its arrival"
+    );
+    t.poll(2 * SLOT + RECONF + SER);
+    let sent = t.io().take_sent(0);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0][5], 3, "re-targeted at the destination's ToR");
+    assert_eq!(t.counters().transit, 1);
+}
+
+#[test]
+fn valiant_spreads_over_intermediates_and_shift_routing_takes_the_table() {
+    let n = net(RotorRouting::Valiant);
+    let mut t = tor(0, &n, true);
+    let mut targets = [0u32; 4];
+    for round in 0..40u64 {
+        assert!(t.io().inject(2, &frame(0, 1, mac(2))));
+        // Every slot of a period, to the end of each.
+        for k in 0..2 {
+            let now = (round * 2 + k) * SLOT + SLOT - 1;
+            t.poll(now);
+            for port in 0..2 {
+                for f in t.io().take_sent(port) {
+                    targets[f[5] as usize] += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(targets[0], 0, "never marked for itself");
+    assert!(
+        targets[1] > 0 && targets[2] > 0 && targets[3] > 0,
+        "direct and both detours: {targets:?}"
+    );
+    assert_eq!(
+        t.counters().valiant_detours,
+        (targets[2] + targets[3]) as u64
+    );
+}
+
+#[test]
+fn the_buffer_no_epoch_and_bad_frames_are_counted_drops() {
+    let n = net(RotorRouting::Direct);
+    // No epoch: nothing enters a circuit, local delivery still works.
+    let mut t = tor(0, &n, false);
+    assert!(t.io().inject(2, &frame(0, 1, mac(2))));
+    assert!(t.io().inject(2, &frame(0, 0, mac(2))));
+    t.poll(RECONF);
+    assert_eq!(t.io().take_sent(2).len(), 1, "host to host on one ToR");
+    t.set_epoch(0);
+    // Buffer 10 kB: ten 1000-byte frames fit, the eleventh does not.
+    for _ in 0..11 {
+        assert!(t.io().inject(2, &frame(0, 2, mac(2))));
+    }
+    t.poll(RECONF);
+    assert_eq!(t.core().total_bytes(), 10_000);
+    // Not for this network, not IPv4, truncated.
+    assert!(t.io().inject(
+        2,
+        &FrameBuilder::ipv4([10, 0, 0, 2], [10, 9, 0, 2])
+            .udp(1, 2)
+            .build()
+    ));
+    assert!(t.io().inject(
+        2,
+        &FrameBuilder::ipv6([0xfd; 16], [0xfe; 16]).udp(1, 2).build()
+    ));
+    assert!(t.io().inject(2, &[0u8; 20]));
+    t.poll(RECONF);
+    let drops: Vec<(&str, u64)> = t
+        .drops()
+        .filter(|(_, n)| *n > 0)
+        .map(|(r, n)| (r.name(), n))
+        .collect();
+    assert_eq!(
+        drops,
+        vec![
+            ("no_epoch", 1),
+            ("not_forwardable", 2),
+            ("unknown_destination", 1),
+            ("queue_full", 1)
+        ]
+    );
+    // Shutdown hands the ten queued frames back, counted.
+    t.drain();
+    assert_eq!(
+        t.drops()
+            .find(|(r, _)| *r == TorDropReason::Shutdown)
+            .unwrap()
+            .1,
+        10
+    );
+    assert_eq!(t.io().free_frames(), 64);
+}
+
+/// Moves what `from` sent on `port` into `to`'s `to_port`.
+fn carry(from: &mut MemIo, port: usize, to: &mut MemIo, to_port: usize) -> usize {
+    let frames = from.take_sent(port);
+    for f in &frames {
+        assert!(to.inject(to_port, f));
+    }
+    frames.len()
+}
+
+#[test]
+fn tor_rotor_tor_moves_frames_only_on_matched_circuits() {
+    let n = net(RotorRouting::Direct);
+    let mut a = tor(0, &n, true);
+    let mut b = tor(3, &n, true);
+    // Rotor 1 (uplink 1): shift +3 in even slots, idle in odd ones.
+    let mut r1 = RotorSwitch::new(
+        MemIo::new(4, 64),
+        n.rotor_matchings(1),
+        SlotClock {
+            epoch_ns: 0,
+            slot_ns: SLOT,
+            reconfig_ns: RECONF,
+        },
+    )
+    .unwrap();
+    for _ in 0..5 {
+        assert!(a.io().inject(2, &frame(0, 3, mac(2))));
+    }
+    let mut delivered = Vec::new();
+    // Step through two periods in 10 us steps.
+    for step in 0..400u64 {
+        let now = step * 10_000;
+        a.poll(now);
+        let crossed = carry(a.io(), 1, r1.io(), 0);
+        // Rotor 0 would take ToR 0 -> 3 never (shifts +1, +2).
+        assert!(a.io().take_sent(0).is_empty());
+        r1.poll(now);
+        let out = carry(r1.io(), 3, b.io(), 1);
+        assert_eq!(crossed, out, "a bufferless rotor at {now}");
+        b.poll(now);
+        for _ in b.io().take_sent(2) {
+            delivered.push(now);
+        }
+    }
+    assert_eq!(delivered.len(), 5);
+    for t in &delivered {
+        let offset = t % SLOT;
+        assert_eq!((t / SLOT) % 2, 0, "only in slots where 0 -> 3 is up");
+        assert!(
+            offset >= RECONF + SER,
+            "not before the reconfiguration and one serialization: {t}"
+        );
+    }
+    assert_eq!(r1.counters().dropped_reconfiguring, 0);
+}
