@@ -10,6 +10,7 @@
 pub mod ctl;
 pub mod emulation;
 pub mod report;
+pub mod rotor_run;
 pub mod run;
 pub mod tables;
 

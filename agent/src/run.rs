@@ -87,7 +87,8 @@ pub struct LinkEmulation {
     pub reason: String,
 }
 
-struct Managed {
+/// A switch the agent talks to.
+pub(crate) struct Managed {
     name: String,
     socket: PathBuf,
     client: Option<Client>,
@@ -116,7 +117,46 @@ fn mtime(path: &Path) -> Option<SystemTime> {
 }
 
 impl Managed {
-    fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, String> {
+    /// A switch at `socket`, its ports leading over `links`.
+    pub(crate) fn new(name: &str, socket: PathBuf, links: Vec<Option<LinkId>>) -> Self {
+        Managed {
+            name: name.to_string(),
+            socket,
+            client: None,
+            links,
+            unreachable: false,
+            needs_tables: false,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The switch answered: logged once when it comes back. True if it
+    /// had been unreachable.
+    pub(crate) fn reachable(&mut self) -> bool {
+        let back = self.unreachable;
+        if back {
+            info!(switch = %self.name, "switch answers again");
+            self.unreachable = false;
+        }
+        back
+    }
+
+    /// The switch did not answer: logged once per outage.
+    pub(crate) fn unreachable(&mut self, why: &str) {
+        if !self.unreachable {
+            warn!(switch = %self.name, "switch does not answer: {why}");
+            self.unreachable = true;
+        }
+    }
+
+    pub(crate) fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, String> {
         if self.client.is_none() {
             self.client = Some(Client::connect(&self.socket, timeout).map_err(|e| e.to_string())?);
         }
@@ -140,13 +180,12 @@ impl Agent {
         let switches = topo
             .switches()
             .iter()
-            .map(|s| Managed {
-                socket: opts.socket_dir.join(format!("{}.sock", s.name)),
-                links: port_links(&topo, &s.name),
-                name: s.name.clone(),
-                client: None,
-                unreachable: false,
-                needs_tables: false,
+            .map(|s| {
+                Managed::new(
+                    &s.name,
+                    opts.socket_dir.join(format!("{}.sock", s.name)),
+                    port_links(&topo, &s.name),
+                )
             })
             .collect();
         let state = AgentState {
@@ -183,9 +222,8 @@ impl Agent {
         for sw in &mut self.switches {
             match sw.call(&Request::LinkState, timeout) {
                 Ok(Reply::LinkState(ls)) => {
-                    if sw.unreachable {
-                        info!(switch = %sw.name, "switch answers again; pushing its tables");
-                        sw.unreachable = false;
+                    if sw.reachable() {
+                        info!(switch = %sw.name, "pushing its tables");
                         sw.needs_tables = true;
                     }
                     for p in &ls.ports {
@@ -198,12 +236,7 @@ impl Agent {
                     }
                 }
                 Ok(other) => warn!(switch = %sw.name, "unexpected reply {other:?}"),
-                Err(e) => {
-                    if !sw.unreachable {
-                        warn!(switch = %sw.name, "switch does not answer: {e}");
-                        sw.unreachable = true;
-                    }
-                }
+                Err(e) => sw.unreachable(&e),
             }
         }
         // Links no answering switch reported keep their last state.
@@ -441,13 +474,8 @@ impl Agent {
     }
 
     fn write_state(&self) {
-        let Some(path) = &self.opts.state_file else {
-            return;
-        };
-        let tmp = path.with_extension("tmp");
-        let json = serde_json::to_vec_pretty(&self.state).expect("state serializes");
-        if let Err(e) = std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)) {
-            warn!("cannot write {}: {e}", path.display());
+        if let Some(path) = &self.opts.state_file {
+            write_json(path, &self.state);
         }
     }
 
@@ -458,13 +486,33 @@ impl Agent {
     }
 }
 
+/// Writes the agent's state file atomically (a failure is logged).
+pub(crate) fn write_json(path: &Path, state: &impl Serialize) {
+    let tmp = path.with_extension("tmp");
+    let json = serde_json::to_vec_pretty(state).expect("state serializes");
+    if let Err(e) = std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)) {
+        warn!("cannot write {}: {e}", path.display());
+    }
+}
+
 /// Runs the agent until SIGINT/SIGTERM. The switches go on forwarding
-/// with their last tables after it exits.
+/// with their last tables after it exits. A rotor network file runs the
+/// rotor network's agent ([`crate::rotor_run`]).
 pub fn run(opts: RunOptions) -> Result<(), String> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
+    let text = std::fs::read_to_string(&opts.topology)
+        .map_err(|e| format!("{}: {e}", opts.topology.display()))?;
+    if lcmp_topology::rotor_net::RotorNetwork::is_rotor_file(&text) {
+        let net = lcmp_topology::rotor_net::RotorNetwork::parse(
+            &text,
+            &opts.topology.display().to_string(),
+        )
+        .map_err(|e| e.to_string())?;
+        return rt.block_on(crate::rotor_run::run(opts, net));
+    }
     rt.block_on(run_async(opts))
 }
 

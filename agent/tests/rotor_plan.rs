@@ -41,15 +41,13 @@ fn the_papers_example_picks_degree_4_and_writes_its_schedule() {
     assert_eq!(v["diameter"], 2);
     assert_eq!(v["throughput_bound"], 0.25);
     assert!(v["candidates"].as_array().unwrap().len() >= 8);
-    let text = std::fs::read_to_string(&file).unwrap();
-    // 4 matchings of 16 ToRs, 2 per rotor.
-    assert!(text.contains("per_rotor = 2"), "{text}");
-    assert_eq!(
-        text.lines()
-            .filter(|l| l.trim_start().starts_with('[') && l.contains(','))
-            .count(),
-        4
-    );
+    // A rotor network file the switches run: 4 matchings of 16 ToRs, 2 per
+    // rotor, with the planned rate and buffer.
+    let net = lcmp_topology::rotor_net::RotorNetwork::load(&file).unwrap();
+    assert_eq!((net.per_rotor, net.matchings.len()), (2, 4));
+    assert!(net.matchings.iter().all(|m| m.len() == 16));
+    assert_eq!(net.rate_bps, 400_000_000_000);
+    assert_eq!(net.buffer(), 20_000_000);
     let _ = std::fs::remove_file(&file);
 }
 

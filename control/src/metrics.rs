@@ -76,6 +76,8 @@ pub struct SwitchScrape {
     pub costs: Vec<CostsReply>,
     /// How long the scrape took, if measured.
     pub duration: Option<Duration>,
+    /// A rotor network's switch: its state instead of `snapshot`.
+    pub rotor: Option<crate::rotor::RotorStatus>,
 }
 
 impl SwitchScrape {
@@ -86,6 +88,16 @@ impl SwitchScrape {
             snapshot: Some(snapshot),
             costs,
             duration: None,
+            rotor: None,
+        }
+    }
+
+    /// A successful scrape of a rotor network's switch.
+    pub fn rotor(switch: impl Into<String>, status: crate::rotor::RotorStatus) -> Self {
+        SwitchScrape {
+            switch: switch.into(),
+            rotor: Some(status),
+            ..SwitchScrape::default()
         }
     }
 
@@ -379,6 +391,30 @@ families! {
         "Control-socket requests answered with an error.";
     ControlRefused: Counter "lcmp_control_refused_connections" None,
         "Control-socket connections refused.";
+    RotorInfo: Info "lcmp_rotor" None,
+        "A rotor network's switch: role (rotor or tor), index, emulated graph, routing.";
+    RotorSlot: Gauge "lcmp_rotor_slot" None,
+        "The slot now, counted from the epoch (absent before an epoch is known).";
+    RotorSlotLength: Gauge "lcmp_rotor_slot_length_seconds" SECONDS,
+        "Slot length Delta and reconfiguration Delta_r, by part (slot, reconfiguration).";
+    RotorEpoch: Gauge "lcmp_rotor_epoch_seconds" SECONDS,
+        "Start of slot 0, CLOCK_REALTIME seconds (absent before an epoch is known).";
+    RotorSlots: Counter "lcmp_rotor_slots" None,
+        "Slots whose start the ToR met with frames waiting (the lateness samples).";
+    RotorSlotLateness: Gauge "lcmp_rotor_slot_lateness_seconds" SECONDS,
+        "How late the ToR polled after a slot's reconfiguration ended, over recent slots: median (p50), 99th percentile (p99), largest (max).";
+    RotorCircuit: Gauge "lcmp_rotor_circuit_tor" None,
+        "The ToR a port (rotor) or uplink (ToR) reaches in the current slot (absent: reconfiguring or no circuit).";
+    RotorQueueBytes: Gauge "lcmp_rotor_queue_bytes" BYTES,
+        "Bytes a ToR holds for a next-hop ToR.";
+    RotorQueuePackets: Gauge "lcmp_rotor_queue_packets" None,
+        "Frames a ToR holds for a next-hop ToR.";
+    RotorBuffer: Gauge "lcmp_rotor_buffer_bytes" BYTES,
+        "A ToR's buffer, shared by its next-hop queues.";
+    RotorDropped: Counter "lcmp_rotor_dropped_packets" None,
+        "Frames a rotor network's switch dropped, by reason.";
+    RotorEvents: Counter "lcmp_rotor_events" None,
+        "Other counters of a rotor network's switch, by counter name.";
 }
 
 /// Per-port counter keys with a family of their own. The switch-wide
@@ -434,7 +470,11 @@ fn collect(scrapes: &[SwitchScrape]) -> Series {
         if !seen.insert(sw) {
             continue;
         }
-        out.flag(F::SwitchUp, switch_labels(sw), scrape.snapshot.is_some());
+        out.flag(
+            F::SwitchUp,
+            switch_labels(sw),
+            scrape.snapshot.is_some() || scrape.rotor.is_some(),
+        );
         if let Some(d) = scrape.duration {
             out.push(
                 F::ScrapeDuration,
@@ -444,6 +484,9 @@ fn collect(scrapes: &[SwitchScrape]) -> Series {
         }
         if let Some(snapshot) = &scrape.snapshot {
             collect_snapshot(&mut out, sw, snapshot);
+        }
+        if let Some(status) = &scrape.rotor {
+            collect_rotor(&mut out, sw, status);
         }
         collect_costs(&mut out, sw, &scrape.costs);
     }
@@ -549,6 +592,84 @@ fn collect_snapshot(out: &mut Series, sw: &str, s: &Snapshot) {
     out.u(F::ControlRequests, labels(), s.control.requests);
     out.u(F::ControlErrors, labels(), s.control.errors);
     out.u(F::ControlRefused, labels(), s.control.refused);
+}
+
+fn collect_rotor(out: &mut Series, sw: &str, s: &crate::rotor::RotorStatus) {
+    let labels = || switch_labels(sw);
+    let with = |key: &'static str, value: String| vec![("switch", sw.to_string()), (key, value)];
+    out.u(
+        F::RotorInfo,
+        vec![
+            ("switch", sw.to_string()),
+            ("role", s.role.clone()),
+            ("index", s.index.to_string()),
+            ("graph", s.graph.clone()),
+            ("routing", s.routing.clone()),
+        ],
+        1,
+    );
+    out.push(F::SwitchUptime, labels(), Num::F(s.uptime_ns as f64 / 1e9));
+    for (part, ns) in [("slot", s.slot_ns), ("reconfiguration", s.reconfig_ns)] {
+        out.push(
+            F::RotorSlotLength,
+            with("part", part.into()),
+            Num::F(ns as f64 / 1e9),
+        );
+    }
+    if let Some(e) = s.epoch_unix_ns {
+        out.u(F::RotorSlot, labels(), s.slot);
+        out.push(F::RotorEpoch, labels(), Num::F(e as f64 / 1e9));
+    }
+    if s.role == "tor" {
+        out.u(F::RotorSlots, labels(), s.slots_seen);
+        for (q, ns) in [
+            ("p50", s.lateness.p50_ns),
+            ("p99", s.lateness.p99_ns),
+            ("max", s.lateness.max_ns),
+        ] {
+            out.push(
+                F::RotorSlotLateness,
+                with("stat", q.into()),
+                Num::F(ns as f64 / 1e9),
+            );
+        }
+        out.u(F::RotorBuffer, labels(), s.buffer_bytes);
+    }
+    for (port, to) in s.ports.iter().zip(&s.circuits) {
+        if let Some(t) = to {
+            out.u(
+                F::RotorCircuit,
+                with("port", port.name.clone()),
+                u64::from(*t),
+            );
+        }
+    }
+    for q in &s.queues {
+        out.u(
+            F::RotorQueueBytes,
+            with("next_hop", q.next_hop.to_string()),
+            q.bytes,
+        );
+        out.u(
+            F::RotorQueuePackets,
+            with("next_hop", q.next_hop.to_string()),
+            q.frames,
+        );
+    }
+    for (reason, n) in &s.drops {
+        out.u(F::RotorDropped, with("reason", reason.clone()), *n);
+    }
+    for (counter, n) in &s.counters {
+        out.u(F::RotorEvents, with("counter", counter.clone()), *n);
+    }
+    for p in &s.ports {
+        let l = || with("port", p.name.clone());
+        out.u(F::PortRxPackets, l(), p.rx_frames);
+        out.u(F::PortRxBytes, l(), p.rx_bytes);
+        out.u(F::PortTxPackets, l(), p.tx_frames);
+        out.u(F::PortTxBytes, l(), p.tx_bytes);
+        out.flag(F::PortLinkUp, l(), p.link_up);
+    }
 }
 
 fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
@@ -729,7 +850,7 @@ mod tests {
             FAMILIES[F::ControlRefused as usize].name,
             "lcmp_control_refused_connections"
         );
-        assert_eq!(F::ControlRefused as usize, FAMILIES.len() - 1);
+        assert_eq!(F::RotorEvents as usize, FAMILIES.len() - 1);
     }
 
     #[test]

@@ -23,8 +23,9 @@ pub struct RotorStatus {
     pub uptime_ns: u64,
     /// Wall-clock time of the report, ms since the Unix epoch.
     pub unix_time_ms: u64,
-    /// The emulated graph: `de-bruijn`, `complete`, `static`.
-    pub kind: String,
+    /// The emulated graph: `de-bruijn`, `complete`, `static` (not `kind`:
+    /// that names the reply's type on the wire).
+    pub graph: String,
     /// The ToRs' routing.
     pub routing: String,
     /// ToRs in the network.

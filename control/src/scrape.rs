@@ -1,5 +1,6 @@
 //! One scrape of a switch for the metrics: its status, its route table,
-//! and the costs of every route with a choice (two or more candidates).
+//! and the costs of every route with a choice (two or more candidates);
+//! of a rotor network's switch, its rotor status.
 //! The agent scrapes over the socket, a standalone switch over its own
 //! inbox; both go through [`scrape`].
 
@@ -13,8 +14,17 @@ use crate::proto::{Reply, Request};
 /// `down`; a failed costs request leaves that route out.
 pub fn scrape(name: &str, mut call: impl FnMut(&Request) -> Option<Reply>) -> SwitchScrape {
     let start = Instant::now();
-    let Some(Reply::Status(snapshot)) = call(&Request::Status) else {
-        return SwitchScrape::down(name);
+    let snapshot = match call(&Request::Status) {
+        Some(Reply::Status(snapshot)) => snapshot,
+        // A rotor network's switch refuses `status`.
+        _ => {
+            return match call(&Request::Rotor) {
+                Some(Reply::Rotor(status)) => {
+                    SwitchScrape::rotor(name, *status).with_duration(start.elapsed())
+                }
+                _ => SwitchScrape::down(name),
+            }
+        }
     };
     let mut costs = Vec::new();
     if let Some(Reply::Tables(t)) = call(&Request::Tables) {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use lcmp_control::metrics::{self, Format, SwitchScrape};
 use lcmp_control::proto::{CandidateCost, CostsReply};
+use lcmp_control::rotor::{Lateness, NextHopQueue, RotorPort, RotorStatus};
 use lcmp_control::snapshot::{
     Congestion, ControlStats, DecisionCount, EcnFractions, EcnThresholds, Emulation, EmulationMode,
     FlowLogStats, FlowStats, PolicyState, PortSnapshot, Snapshot, XskStats,
@@ -198,7 +199,83 @@ fn scrapes() -> Vec<SwitchScrape> {
         .with_duration(Duration::from_millis(250)),
         SwitchScrape::down("s2"),
         SwitchScrape::up("s1", Snapshot::default(), vec![]),
+        SwitchScrape::rotor("tor1", rotor_tor1()),
     ]
+}
+
+/// ToR 1 of 4 with two uplinks, in slot 12.
+fn rotor_tor1() -> RotorStatus {
+    RotorStatus {
+        name: "tor1".into(),
+        role: "tor".into(),
+        index: 1,
+        graph: "complete".into(),
+        routing: "direct".into(),
+        tors: 4,
+        rotors: 2,
+        slot_ns: 1_000_000,
+        reconfig_ns: 100_000,
+        epoch_unix_ns: Some(1_700_000_000_000_000_000),
+        epoch_source: Some("agent".into()),
+        slot: 12,
+        slots_seen: 9,
+        lateness: Lateness {
+            samples: 9,
+            p50_ns: 2_000,
+            p99_ns: 31_000,
+            max_ns: 40_000,
+            last_ns: 1_000,
+        },
+        circuits: vec![Some(2), None, None],
+        ports: ["u0", "u1", "h0"]
+            .iter()
+            .map(|n| RotorPort {
+                name: n.to_string(),
+                kind: if n.starts_with('u') { "uplink" } else { "host" }.into(),
+                rx_frames: 5,
+                rx_bytes: 5000,
+                tx_frames: 4,
+                tx_bytes: 4000,
+                link_up: true,
+            })
+            .collect(),
+        drops: map(&[("queue_full", 3), ("no_epoch", 0)]),
+        counters: map(&[("delivered", 8)]),
+        queues: vec![NextHopQueue {
+            next_hop: 2,
+            frames: 2,
+            bytes: 3000,
+        }],
+        buffer_bytes: 50_000,
+        queued_bytes: 3000,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_rotor_network_switch_exports_its_slot_lateness_circuits_and_queues() {
+    let text = metrics::render(&scrapes());
+    let have = lines(&text);
+    for line in [
+        "lcmp_switch_up{switch=\"tor1\"} 1",
+        "lcmp_rotor_info{switch=\"tor1\",role=\"tor\",index=\"1\",graph=\"complete\",routing=\"direct\"} 1",
+        "lcmp_rotor_slot{switch=\"tor1\"} 12",
+        "lcmp_rotor_epoch_seconds{switch=\"tor1\"} 1700000000.0",
+        "lcmp_rotor_slot_length_seconds{switch=\"tor1\",part=\"reconfiguration\"} 0.0001",
+        "lcmp_rotor_slots_total{switch=\"tor1\"} 9",
+        "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",stat=\"p99\"} 0.000031",
+        "lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u0\"} 2",
+        "lcmp_rotor_queue_bytes{switch=\"tor1\",next_hop=\"2\"} 3000",
+        "lcmp_rotor_queue_packets{switch=\"tor1\",next_hop=\"2\"} 2",
+        "lcmp_rotor_buffer_bytes{switch=\"tor1\"} 50000",
+        "lcmp_rotor_dropped_packets_total{switch=\"tor1\",reason=\"queue_full\"} 3",
+        "lcmp_rotor_events_total{switch=\"tor1\",counter=\"delivered\"} 8",
+        "lcmp_port_tx_bytes_total{switch=\"tor1\",port=\"h0\"} 4000",
+    ] {
+        assert!(have.contains(line), "missing {line} in\n{text}");
+    }
+    // No circuit on u1 now: no sample rather than a made-up value.
+    assert!(!text.contains("lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u1\"}"));
 }
 
 fn lines(text: &str) -> HashSet<&str> {

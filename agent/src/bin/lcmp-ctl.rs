@@ -95,6 +95,9 @@ enum Cmd {
     Tables,
     /// Each port's link emulation (rate, delay, buffer) and what emulates it.
     Links,
+    /// Rotor networks: each switch's epoch, current slot, slot lateness,
+    /// circuits now and schedule per port, queues and drops.
+    Rotor,
 }
 
 fn command(cmd: Cmd) -> Result<Command, CtlError> {
@@ -108,6 +111,7 @@ fn command(cmd: Cmd) -> Result<Command, CtlError> {
         Cmd::Link { port, state } => Command::link(&port, &state)?,
         Cmd::Tables => Command::Tables,
         Cmd::Links => Command::Links,
+        Cmd::Rotor => Command::Rotor,
     })
 }
 

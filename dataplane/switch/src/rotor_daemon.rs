@@ -130,12 +130,13 @@ pub struct RotorDaemon<IO: PacketIo, C: Clock> {
     started_ns: u64,
     inbox: Option<Inbox>,
     last_slot: Option<u64>,
+    /// When a poll last ended with frames waiting for a slot.
+    waiting_at: Option<u64>,
     slots_seen: u64,
     lateness: Vec<u64>,
     last_lateness: u64,
     next_stats_ns: u64,
     stats_warned: bool,
-    last_now: u64,
 }
 
 impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
@@ -157,12 +158,12 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
             started_ns: now,
             inbox: None,
             last_slot: None,
+            waiting_at: None,
             slots_seen: 0,
             lateness: Vec::with_capacity(LATENESS_SAMPLES),
             last_lateness: 0,
             next_stats_ns: 0,
             stats_warned: false,
-            last_now: now,
         }
     }
 
@@ -194,12 +195,13 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
     /// after the reconfiguration, serve requests, write stats.
     pub fn step(&mut self) -> usize {
         let now = self.clock.now_ns();
-        self.last_now = now;
-        if self.cfg.epoch.is_some() && self.node.waiting() {
+        if self.cfg.epoch.is_some() {
             let pos = self.slot_clock.at(now);
             if !pos.reconfiguring && self.last_slot != Some(pos.slot) {
                 let late = pos.offset_ns - self.slot_clock.reconfig_ns;
-                if self.last_slot.is_some() {
+                // Only a slot whose start frames were waiting for says how
+                // late the switch was.
+                if self.waiting_at.is_some_and(|t| t < now - late) {
                     if self.lateness.len() == LATENESS_SAMPLES {
                         self.lateness[(self.slots_seen as usize) % LATENESS_SAMPLES] = late;
                     } else {
@@ -212,6 +214,7 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
             }
         }
         let work = self.node.poll(now);
+        self.waiting_at = self.node.waiting().then_some(now);
         if self.inbox.as_ref().is_some_and(Inbox::has_pending) {
             while let Some(pending) = self.inbox.as_ref().and_then(Inbox::take) {
                 let body = self.handle(pending.request.clone());
@@ -315,7 +318,7 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
 
     /// The switch's state now.
     pub fn status(&mut self) -> RotorStatus {
-        let now = self.last_now;
+        let now = self.clock.now_ns();
         let net = &self.cfg.net;
         let pos = self.slot_clock.at(now);
         let epoch = self.cfg.epoch.clone();
@@ -325,7 +328,7 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
             pid: std::process::id(),
             uptime_ns: now.saturating_sub(self.started_ns),
             unix_time_ms: now / 1_000_000,
-            kind: net.kind.clone(),
+            graph: net.kind.clone(),
             routing: net.routing().name().to_string(),
             tors: net.tors,
             rotors: net.rotors,

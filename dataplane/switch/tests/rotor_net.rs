@@ -273,3 +273,115 @@ fn tor_rotor_tor_moves_frames_only_on_matched_circuits() {
     }
     assert_eq!(r1.counters().dropped_reconfiguring, 0);
 }
+
+mod daemon {
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    use lcmp_control::proto::{Body, ErrorKind, Reply};
+    use lcmp_control::Request;
+    use lcmp_switch::daemon::PollMode;
+    use lcmp_switch::rotor_daemon::{RotorDaemon, RotorDaemonConfig, RotorNode};
+    use lcmp_topology::rotor_net::RotorRole;
+
+    use super::*;
+
+    fn daemon(epoch: Option<u64>) -> (RotorDaemon<MemIo, impl FnMut() -> u64>, Rc<Cell<u64>>) {
+        let n = net(RotorRouting::Direct);
+        let now = Rc::new(Cell::new(0u64));
+        let clock = {
+            let now = now.clone();
+            move || now.get()
+        };
+        let d = RotorDaemon::new(
+            RotorNode::Tor(Box::new(tor(0, &n, false))),
+            clock,
+            RotorDaemonConfig {
+                name: "tor0".into(),
+                net: n.clone(),
+                role: RotorRole::Tor(0),
+                port_names: vec!["u0".into(), "u1".into(), "h0".into()],
+                poll: PollMode::Event,
+                stats_file: None,
+                stats_interval_ns: 1_000_000_000,
+                epoch: epoch.map(|e| (e, "file".into())),
+                spin_ns: 0,
+            },
+        );
+        (d, now)
+    }
+
+    fn status(d: &mut RotorDaemon<MemIo, impl FnMut() -> u64>) -> lcmp_control::rotor::RotorStatus {
+        match d.handle(Request::Rotor) {
+            Body::Ok(r) => match *r {
+                Reply::Rotor(s) => *s,
+                other => panic!("{other:?}"),
+            },
+            Body::Error(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn the_agents_epoch_starts_the_slots_and_the_status_shows_them() {
+        let (mut d, now) = daemon(None);
+        let s = status(&mut d);
+        assert_eq!(
+            (s.epoch_unix_ns, s.role.as_str(), s.index),
+            (None, "tor", 0)
+        );
+        // Not an LCMP switch: LCMP verbs are refused by name.
+        match d.handle(Request::Status) {
+            Body::Error(e) => assert_eq!(e.kind, ErrorKind::Unsupported),
+            other => panic!("{other:?}"),
+        }
+        let epoch = 5 * SLOT;
+        match d.handle(Request::SetEpoch {
+            epoch_unix_ns: epoch,
+        }) {
+            Body::Ok(r) => assert!(matches!(*r, Reply::Applied(ref a) if a.changed)),
+            other => panic!("{other:?}"),
+        }
+        // The same epoch again changes nothing.
+        match d.handle(Request::SetEpoch {
+            epoch_unix_ns: epoch,
+        }) {
+            Body::Ok(r) => assert!(matches!(*r, Reply::Applied(ref a) if !a.changed)),
+            other => panic!("{other:?}"),
+        }
+        // Slot 3 since the epoch, outside the reconfiguration: rotor 0
+        // applies shift +2 (odd slot), rotor 1 is idle.
+        now.set(epoch + 3 * SLOT + RECONF + 1);
+        let s = status(&mut d);
+        assert_eq!(s.epoch_unix_ns, Some(epoch));
+        assert_eq!(s.epoch_source.as_deref(), Some("agent"));
+        assert_eq!(s.slot, 3);
+        assert_eq!(s.circuits, vec![Some(2), None]);
+        assert_eq!(s.schedule.len(), 2);
+        assert_eq!(s.queues.len(), 3, "one per other ToR");
+    }
+
+    #[test]
+    fn lateness_is_measured_only_for_slots_frames_waited_for() {
+        let (mut d, now) = daemon(Some(0));
+        // A frame for ToR 2 arrives in slot 0 (rotor 0 reaches ToR 1):
+        // it waits for slot 1.
+        now.set(RECONF + 500_000);
+        if let RotorNode::Tor(t) = d.node() {
+            assert!(t.io().inject(2, &frame(0, 2, mac(2))));
+        }
+        d.step();
+        // The loop wakes 3 us after slot 1's reconfiguration ends.
+        now.set(SLOT + RECONF + 3_000);
+        d.step();
+        now.set(SLOT + RECONF + SER + 3_000);
+        d.step();
+        let s = status(&mut d);
+        assert_eq!(s.slots_seen, 1, "slot 0 began before anything waited");
+        assert_eq!(s.lateness.last_ns, 3_000);
+        assert_eq!(s.ports[0].tx_frames, 1);
+        // Nothing waits: slot 2 is not a sample.
+        now.set(2 * SLOT + RECONF + 50_000);
+        d.step();
+        assert_eq!(status(&mut d).slots_seen, 1);
+    }
+}
