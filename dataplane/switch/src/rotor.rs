@@ -9,11 +9,13 @@
 //! two rotors started at different times agree on the slot, and a late
 //! wakeup cannot shift the schedule.
 //!
-//! A frame is judged by the time of the poll that receives it (AF_XDP gives
-//! no arrival timestamps): one that arrived just before a reconfiguration
-//! but is polled during it is dropped, one polled just after a slot
-//! boundary takes the new slot's circuit. Busy polling keeps that error to
-//! a poll interval.
+//! AF_XDP gives no arrival timestamps, and a rotor that sleeps between
+//! frames is polled tens of microseconds after they arrive. A ToR of the
+//! network stamps each circuit frame with the instant it sent it (in the
+//! source MAC, see [`crate::tor_path::send_stamp`]); the rotor judges a
+//! stamped frame by that instant, as if it had entered at once (links
+//! without propagation delay), and any other frame by the poll's time.
+//! Stamps older than a slot are not trusted.
 //!
 //! A rotor with a single matching (a static network) never reconfigures.
 //! Until the epoch is known no slot is, and every frame is dropped
@@ -206,13 +208,11 @@ impl<IO: PacketIo> RotorSwitch<IO> {
         (to != port).then_some(to)
     }
 
-    /// One poll at `now_ns`: every received frame crosses its port's
-    /// circuit now or is dropped (the rotor holds nothing).
+    /// One poll at `now_ns`: every received frame crosses the circuit its
+    /// port had when it arrived, now, or is dropped (the rotor holds
+    /// nothing).
     pub fn poll(&mut self, now_ns: u64) -> usize {
         let n = self.io.ports();
-        let pos = self.clock.at(now_ns);
-        let reconfiguring = self.reconfiguring(&pos);
-        let m = (pos.slot % self.matchings.len() as u64) as usize;
         let mut work = 0;
         for port in 0..n {
             self.rx.clear();
@@ -220,27 +220,30 @@ impl<IO: PacketIo> RotorSwitch<IO> {
             work += self.rx.len();
             self.counters.rx_frames += self.rx.len() as u64;
             self.traffic[port].rx_frames += self.rx.len() as u64;
-            self.traffic[port].rx_bytes += self.rx.iter().map(|f| f.len as u64).sum::<u64>();
-            if self.rx.is_empty() {
-                continue;
-            }
-            let to = if !self.epoch_known || reconfiguring {
-                None
-            } else {
-                Some(self.matchings[m][port] as usize).filter(|&t| t != port)
-            };
-            match to {
-                Some(t) => self.out[t].extend_from_slice(&self.rx),
-                None => {
-                    let n = self.rx.len() as u64;
-                    if !self.epoch_known {
-                        self.counters.dropped_no_epoch += n;
-                    } else if reconfiguring {
-                        self.counters.dropped_reconfiguring += n;
-                    } else {
-                        self.counters.dropped_no_circuit += n;
+            for i in 0..self.rx.len() {
+                let f = self.rx[i];
+                self.traffic[port].rx_bytes += f.len as u64;
+                if !self.epoch_known {
+                    self.counters.dropped_no_epoch += 1;
+                    self.dropped.push(f);
+                    continue;
+                }
+                let arrived =
+                    crate::tor_path::sent_at(self.io.frame(f), now_ns, self.clock.slot_ns)
+                        .unwrap_or(now_ns);
+                let pos = self.clock.at(arrived);
+                if self.reconfiguring(&pos) {
+                    self.counters.dropped_reconfiguring += 1;
+                    self.dropped.push(f);
+                    continue;
+                }
+                let m = (pos.slot % self.matchings.len() as u64) as usize;
+                match Some(self.matchings[m][port] as usize).filter(|&t| t != port) {
+                    Some(t) => self.out[t].push(f),
+                    None => {
+                        self.counters.dropped_no_circuit += 1;
+                        self.dropped.push(f);
                     }
-                    self.dropped.extend_from_slice(&self.rx);
                 }
             }
         }
@@ -384,6 +387,35 @@ mod tests {
         }
         assert_eq!(r.traffic()[1].tx_frames, 3);
         assert_eq!(r.traffic()[0].rx_bytes, 4 * 60);
+    }
+
+    #[test]
+    fn a_stamped_frame_is_judged_by_when_it_was_sent() {
+        let mut r = rotor(0);
+        let frame = |sent: u64| {
+            let mut f = vec![0u8; 60];
+            f[..5].copy_from_slice(&crate::tor_path::TARGET_MAC_PREFIX);
+            f[6..12].copy_from_slice(&crate::tor_path::send_stamp(sent));
+            f
+        };
+        // Sent 10 us before slot 0 ended, polled 30 us into slot 1's
+        // reconfiguration: it crossed slot 0's circuit (0 -> 1).
+        assert!(r.io().inject(0, &frame(SLOT - 10_000)));
+        r.poll(SLOT + 30_000);
+        assert_eq!(r.io().take_sent(1).len(), 1);
+        // Sent during the reconfiguration: lost, however late it is polled.
+        assert!(r.io().inject(0, &frame(SLOT + 5_000)));
+        r.poll(SLOT + RECONF + 50_000);
+        assert_eq!(r.counters().dropped_reconfiguring, 1);
+        // A stamp older than a slot is not trusted: judged by the poll
+        // (slot 1: 0 -> 2).
+        assert!(r.io().inject(0, &frame(10)));
+        r.poll(SLOT + RECONF + 50_000);
+        assert_eq!(r.io().take_sent(2).len(), 1);
+        // Unstamped frames are judged by the poll.
+        assert!(r.io().inject(0, &[0u8; 60]));
+        r.poll(SLOT + 30_000);
+        assert_eq!(r.counters().dropped_reconfiguring, 2);
     }
 
     #[test]

@@ -11,6 +11,11 @@
 //! target of a frame whose address is not its own re-targets it at the
 //! destination's ToR (phase two). IPv4 TTL is decremented at every ToR, as
 //! by any router.
+//!
+//! The source MAC of a circuit frame, equally unused, carries the instant
+//! the ToR handed it to the uplink ([`send_stamp`]): AF_XDP gives a rotor
+//! no arrival timestamps, and a rotor polled late would otherwise judge a
+//! frame that entered it before the reconfiguration as arriving during it.
 
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
 use lcmp_wire::{forward_rewrite, parse, MacAddr, ParseError, L3};
@@ -21,6 +26,34 @@ use crate::rotor_tor::{RotorTor, TorDrop, TorSettings};
 /// The destination MAC prefix of a frame on a circuit; the last byte is
 /// its target ToR.
 pub const TARGET_MAC_PREFIX: [u8; 5] = [0x02, 0x52, 0x4f, 0x54, 0x00];
+
+/// Bits of the send time a circuit frame's source MAC carries (ns, about
+/// 18 minutes before it wraps).
+const STAMP_BITS: u32 = 40;
+
+/// The source MAC of a circuit frame handed to an uplink at `now_ns`: a
+/// locally administered unicast address (0x02) and the low 40 bits of the
+/// time.
+pub fn send_stamp(now_ns: u64) -> [u8; 6] {
+    let t = now_ns.to_be_bytes();
+    [0x02, t[3], t[4], t[5], t[6], t[7]]
+}
+
+/// When a circuit frame was sent, from its MAC addresses, as seen at
+/// `now_ns`: `None` for a frame that is not a ToR's circuit frame or whose
+/// stamp is not in the past `max_age_ns`.
+pub fn sent_at(frame: &[u8], now_ns: u64, max_age_ns: u64) -> Option<u64> {
+    let (dst, src) = (frame.get(..6)?, frame.get(6..12)?);
+    if dst[..5] != TARGET_MAC_PREFIX || src[0] != 0x02 {
+        return None;
+    }
+    let mut t = [0u8; 8];
+    t[3..].copy_from_slice(&src[1..]);
+    let stamp = u64::from_be_bytes(t);
+    let mask = (1u64 << STAMP_BITS) - 1;
+    let age = now_ns.wrapping_sub(stamp) & mask;
+    (age <= max_age_ns).then(|| now_ns - age)
+}
 
 /// Why a ToR dropped a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,12 +301,11 @@ impl<IO: PacketIo> TorSwitch<IO> {
             self.rx = frames;
         }
         let mut out = std::mem::take(&mut self.out);
-        let macs = &self.port_macs;
         let io = &mut self.io;
+        let stamp = send_stamp(now_ns);
         work += self.core.poll(now_ns, &mut |r, f| {
-            // The uplink's own source MAC, now that the circuit is known.
             if let Some(src) = io.frame_mut(f).get_mut(6..12) {
-                src.copy_from_slice(&macs[r]);
+                src.copy_from_slice(&stamp);
             }
             out[r].push(f);
         });
@@ -367,7 +399,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
         let mut dst_mac = [0u8; 6];
         dst_mac[..5].copy_from_slice(&TARGET_MAC_PREFIX);
         dst_mac[5] = target as u8;
-        // The source MAC is set when an uplink takes the frame.
+        // The source MAC is the send stamp, set when an uplink takes it.
         let src_mac = self.port_macs[0];
         match forward_rewrite(self.io.frame_mut(f), &parsed, src_mac, dst_mac) {
             Ok(()) => {}
@@ -409,5 +441,46 @@ impl<IO: PacketIo> TorSwitch<IO> {
         }
         self.io.release(&self.dropped);
         self.dropped.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn circuit_frame(sent: u64) -> [u8; 12] {
+        let mut f = [0u8; 12];
+        f[..5].copy_from_slice(&TARGET_MAC_PREFIX);
+        f[6..].copy_from_slice(&send_stamp(sent));
+        f
+    }
+
+    #[test]
+    fn send_stamps_survive_the_40_bit_wrap_and_age_out() {
+        let wrap = 1u64 << 40;
+        let now = 7 * wrap + 5;
+        assert_eq!(
+            sent_at(&circuit_frame(now - 10), now, 1_000),
+            Some(now - 10)
+        );
+        assert_eq!(sent_at(&circuit_frame(now), now, 1_000), Some(now));
+        assert_eq!(
+            sent_at(&circuit_frame(now - 2_000), now, 1_000),
+            None,
+            "too old"
+        );
+        assert_eq!(
+            sent_at(&circuit_frame(now + 10), now, 1_000),
+            None,
+            "the future"
+        );
+        let mut host_frame = circuit_frame(now);
+        host_frame[0] = 0x02;
+        assert_eq!(
+            sent_at(&host_frame, now, 1_000),
+            None,
+            "not a circuit frame"
+        );
+        assert_eq!(sent_at(&[0u8; 8], now, 1_000), None, "truncated");
     }
 }

@@ -95,7 +95,15 @@ fn a_hosts_frame_waits_for_its_circuit_and_leaves_marked_at_line_rate() {
     let f = &sent[0];
     assert_eq!(f[..5], TARGET_MAC_PREFIX);
     assert_eq!(f[5], 2, "target ToR in the destination MAC");
-    assert_eq!(f[6..12], mac(0), "the uplink's own MAC");
+    assert_eq!(
+        f[6..12],
+        lcmp_switch::tor_path::send_stamp(SLOT + RECONF + SER),
+        "the send time in the source MAC"
+    );
+    assert_eq!(
+        lcmp_switch::tor_path::sent_at(f, SLOT + RECONF + SER + 70_000, SLOT),
+        Some(SLOT + RECONF + SER)
+    );
     assert_eq!(ttl(f), 63);
     assert!(lcmp_wire::testing::ipv4_header_checksum_ok(f).unwrap());
     assert_eq!(t.traffic()[0].tx_frames, 1);
