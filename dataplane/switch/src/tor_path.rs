@@ -475,7 +475,7 @@ mod tests {
             "the future"
         );
         let mut host_frame = circuit_frame(now);
-        host_frame[0] = 0x02;
+        host_frame[1] = 0x00;
         assert_eq!(
             sent_at(&host_frame, now, 1_000),
             None,
