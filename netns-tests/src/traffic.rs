@@ -426,27 +426,59 @@ pub fn udp_send(
     gap: Duration,
 ) -> Result<UdpSendReport> {
     // One flow of `count` rounds is exactly this.
-    udp_send_flows(ns, dst, &[src_port], 0, count, payload, gap)
+    udp_send_flows(
+        ns,
+        &[dst],
+        &[src_port],
+        0,
+        count,
+        payload,
+        gap,
+        Duration::ZERO,
+    )
 }
 
-/// Sends `rounds` rounds of UDP packets from namespace `ns` to `dst`, one
-/// flow per source port in `src_ports`: round `r` sends sequence number
-/// `first_seq + r` on every flow in turn, each packet `payload` bytes (at
-/// least 16, same header as [`udp_send`]), consecutive packets `gap` apart
-/// on an absolute schedule. Many light flows at once, in a fixed order.
+/// Sends `rounds` rounds of UDP packets from namespace `ns`, one flow per
+/// (source port in `src_ports`, destination in `dsts`): round `r` sends
+/// sequence number `first_seq + r` on every flow in turn (destinations
+/// innermost, so consecutive packets spread over them), each packet
+/// `payload` bytes (at least 16, same header as [`udp_send`]), consecutive
+/// packets `gap` apart on an absolute schedule: a sender that falls behind
+/// (a busy CPU) catches up instead of drifting below its rate. Packets due
+/// within `slack` of now leave at once, so a fast sender wakes once per
+/// `slack` rather than once per packet (`Duration::ZERO`: every packet at
+/// its time). Many light flows at once, in a fixed order.
+#[allow(clippy::too_many_arguments)]
 pub fn udp_send_flows(
     ns: &Netns,
-    dst: SocketAddr,
+    dsts: &[SocketAddr],
     src_ports: &[u16],
     first_seq: u64,
     rounds: u64,
     payload: usize,
     gap: Duration,
+    slack: Duration,
 ) -> Result<UdpSendReport> {
     let payload = payload.max(UDP_HEADER);
     let ports = src_ports.to_vec();
+    let dsts = dsts.to_vec();
+    let Some(&first) = dsts.first() else {
+        return Err(Error::new("UDP sender: no destination"));
+    };
+    let to = if dsts.len() == 1 {
+        first.to_string()
+    } else {
+        format!("{} destinations", dsts.len())
+    };
     ns.run_in(move || -> io::Result<UdpSendReport> {
-        let unspecified = if dst.is_ipv4() {
+        // Sleeps end within a few microseconds of the schedule, not the
+        // default 50 us timer slack later.
+        // SAFETY: prctl(2) PR_SET_TIMERSLACK only changes this thread's
+        // timer slack; failure leaves the default.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+        }
+        let unspecified = if first.is_ipv4() {
             IpAddr::from([0u8; 4])
         } else {
             IpAddr::from([0u16; 8])
@@ -455,7 +487,10 @@ pub fn udp_send_flows(
             .iter()
             .map(|&p| {
                 let s = UdpSocket::bind(SocketAddr::new(unspecified, p))?;
-                s.connect(dst)?;
+                // One destination: connected, so the route is looked up once.
+                if dsts.len() == 1 {
+                    s.connect(first)?;
+                }
                 Ok(s)
             })
             .collect::<io::Result<Vec<UdpSocket>>>()?;
@@ -468,19 +503,26 @@ pub fn udp_send_flows(
         for round in 0..rounds {
             let seq = first_seq + round;
             for sock in &socks {
-                if !gap.is_zero() {
-                    let due = start + gap * n;
-                    let now = Instant::now();
-                    if due > now {
-                        thread::sleep(due - now);
+                for dst in &dsts {
+                    if !gap.is_zero() {
+                        let due = start + gap * n;
+                        let now = Instant::now();
+                        if due > now + slack {
+                            thread::sleep(due - now);
+                        }
                     }
-                }
-                n = n.saturating_add(1);
-                buf[..8].copy_from_slice(&seq.to_be_bytes());
-                buf[8..16].copy_from_slice(&realtime_ns().to_be_bytes());
-                match sock.send(&buf) {
-                    Ok(_) => sent += 1,
-                    Err(_) => errors += 1,
+                    n = n.saturating_add(1);
+                    buf[..8].copy_from_slice(&seq.to_be_bytes());
+                    buf[8..16].copy_from_slice(&realtime_ns().to_be_bytes());
+                    let r = if dsts.len() == 1 {
+                        sock.send(&buf)
+                    } else {
+                        sock.send_to(&buf, dst)
+                    };
+                    match r {
+                        Ok(_) => sent += 1,
+                        Err(_) => errors += 1,
+                    }
                 }
             }
         }
@@ -490,7 +532,7 @@ pub fn udp_send_flows(
             elapsed: start.elapsed(),
         })
     })?
-    .map_err(|e| Error::new(format!("UDP sender to {dst}: {e}")))
+    .map_err(|e| Error::new(format!("UDP sender to {to}: {e}")))
 }
 
 /// One received [`udp_send`] packet.
@@ -507,6 +549,13 @@ pub struct UdpArrival {
     pub delay_ns: u64,
     /// The send timestamp the packet carries (`CLOCK_REALTIME` ns).
     pub sent_ns: u64,
+}
+
+impl UdpArrival {
+    /// The receive time, `CLOCK_REALTIME` ns (kernel timestamp).
+    pub fn rx_ns(&self) -> u64 {
+        self.sent_ns + self.delay_ns
+    }
 }
 
 /// Summary of what a [`UdpReceiver`] got.

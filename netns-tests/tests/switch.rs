@@ -346,12 +346,13 @@ impl Bed {
         let a_ns = &self.tb.host("a").netns;
         let sent = udp_send_flows(
             a_ns,
-            dst,
+            &[dst],
             &[port],
             first_seq,
             n,
             100,
             Duration::from_millis(1),
+            Duration::ZERO,
         )
         .expect("send")
         .sent;
@@ -474,12 +475,13 @@ fn flows_keep_one_path_and_arrive_in_order() {
     let before = bed.middle_fwd_now();
     let sent = udp_send_flows(
         &bed.tb.host("a").netns,
-        dst,
+        &[dst],
         &ports,
         100,
         50,
         200,
         Duration::from_micros(100),
+        Duration::ZERO,
     )
     .expect("send");
     let r = finish(rx);
@@ -728,12 +730,13 @@ fn link_down_moves_only_its_flows() {
             let ns = lcmp_netns_tests::Netns::open(&a).expect("a's namespace");
             udp_send_flows(
                 &ns,
-                dst,
+                &[dst],
                 &[probe_port],
                 100,
                 400,
                 100,
                 Duration::from_millis(1),
+                Duration::ZERO,
             )
         })
     };

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lcmp_netns_tests::daemon::{switch_argv, wait_ready};
 use lcmp_netns_tests::netns::{self, process_running, spawn_detached};
-use lcmp_netns_tests::{Netns, Testbed};
+use lcmp_netns_tests::{Netns, SwitchNode, Testbed};
+use lcmp_topology::rotor_net::RotorNetwork;
 use lcmp_topology::{HostTemplate, Topology};
 
 use crate::state::{self, AgentProc, State, SwitchProc, SwitchSettings};
@@ -127,16 +128,7 @@ pub fn effective_topology(
 /// Brings testbed `opts.name` up and returns its state. On any failure
 /// everything made so far is removed again.
 pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
-    require_root()?;
-    state::validate_name(&opts.name)?;
-    if State::path(&opts.name).exists()
-        || !netns::list_with_prefix(&state::netns_prefix(&opts.name)).is_empty()
-    {
-        return Err(Error::new(format!(
-            "testbed {:?} is already up: `lcmp-testbed down --name {}` first, or pick another name",
-            opts.name, opts.name
-        )));
-    }
+    check_free(&opts.name)?;
     if let Some(cc) = &opts.cc {
         check_congestion_control(cc)?;
     }
@@ -211,7 +203,7 @@ fn up_inner(
     ));
     start_switches(&mut st, &tb, switch_bin)?;
     progress("checking that every host reaches every other");
-    check_reachability(&tb)?;
+    check_reachability(&tb, Duration::from_secs(3))?;
     if let Some(agent) = &opts.agent {
         progress("starting the agent");
         start_agent(&mut st, agent)?;
@@ -220,6 +212,20 @@ fn up_inner(
     st.complete = true;
     st.save()?;
     Ok(st)
+}
+
+/// Fails unless we are root and testbed `name` is a valid name that is not
+/// in use (no state directory, no namespace).
+pub fn check_free(name: &str) -> Result<()> {
+    require_root()?;
+    state::validate_name(name)?;
+    if State::path(name).exists() || !netns::list_with_prefix(&state::netns_prefix(name)).is_empty()
+    {
+        return Err(Error::new(format!(
+            "testbed {name:?} is already up: `lcmp-testbed down --name {name}` first, or pick another name"
+        )));
+    }
+    Ok(())
 }
 
 /// Fails with the list of available algorithms if `cc` is not one.
@@ -288,7 +294,6 @@ fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<(
 /// Starts one detached `lcmp-switch` per switch of `tb` with `st.switches`
 /// and waits until all are ready; records their pids in the state file.
 pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result<()> {
-    let dir = state::dir(&st.name);
     let s = &st.switches;
     let mut extra: Vec<String> = vec![
         "--policy".into(),
@@ -299,24 +304,38 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
         s.beta.to_string(),
     ];
     extra.extend(s.extra_args.iter().cloned());
-    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let topology = st.topology_file.clone();
+    launch_switches(st, tb, &|node, stats| {
+        let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let flow_log_arg = flow_log_path(stats).display().to_string();
+        extra.extend(["--flow-log", flow_log_arg.as_str()]);
+        switch_argv(
+            switch_bin,
+            &topology,
+            node,
+            stats,
+            STATS_INTERVAL_MS,
+            &extra,
+        )
+    })
+}
+
+/// Starts one detached switch per switch of `tb`, each with the command
+/// line `argv(node, stats file)` (logs and stats files in the state
+/// directory), records their pids in the state file, and waits until every
+/// one has written its first stats file.
+pub fn launch_switches(
+    st: &mut State,
+    tb: &Testbed,
+    argv: &dyn Fn(&SwitchNode, &Path) -> Vec<String>,
+) -> Result<()> {
+    let dir = state::dir(&st.name);
     st.procs.clear();
     for node in &tb.switches {
         let stats = dir.join(format!("{}.stats.json", node.name));
         let log = dir.join(format!("{}.log", node.name));
         let _ = std::fs::remove_file(&stats);
-        let flow_log = flow_log_path(&stats);
-        let mut extra = extra.clone();
-        let flow_log_arg = flow_log.display().to_string();
-        extra.extend(["--flow-log", flow_log_arg.as_str()]);
-        let argv = switch_argv(
-            switch_bin,
-            &st.topology_file,
-            node,
-            &stats,
-            STATS_INTERVAL_MS,
-            &extra,
-        );
+        let argv = argv(node, &stats);
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let pid = spawn_detached(&argv, &log)?;
         st.procs.push(SwitchProc {
@@ -594,8 +613,10 @@ pub fn parallel<T: Sync>(
 
 /// Checks that every host reaches every other over each address family
 /// both have (one ping, retried: the first packets of a path may wait for
-/// a switch to learn a neighbour), and names the pairs that do not.
-pub fn check_reachability(tb: &Testbed) -> Result<()> {
+/// a switch to learn a neighbour), and names the pairs that do not. Each
+/// ping waits up to `wait` for its reply (rotor networks hold a packet
+/// until its circuit comes up).
+pub fn check_reachability(tb: &Testbed, wait: Duration) -> Result<()> {
     let mut pairs = Vec::new();
     for (i, a) in tb.hosts.iter().enumerate() {
         for (j, b) in tb.hosts.iter().enumerate() {
@@ -622,11 +643,12 @@ pub fn check_reachability(tb: &Testbed) -> Result<()> {
     parallel(&pairs, 16, |&(i, j, dst)| {
         let a = &tb.hosts[i];
         let d = dst.to_string();
+        let w = format!("{:.3}", wait.as_secs_f64());
         let ok = (0..3).any(|_| {
             a.netns
                 .exec_output(
-                    &["ping", "-c", "1", "-W", "3", "-q", &d],
-                    Duration::from_secs(10),
+                    &["ping", "-c", "1", "-W", &w, "-q", &d],
+                    wait + Duration::from_secs(7),
                 )
                 .is_ok_and(|o| o.status.success())
         });
@@ -651,9 +673,24 @@ pub fn check_reachability(tb: &Testbed) -> Result<()> {
     }
 }
 
+/// The topology of a testbed's effective topology file: the file itself,
+/// or for a rotor network file the topology of its namespaces and veths
+/// ([`crate::rotor::topology_of`]).
+pub fn testbed_topology(file: &Path) -> Result<Topology> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+    if RotorNetwork::is_rotor_file(&text) {
+        let net = RotorNetwork::parse(&text, &file.display().to_string())
+            .map_err(|e| Error::new(e.to_string()))?;
+        crate::rotor::topology_of(&net)
+    } else {
+        Topology::parse(&text, &file.display().to_string()).map_err(|e| Error::new(e.to_string()))
+    }
+}
+
 /// The testbed of a state file, attached to its existing namespaces.
 pub fn attach(st: &State) -> Result<(Topology, Testbed)> {
-    let topo = Topology::load(&st.topology_file).map_err(|e| Error::new(e.to_string()))?;
+    let topo = testbed_topology(&st.topology_file)?;
     let name = st.name.clone();
     let tb = Testbed::attach(&topo, &|node| state::netns_name(&name, node))?;
     Ok((topo, tb))

@@ -6,6 +6,8 @@
 //! - [`experiment`]: runs (calibration, traffic, switch counters);
 //!   [`analysis`], [`report`], [`plots`]: results.
 //! - [`rdma`]: SoftRoCE devices where the kernel has them.
+//! - [`rotor`]: rotor networks (Mars): bring-up, the throughput experiment
+//!   and the slot-boundary measurement.
 
 pub mod analysis;
 pub mod bed;
@@ -13,6 +15,7 @@ pub mod experiment;
 pub mod plots;
 pub mod rdma;
 pub mod report;
+pub mod rotor;
 pub mod state;
 pub mod status;
 

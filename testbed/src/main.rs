@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use lcmp_testbed::bed::{self, UpOptions};
 use lcmp_testbed::state::{self, State, SwitchSettings};
-use lcmp_testbed::{experiment, rdma, status, Error, Result};
+use lcmp_testbed::{experiment, rdma, rotor, status, Error, Result};
+use lcmp_topology::rotor_net::RotorNetwork;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -82,6 +83,59 @@ enum Cmd {
     },
     /// Run an FCT experiment (see `lcmp-testbed experiment --help`).
     Experiment(Box<experiment::ExperimentArgs>),
+    /// Rotor networks: delivered throughput of RotorNet/Sirius (complete
+    /// graph), a static expander and Mars under all-to-all and permutation
+    /// traffic, next to their bounds (summary.json, report.md, a bar
+    /// chart).
+    RotorExperiment(rotor::experiment::RotorExperimentArgs),
+    /// Rotor networks: how precisely slot boundaries hold, measured at a
+    /// receiving host (complete schedule, direct routing; one ToR streams
+    /// to another above line rate). Builds its own testbed and removes it.
+    RotorTiming(RotorTimingArgs),
+}
+
+/// `lcmp-testbed rotor-timing`.
+#[derive(Args, Debug, Clone)]
+struct RotorTimingArgs {
+    /// Testbed name.
+    #[arg(long, default_value = "rotortime")]
+    name: String,
+    /// ToRs.
+    #[arg(long, default_value_t = 4)]
+    tors: u32,
+    /// Rotors (uplinks per ToR).
+    #[arg(long, default_value_t = 2)]
+    rotors: u32,
+    /// Slot Delta, microseconds.
+    #[arg(long, default_value_t = 1000)]
+    slot_us: u64,
+    /// Reconfiguration Delta_r, microseconds.
+    #[arg(long, default_value_t = 100)]
+    reconfig_us: u64,
+    /// Uplink rate c, Mbit/s.
+    #[arg(long, default_value_t = 100)]
+    rate_mbps: u64,
+    /// Sending ToR.
+    #[arg(long, default_value_t = 0)]
+    from: u32,
+    /// Receiving ToR.
+    #[arg(long, default_value_t = 1)]
+    to: u32,
+    /// Offered rate as a multiple of c.
+    #[arg(long, default_value_t = 1.2)]
+    load: f64,
+    /// How long the sender sends, seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Ethernet frame size, bytes.
+    #[arg(long, default_value_t = 1500)]
+    frame_bytes: u32,
+    /// Extra argument for every lcmp-switch (repeatable).
+    #[arg(long = "switch-arg", allow_hyphen_values = true)]
+    switch_args: Vec<String>,
+    /// Print the full report (every window) as JSON instead of a summary.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The topology options shared by `up` and `experiment`.
@@ -116,6 +170,16 @@ pub struct UpArgs {
     /// and a link failure is seen only by the switches at its ends.
     #[arg(long)]
     no_agent: bool,
+    /// Bring up the built-in rotor network instead of a topology: 8 ToRs x
+    /// 2 rotors, one host per ToR, Mars's de Bruijn schedule as the
+    /// planner chooses it (degree 4) for Delta = 1 ms, Delta_r = 100 us,
+    /// c = 100 Mbit/s, B = 4 c Delta = 50 kB, delay budget 8.5 Delta;
+    /// shift routing with Valiant load balancing. A --topology file with a
+    /// [rotor] table (lcmp-agent rotor-plan --schedule) is a rotor network
+    /// too. Rotor networks get no agent: the network file in the state
+    /// directory carries the epoch of slot 0 (set at `up`).
+    #[arg(long, conflicts_with = "topology")]
+    rotor: bool,
 }
 
 fn main() -> ExitCode {
@@ -129,12 +193,47 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether `file` is a rotor network file (a `[rotor]` table); unreadable
+/// files are left to the topology loader's error.
+fn is_rotor_file(file: Option<&std::path::Path>) -> bool {
+    file.and_then(|f| std::fs::read_to_string(f).ok())
+        .is_some_and(|t| RotorNetwork::is_rotor_file(&t))
+}
+
 fn say(msg: &str) {
     eprintln!("lcmp-testbed: {msg}");
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.cmd {
+        Cmd::Up(a) if a.rotor || is_rotor_file(a.topo.topology.as_deref()) => {
+            let (network, source) = match &a.topo.topology {
+                Some(f) => (
+                    RotorNetwork::load(f).map_err(|e| Error::new(e.to_string()))?,
+                    std::fs::canonicalize(f)
+                        .unwrap_or_else(|_| f.clone())
+                        .display()
+                        .to_string(),
+                ),
+                None => (rotor::default_network(), rotor::BUILTIN_NAME.to_string()),
+            };
+            let st = rotor::up(
+                &rotor::RotorUpOptions {
+                    name: a.name.clone(),
+                    network,
+                    source,
+                    switch_args: a.switch_args.clone(),
+                },
+                &say,
+            )?;
+            let s = status::status(&st.name)?;
+            print!("{}", status::render(&s));
+            say(&format!(
+                "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs                  a command on a host, `lcmp-testbed down --name {}` removes it",
+                st.name, st.name, st.name
+            ));
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Up(a) => {
             experiment::check_policy(&a.policy)?;
             a.topo.validate()?;
@@ -289,6 +388,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::Experiment(a) => {
             experiment::run_cli(&a, &say)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::RotorExperiment(a) => {
+            rotor::experiment::run_cli(&a, &say)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::RotorTiming(a) => {
+            if !(a.seconds.is_finite() && a.seconds > 0.0) {
+                return Err(Error::new("--seconds must be a positive number"));
+            }
+            let r = rotor::boundary::measure(
+                &rotor::boundary::TimingOptions {
+                    name: a.name,
+                    tors: a.tors,
+                    rotors: a.rotors,
+                    slot_ns: a.slot_us * 1000,
+                    reconfig_ns: a.reconfig_us * 1000,
+                    rate_bps: a.rate_mbps * 1_000_000,
+                    from: a.from,
+                    to: a.to,
+                    load: a.load,
+                    duration: std::time::Duration::from_secs_f64(a.seconds),
+                    frame_bytes: a.frame_bytes,
+                    switch_args: a.switch_args,
+                },
+                &say,
+            )?;
+            if a.json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&r).expect("report serializes")
+                );
+            } else {
+                print!("{}", rotor::boundary::render(&r));
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -108,13 +108,43 @@ enum Plot {
         title: String,
         table: BucketTable,
     },
-    Utilization {
-        title: String,
-        /// Tick label per path.
-        paths: Vec<(String, String)>,
-        /// Per policy, mean utilization per path (`paths` order).
-        bars: Vec<(String, Vec<Option<f64>>)>,
-    },
+    Bars(BarChart),
+}
+
+/// A grouped bar chart: per group (x tick) one bar per series, side by
+/// side, with optional marks over the bars (e.g. each bar's bound) and a
+/// dashed reference line. Values are fractions, shown in percent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarChart {
+    /// Title.
+    pub title: String,
+    /// X axis description.
+    pub x_desc: String,
+    /// Y axis description.
+    pub y_desc: String,
+    /// Tick label per group.
+    pub groups: Vec<String>,
+    /// Per series: its name and one value per group (`groups` order).
+    pub series: Vec<(String, Vec<Option<f64>>)>,
+    /// Per series, a mark per group drawn as a black line over the bar
+    /// (empty: none); named in the legend by `marks_label`.
+    pub marks: Vec<Vec<Option<f64>>>,
+    /// The legend entry of the marks.
+    pub marks_label: String,
+    /// A dashed horizontal line and its legend entry.
+    pub reference: Option<(f64, String)>,
+}
+
+/// Writes `chart` as `<stem>.svg` and `<stem>.png` into `out_dir` and
+/// returns the two files.
+pub fn write_bar_chart(
+    out_dir: &Path,
+    stem: &str,
+    chart: &BarChart,
+) -> Result<Vec<PathBuf>, String> {
+    ensure_font()?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    write_both(out_dir, stem, &Plot::Bars(chart.clone()))
 }
 
 /// Writes every plot into `out_dir` (created if needed) and returns the
@@ -215,7 +245,7 @@ fn utilization_plot(name: &str, aggs: &[&Aggregate], inputs: &[RunInput]) -> Plo
             })
             .unwrap_or_else(|| n.to_string())
     };
-    let paths = names.iter().map(|n| (n.clone(), spec(n))).collect();
+    let paths = names.iter().map(|n| spec(n)).collect();
     let bars = aggs
         .iter()
         .map(|a| {
@@ -231,11 +261,16 @@ fn utilization_plot(name: &str, aggs: &[&Aggregate], inputs: &[RunInput]) -> Plo
             (a.policy.clone(), u)
         })
         .collect();
-    Plot::Utilization {
+    Plot::Bars(BarChart {
         title: format!("{name}: path utilization (mean over seeds)"),
-        paths,
-        bars,
-    }
+        x_desc: "path (via switch; configured RTT, bottleneck rate)".into(),
+        y_desc: "utilization (tx bytes / window x bottleneck rate)".into(),
+        groups: paths,
+        series: bars,
+        marks: Vec::new(),
+        marks_label: String::new(),
+        reference: Some((1.0, "bottleneck rate".into())),
+    })
 }
 
 /// `12.5`, `20`, `0.25`: short labels without trailing zeros.
@@ -271,7 +306,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &Plot) -> Resul
     match plot {
         Plot::Cdf { title, series } => draw_cdf(root, title, series)?,
         Plot::Buckets { title, table } => draw_buckets(root, title, table)?,
-        Plot::Utilization { title, paths, bars } => draw_utilization(root, title, paths, bars)?,
+        Plot::Bars(chart) => draw_bars(root, chart)?,
     }
     root.present().map_err(err)
 }
@@ -545,30 +580,31 @@ fn draw_buckets<DB: DrawingBackend>(
     Ok(())
 }
 
-fn draw_utilization<DB: DrawingBackend>(
+fn draw_bars<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
-    title: &str,
-    paths: &[(String, String)],
-    bars: &[(String, Vec<Option<f64>>)],
+    c: &BarChart,
 ) -> Result<(), String> {
-    let has_data = bars.iter().any(|(_, u)| u.iter().any(Option::is_some));
-    if paths.is_empty() || !has_data {
-        return draw_empty(root, title, "no path utilization recorded");
+    let has_data = c.series.iter().any(|(_, u)| u.iter().any(Option::is_some));
+    if c.groups.is_empty() || !has_data {
+        return draw_empty(root, &c.title, "no values recorded");
     }
-    let np = paths.len();
-    let max = bars
+    let np = c.groups.len();
+    let max = c
+        .series
         .iter()
         .flat_map(|(_, u)| u.iter().flatten().copied())
+        .chain(c.marks.iter().flatten().flatten().copied())
+        .chain(c.reference.iter().map(|r| r.0))
         .filter(|u| u.is_finite())
         .fold(0.0, f64::max);
-    let top = (max * 1.15).max(1.05);
-    // Integer x, SLOT units per path (see draw_buckets).
+    let top = (max * 1.15).max(0.05);
+    // Integer x, SLOT units per group (see draw_buckets).
     const SLOT: i32 = 1000;
     let np_i = i32::try_from(np)
         .unwrap_or(i32::MAX / SLOT)
         .min(i32::MAX / SLOT - 1);
     let centers: Vec<i32> = (0..np_i).map(|i| i * SLOT + SLOT / 2).collect();
-    let labels: Vec<String> = paths.iter().map(|(_, l)| l.clone()).collect();
+    let labels = c.groups.clone();
     let label = move |v: &i32| {
         usize::try_from(v / SLOT)
             .ok()
@@ -577,7 +613,7 @@ fn draw_utilization<DB: DrawingBackend>(
             .unwrap_or_default()
     };
     let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, 24))
+        .caption(&c.title, (FONT, 24))
         .margin(12)
         .x_label_area_size(50)
         .y_label_area_size(70)
@@ -588,39 +624,41 @@ fn draw_utilization<DB: DrawingBackend>(
         .light_line_style(BLACK.mix(0.04))
         .bold_line_style(BLACK.mix(0.15))
         .disable_x_mesh()
-        .x_desc("path (via switch; configured RTT, bottleneck rate)")
-        .y_desc("utilization (tx bytes / window x bottleneck rate)")
+        .x_desc(c.x_desc.as_str())
+        .y_desc(c.y_desc.as_str())
         .x_label_formatter(&label)
         .y_label_formatter(&|v| format!("{:.0} %", v * 100.0))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 16))
         .draw()
         .map_err(err)?;
-    chart
-        .draw_series(DashedLineSeries::new(
-            vec![(0, 1.0), (np_i * SLOT, 1.0)],
-            6,
-            4,
-            BLACK.mix(0.5).stroke_width(1),
-        ))
-        .map_err(err)?
-        .label("bottleneck rate")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
-    let names: Vec<&str> = bars.iter().map(|(p, _)| p.as_str()).collect();
+    if let Some((y, name)) = &c.reference {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(0, *y), (np_i * SLOT, *y)],
+                6,
+                4,
+                BLACK.mix(0.5).stroke_width(1),
+            ))
+            .map_err(err)?
+            .label(name.clone())
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.5)));
+    }
+    let names: Vec<&str> = c.series.iter().map(|(p, _)| p.as_str()).collect();
     let cols = colors(&names);
-    // Each path's slot holds the policies' bars side by side in its
-    // middle 80 %.
-    let width = SLOT * 8 / 10 / i32::try_from(bars.len()).unwrap_or(1).max(1);
-    for (j, ((policy, utils), &color)) in bars.iter().zip(&cols).enumerate() {
+    // Each group's slot holds the series' bars side by side in its middle
+    // 80 %.
+    let width = SLOT * 8 / 10 / i32::try_from(c.series.len()).unwrap_or(1).max(1);
+    let x0 = |i: i32, j: i32| i * SLOT + SLOT / 10 + j * width;
+    for (j, ((name, values), &color)) in c.series.iter().zip(&cols).enumerate() {
         let j = i32::try_from(j).unwrap_or(0);
-        let rects: Vec<Rectangle<(i32, f64)>> = utils
+        let rects: Vec<Rectangle<(i32, f64)>> = values
             .iter()
             .zip(0..np_i)
             .filter_map(|(u, i)| {
                 let u = u.filter(|u| u.is_finite())?;
-                let x0 = i * SLOT + SLOT / 10 + j * width;
                 Some(Rectangle::new(
-                    [(x0, 0.0), (x0 + width * 9 / 10, u)],
+                    [(x0(i, j), 0.0), (x0(i, j) + width * 9 / 10, u)],
                     color.filled(),
                 ))
             })
@@ -628,8 +666,29 @@ fn draw_utilization<DB: DrawingBackend>(
         chart
             .draw_series(rects)
             .map_err(err)?
-            .label(policy.clone())
+            .label(name.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], color.filled()));
+    }
+    let marks: Vec<PathElement<(i32, f64)>> = c
+        .marks
+        .iter()
+        .zip(0..)
+        .flat_map(|(m, j)| {
+            m.iter().zip(0..np_i).filter_map(move |(v, i)| {
+                let v = v.filter(|v| v.is_finite())?;
+                Some(PathElement::new(
+                    vec![(x0(i, j), v), (x0(i, j) + width * 9 / 10, v)],
+                    BLACK.stroke_width(3),
+                ))
+            })
+        })
+        .collect();
+    if !marks.is_empty() {
+        chart
+            .draw_series(marks)
+            .map_err(err)?
+            .label(c.marks_label.clone())
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(3)));
     }
     chart
         .configure_series_labels()

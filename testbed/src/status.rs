@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::bed::is_program;
 use crate::state::{self, State};
-use crate::{Error, Result};
+use crate::Result;
 
 /// A stats file older than this means the switch stopped reporting.
 const STALE_AFTER_S: f64 = 5.0;
@@ -123,7 +123,7 @@ fn peer_name(topo: &Topology, peer: &Peer) -> String {
 /// Gathers the status of testbed `name`.
 pub fn status(name: &str) -> Result<Status> {
     let st = State::load(name)?;
-    let topo = Topology::load(&st.topology_file).map_err(|e| Error::new(e.to_string()))?;
+    let topo = crate::bed::testbed_topology(&st.topology_file)?;
     let mut problems = Vec::new();
     if !st.complete {
         problems.push("`up` did not complete".to_string());
@@ -146,7 +146,24 @@ pub fn status(name: &str) -> Result<Status> {
         } else if age.is_none_or(|a| a > STALE_AFTER_S) {
             problems.push(format!("switch {} has not reported for 5 s", sw.name));
         }
-        let port_stats = |ifname: &str| stats.as_ref().and_then(|s| s.port(ifname)).cloned();
+        // A rotor network's switches write their own state instead.
+        let rotor: Option<lcmp_control::rotor::RotorStatus> = proc
+            .and_then(|p| std::fs::read_to_string(&p.stats).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .filter(|_| stats.is_none());
+        let port_stats = |ifname: &str| -> Option<(u64, bool)> {
+            if let Some(r) = &rotor {
+                return r
+                    .ports
+                    .iter()
+                    .find(|p| p.name == ifname)
+                    .map(|p| (p.tx_frames, p.link_up));
+            }
+            stats
+                .as_ref()
+                .and_then(|s| s.port(ifname))
+                .map(|p| (p.counter("tx_frames"), p.up))
+        };
         let ports = topo
             .ports(sw.id)
             .iter()
@@ -159,8 +176,8 @@ pub fn status(name: &str) -> Result<Status> {
                     rate_bps: p.rate_bps,
                     delay_us: p.delay_ns / 1000,
                     buffer_bytes: p.buffer_bytes,
-                    tx_frames: ps.as_ref().map(|p| p.counter("tx_frames")),
-                    up: ps.as_ref().map(|p| p.up),
+                    tx_frames: ps.map(|p| p.0),
+                    up: ps.map(|p| p.1),
                     ifname,
                 }
             })
@@ -171,7 +188,10 @@ pub fn status(name: &str) -> Result<Status> {
             pid,
             running,
             stats_age_s: age,
-            drops_total: stats.as_ref().map(|s| s.drops_total),
+            drops_total: stats
+                .as_ref()
+                .map(|s| s.drops_total)
+                .or_else(|| rotor.as_ref().map(|r| r.drops.values().sum())),
             ports,
             log: proc
                 .map(|p| p.log.display().to_string())
@@ -242,11 +262,19 @@ pub fn human_rate(bps: u64) -> String {
 pub fn render(s: &Status) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "testbed {}: {}", s.name, s.health);
-    let _ = writeln!(
-        out,
-        "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {})",
-        s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta
-    );
+    if s.policy.starts_with("rotor") {
+        let _ = writeln!(
+            out,
+            "rotor network {} ({} host(s) per ToR), switches in {}",
+            s.topology, s.hosts_per_dc, s.policy
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {})",
+            s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta
+        );
+    }
     match &s.agent {
         Some(a) => {
             let _ = writeln!(
@@ -258,6 +286,12 @@ pub fn render(s: &Status) -> String {
                     .as_deref()
                     .map_or("off".into(), |m| format!("http://{m}/metrics")),
                 s.name
+            );
+        }
+        None if s.policy.starts_with("rotor") => {
+            let _ = writeln!(
+                out,
+                "no agent (rotor network: the epoch of slot 0 is in the network file)"
             );
         }
         None => {

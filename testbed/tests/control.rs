@@ -194,12 +194,13 @@ fn send_a_to_b(
         let a = lcmp_netns_tests::Netns::open(&a_name).expect("host a's namespace");
         udp_send_flows(
             &a,
-            "10.0.2.2:5001".parse().unwrap(),
+            &["10.0.2.2:5001".parse().unwrap()],
             &sports,
             first_seq,
             rounds,
             200,
             gap,
+            Duration::ZERO,
         )
         .expect("sender runs")
     })

@@ -42,7 +42,7 @@ pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
 }
 
 /// Tears the experiment's testbed down on every exit path.
-struct TestbedGuard(String);
+pub struct TestbedGuard(pub String);
 
 impl Drop for TestbedGuard {
     fn drop(&mut self) {
@@ -58,7 +58,7 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// SIGINT/SIGTERM stop the experiment between steps, so that the testbed
 /// is torn down rather than left behind.
-fn catch_signals() {
+pub fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: the handler only stores to an atomic, which is
         // async-signal-safe.

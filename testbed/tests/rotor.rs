@@ -1,0 +1,161 @@
+//! Rotor networks through `lcmp-testbed` (root): a rotor network file comes
+//! up with the ordinary testbed commands, and its slot boundaries hold at
+//! the receiving hosts (issue 8: slot-boundary error p99 <= Delta_r / 10,
+//! nothing delivered through an unmatched port). Each test uses its own
+//! testbed name and takes it down on every exit path.
+
+use std::path::PathBuf;
+
+use lcmp_netns_tests::netns::list_with_prefix;
+use lcmp_netns_tests::require_root;
+use lcmp_topology::rotor;
+use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
+use serde_json::Value;
+
+mod common;
+use common::*;
+
+/// A complete-schedule network of 4 ToRs x 2 rotors with direct routing,
+/// Delta = 10 ms, Delta_r = 1 ms, c = 100 Mbit/s, written to a file of its
+/// own.
+fn small_network_file(tag: &str) -> PathBuf {
+    let s = rotor::complete(4, 2).unwrap();
+    let mut net = RotorNetwork::from_schedule(&s, 10_000_000, 1_000_000);
+    net.routing = Some(RotorRouting::Direct);
+    let path = std::env::temp_dir().join(format!("{tag}-{}.toml", std::process::id()));
+    std::fs::write(&path, net.to_toml()).unwrap();
+    path
+}
+
+#[test]
+fn a_rotor_network_file_comes_up_and_down() {
+    require_root!();
+    let _s = serial();
+    let name = unique_name("ru");
+    let _down = Down(name.clone());
+    let file = small_network_file(&name);
+    let out = ok(&["up", "--name", &name, "--topology", file.to_str().unwrap()]);
+    assert!(out.contains("switch rotor1"), "{out}");
+    let s = status_json(&name);
+    assert_eq!(s["health"], "ok", "{s:#}");
+    let switches: Vec<&str> = s["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        switches,
+        ["tor0", "tor1", "tor2", "tor3", "rotor0", "rotor1"]
+    );
+    let tor2 = &s["switches"][2];
+    let ports: Vec<&str> = tor2["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["ifname"].as_str().unwrap())
+        .collect();
+    assert_eq!(ports, ["u0", "u1", "h0"]);
+    assert_eq!(tor2["ports"][1]["peer"], "rotor1:2");
+    assert_eq!(s["hosts"][3]["addresses"][0], "10.3.0.2/24");
+    // The switches read the state directory's copy, with an epoch.
+    let net =
+        RotorNetwork::load(std::path::Path::new(s["topology_file"].as_str().unwrap())).unwrap();
+    assert!(net.epoch_unix_ns.is_some());
+    // exec reaches a host, whose ping crosses two rotors' circuits (a
+    // period of 20 ms: the wait is several periods).
+    let ping = ok(&[
+        "exec", "--name", &name, "h0x0", "--", "ping", "-c", "3", "-i", "0.05", "-W", "1",
+        "10.2.0.2",
+    ]);
+    assert!(ping.contains("3 received"), "{ping}");
+    let list = ok(&["list"]);
+    assert!(
+        list.lines()
+            .any(|l| l.starts_with(&format!("{name}\t")) && l.ends_with("\tok")),
+        "{list}"
+    );
+    ok(&["down", "--name", &name]);
+    assert_eq!(
+        list_with_prefix(&format!("lcmptb-{name}-")),
+        Vec::<String>::new()
+    );
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn slot_boundaries_hold_at_the_hosts() {
+    require_root!();
+    let _s = serial();
+    let name = unique_name("rt");
+    let _down = Down(name.clone());
+    // tor0 streams to tor1 at 1.2 c for 3 s: its queue for tor1 is
+    // backlogged whenever their circuit (rotor 0, every other slot) comes
+    // up.
+    let out = ok(&[
+        "rotor-timing",
+        "--name",
+        &name,
+        "--tors",
+        "4",
+        "--rotors",
+        "2",
+        "--slot-us",
+        "10000",
+        "--reconfig-us",
+        "1000",
+        "--rate-mbps",
+        "100",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--load",
+        "1.2",
+        "--seconds",
+        "3",
+        "--json",
+    ]);
+    let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let b = &r["boundary"];
+    let us = |v: &Value| v.as_f64().map_or(f64::NAN, |v| v / 1e3);
+    eprintln!(
+        "slot boundary error at the hosts (Delta 10 ms, Delta_r 1 ms): p50 {:.1} us, p99 {:.1} us, \
+         max {:.1} us over {} windows ({} empty); median start error {:.1} us; {} arrivals, \
+         {} outside every window; tor0's own slot lateness p50 {:.1} us p99 {:.1} us; drops {}",
+        us(&b["p50_ns"]),
+        us(&b["p99_ns"]),
+        us(&b["max_ns"]),
+        b["windows"].as_array().map_or(0, Vec::len),
+        b["empty_windows"],
+        us(&b["start_p50_ns"]),
+        b["arrivals"],
+        b["strays"].as_array().map_or(0, Vec::len),
+        us(&r["sender_lateness"]["p50_ns"]),
+        us(&r["sender_lateness"]["p99_ns"]),
+        r["drops"]
+    );
+    // The data moved: 3 s of 20 ms periods is about 150 windows of up to
+    // 75 frames.
+    let arrivals = b["arrivals"].as_u64().unwrap();
+    let windows = b["windows"].as_array().unwrap().len();
+    assert!(arrivals >= 1000, "only {arrivals} frames arrived");
+    assert!(windows >= 100, "only {windows} windows measured");
+    // Nothing crossed an unmatched port.
+    let strays = b["strays"].as_array().unwrap();
+    assert!(
+        strays.is_empty(),
+        "{} frames arrived more than Delta_r/2 outside every window of tor0 -> tor1",
+        strays.len()
+    );
+    // Delta_r / 10.
+    let bound = r["bound_ns"].as_f64().unwrap();
+    assert_eq!(bound, 100_000.0);
+    let p99 = b["p99_ns"].as_f64().unwrap();
+    assert!(
+        p99 <= bound,
+        "slot boundary error p99 {:.1} us > Delta_r/10 = {:.1} us",
+        p99 / 1e3,
+        bound / 1e3
+    );
+}
