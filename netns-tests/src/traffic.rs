@@ -767,17 +767,40 @@ fn enable_rx_timestamps(sock: &UdpSocket) {
 /// attached no `SCM_TIMESTAMPNS`).
 fn recv_timestamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, u16, u64)> {
     use std::os::fd::AsRawFd;
+    // SAFETY: all-zero bytes are a valid sockaddr_storage.
+    let mut src: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let (n, rx_ns) = recvmsg_timestamped(sock.as_raw_fd(), buf, &mut src)?;
+    let port = match i32::from(src.ss_family) {
+        // SAFETY: the family says the storage holds a sockaddr_in.
+        libc::AF_INET => u16::from_be(unsafe {
+            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>()).sin_port
+        }),
+        // SAFETY: the family says the storage holds a sockaddr_in6.
+        libc::AF_INET6 => u16::from_be(unsafe {
+            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()).sin6_port
+        }),
+        _ => 0,
+    };
+    Ok((n, port, rx_ns))
+}
+
+/// `recvmsg(2)` on `fd` into `buf`, the sender's address into `src`, with
+/// the kernel's receive timestamp (`CLOCK_REALTIME` ns; the current time if
+/// the kernel attached no `SCM_TIMESTAMPNS`).
+fn recvmsg_timestamped(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+    src: &mut libc::sockaddr_storage,
+) -> io::Result<(usize, u64)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     // u64 elements keep the control buffer aligned for cmsghdr.
     let mut control = [0u64; 16];
-    // SAFETY: all-zero bytes are a valid sockaddr_storage and msghdr.
-    let mut src: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
+    // SAFETY: all-zero bytes are a valid msghdr.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = (&mut src as *mut libc::sockaddr_storage).cast();
+    msg.msg_name = (src as *mut libc::sockaddr_storage).cast();
     msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
@@ -785,7 +808,7 @@ fn recv_timestamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, u16,
     msg.msg_controllen = std::mem::size_of_val(&control);
     // SAFETY: `msg` points at `iov` (into `buf`), `src` and `control`, all
     // alive and writable for the call, with their true sizes.
-    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, 0) };
+    let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -803,23 +826,205 @@ fn recv_timestamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, u16,
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    let port = match i32::from(src.ss_family) {
-        // SAFETY: the family says the storage holds a sockaddr_in.
-        libc::AF_INET => u16::from_be(unsafe {
-            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>()).sin_port
-        }),
-        // SAFETY: the family says the storage holds a sockaddr_in6.
-        libc::AF_INET6 => u16::from_be(unsafe {
-            (*(&src as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>()).sin6_port
-        }),
-        _ => 0,
-    };
-    Ok((n as usize, port, rx_ns.unwrap_or_else(realtime_ns)))
+    Ok((n as usize, rx_ns.unwrap_or_else(realtime_ns)))
+}
+
+/// A frame seen by a [`FrameCapture`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapturedFrame {
+    /// Kernel receive timestamp, `CLOCK_REALTIME` ns.
+    pub rx_ns: u64,
+    /// Its source MAC address.
+    pub src_mac: [u8; 6],
+}
+
+/// Captures the Ethernet headers of incoming IPv4/UDP frames to one port
+/// on an interface inside a namespace (an `AF_PACKET` socket on a thread),
+/// with kernel receive timestamps: what a UDP socket cannot see, such as
+/// the source MAC.
+#[derive(Debug)]
+pub struct FrameCapture {
+    handle: Option<JoinHandle<Result<io::Result<Vec<CapturedFrame>>>>>,
+    stop: Arc<AtomicBool>,
+}
+
+/// The UDP destination port of an untagged Ethernet/IPv4/UDP frame.
+fn udp_dport(frame: &[u8]) -> Option<u16> {
+    let ip = frame.get(14..)?;
+    if frame.get(12..14)? != [0x08, 0x00] || ip.first()? >> 4 != 4 || *ip.get(9)? != 17 {
+        return None;
+    }
+    let l4 = ip.get(usize::from(ip[0] & 0x0f) * 4..)?;
+    Some(u16::from_be_bytes([*l4.get(2)?, *l4.get(3)?]))
+}
+
+impl FrameCapture {
+    /// Starts capturing on `ifname` in `ns` (returns once the socket is
+    /// bound) the incoming frames of UDP to port `dport`.
+    pub fn start(ns: &Netns, ifname: &str, dport: u16) -> Result<FrameCapture> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = mpsc::channel();
+        let stop2 = stop.clone();
+        let ifname = ifname.to_string();
+        let handle = ns.spawn_thread(move || -> io::Result<Vec<CapturedFrame>> {
+            let open = || -> io::Result<OwnedFd> {
+                let proto = (libc::ETH_P_IP as u16).to_be();
+                // SAFETY: socket(2) with constant arguments; the descriptor
+                // is owned at once.
+                let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto)) };
+                if fd < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: a fresh descriptor nobody else owns.
+                let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+                let name = std::ffi::CString::new(ifname.clone())
+                    .map_err(|_| io::Error::other("interface name with NUL"))?;
+                // SAFETY: a NUL-terminated string alive for the call.
+                let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+                if index == 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // SAFETY: all-zero bytes are a valid sockaddr_ll.
+                let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+                sll.sll_family = libc::AF_PACKET as u16;
+                sll.sll_protocol = proto;
+                sll.sll_ifindex = index as i32;
+                // SAFETY: bind(2) with a sockaddr_ll that lives for the
+                // call and its exact size.
+                if unsafe {
+                    libc::bind(
+                        fd.as_raw_fd(),
+                        (&sll as *const libc::sockaddr_ll).cast(),
+                        std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                    )
+                } != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                let on: i32 = 1;
+                let bytes: i32 = 8 << 20;
+                let timeout = libc::timeval {
+                    tv_sec: 0,
+                    tv_usec: 20_000,
+                };
+                // SAFETY: setsockopt(2) on our socket with pointers to
+                // values alive for each call and their exact sizes.
+                unsafe {
+                    for (opt, val, len) in [
+                        (libc::SO_TIMESTAMPNS, (&on as *const i32).cast(), 4),
+                        (libc::SO_RCVBUFFORCE, (&bytes as *const i32).cast(), 4),
+                        (
+                            libc::SO_RCVTIMEO,
+                            (&timeout as *const libc::timeval).cast(),
+                            std::mem::size_of::<libc::timeval>(),
+                        ),
+                    ] {
+                        libc::setsockopt(
+                            fd.as_raw_fd(),
+                            libc::SOL_SOCKET,
+                            opt,
+                            val,
+                            len as libc::socklen_t,
+                        );
+                    }
+                }
+                Ok(fd)
+            };
+            let fd = match open() {
+                Ok(fd) => {
+                    let _ = ready_tx.send(Ok(()));
+                    fd
+                }
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return Err(e);
+                }
+            };
+            let mut out = Vec::new();
+            let mut buf = [0u8; 128];
+            loop {
+                // SAFETY: all-zero bytes are a valid sockaddr_storage.
+                let mut from: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+                match recvmsg_timestamped(fd.as_raw_fd(), &mut buf, &mut from) {
+                    Ok((n, rx_ns)) => {
+                        // SAFETY: a packet socket fills in a sockaddr_ll.
+                        let pkttype = unsafe {
+                            (*(&from as *const libc::sockaddr_storage).cast::<libc::sockaddr_ll>())
+                                .sll_pkttype
+                        };
+                        let frame = &buf[..n.min(buf.len())];
+                        if pkttype != libc::PACKET_OUTGOING && udp_dport(frame) == Some(dport) {
+                            let mut src_mac = [0u8; 6];
+                            src_mac.copy_from_slice(&frame[6..12]);
+                            out.push(CapturedFrame { rx_ns, src_mac });
+                        }
+                    }
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                        ) =>
+                    {
+                        if stop2.load(Ordering::Relaxed) {
+                            break;
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(out)
+        });
+        match ready_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Ok(())) => Ok(FrameCapture {
+                handle: Some(handle),
+                stop,
+            }),
+            Ok(Err(e)) => Err(Error::new(format!("frame capture on {}: {e}", ns.name()))),
+            Err(_) => Err(Error::new(format!(
+                "frame capture in {} did not start",
+                ns.name()
+            ))),
+        }
+    }
+
+    /// Stops (after what the socket already holds) and returns the frames
+    /// in arrival order.
+    pub fn finish(mut self) -> Result<Vec<CapturedFrame>> {
+        self.stop.store(true, Ordering::Relaxed);
+        let handle = self.handle.take().expect("finish runs once");
+        handle
+            .join()
+            .map_err(|_| Error::new("frame capture thread panicked"))??
+            .map_err(|e| Error::new(format!("frame capture: {e}")))
+    }
+}
+
+impl Drop for FrameCapture {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udp_ports_of_captured_frames() {
+        let frame = lcmp_wire::testing::FrameBuilder::ipv4([10, 0, 0, 2], [10, 1, 0, 2])
+            .udp(4000, 7000)
+            .build();
+        assert_eq!(udp_dport(&frame), Some(7000));
+        let tcp = lcmp_wire::testing::FrameBuilder::ipv4([10, 0, 0, 2], [10, 1, 0, 2])
+            .tcp(4000, 7000)
+            .build();
+        assert_eq!(udp_dport(&tcp), None);
+        assert_eq!(udp_dport(&frame[..30]), None, "truncated");
+    }
 
     #[test]
     fn ping_output() {

@@ -58,10 +58,31 @@ fn a_rotor_network_file_comes_up_and_down() {
     assert_eq!(ports, ["u0", "u1", "h0"]);
     assert_eq!(tor2["ports"][1]["peer"], "rotor1:2");
     assert_eq!(s["hosts"][3]["addresses"][0], "10.3.0.2/24");
-    // The switches read the state directory's copy, with an epoch.
+    // The switches read the state directory's copy; the agent gave them
+    // all one epoch (the file has none).
     let net =
         RotorNetwork::load(std::path::Path::new(s["topology_file"].as_str().unwrap())).unwrap();
-    assert!(net.epoch_unix_ns.is_some());
+    assert_eq!(net.epoch_unix_ns, None);
+    let agent: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("/run/lcmp-testbed/{name}/agent.json")).unwrap(),
+    )
+    .unwrap();
+    let epoch = agent["epoch_unix_ns"].as_u64().unwrap();
+    assert_eq!(agent["epochs_set"], 6, "{agent:#}");
+    let out = std::process::Command::new(&bins().ctl)
+        .args(["--testbed", &name, "-s", "rotor1", "rotor"])
+        .output()
+        .unwrap();
+    let rotor = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        rotor.contains(&format!("epoch {epoch} ns (agent)")),
+        "{rotor}"
+    );
     // exec reaches a host, whose ping crosses two rotors' circuits (a
     // period of 20 ms: the wait is several periods).
     let ping = ok(&[
@@ -117,35 +138,46 @@ fn slot_boundaries_hold_at_the_hosts() {
         "--json",
     ]);
     let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-    let b = &r["boundary"];
     let us = |v: &Value| v.as_f64().map_or(f64::NAN, |v| v / 1e3);
+    for (what, key) in [
+        ("circuit (send stamps)", "boundary"),
+        ("arrival", "arrival"),
+    ] {
+        let b = &r[key];
+        eprintln!(
+            "slot boundary error, {what}, Delta 10 ms, Delta_r 1 ms: p50 {:.1} us, p99 {:.1} us, \
+             max {:.1} us over {} windows ({} empty); median start error {:.1} us; {} frames, \
+             {} outside every window",
+            us(&b["p50_ns"]),
+            us(&b["p99_ns"]),
+            us(&b["max_ns"]),
+            b["windows"].as_array().map_or(0, Vec::len),
+            b["empty_windows"],
+            us(&b["start_p50_ns"]),
+            b["arrivals"],
+            b["strays"].as_array().map_or(0, Vec::len),
+        );
+    }
     eprintln!(
-        "slot boundary error at the hosts (Delta 10 ms, Delta_r 1 ms): p50 {:.1} us, p99 {:.1} us, \
-         max {:.1} us over {} windows ({} empty); median start error {:.1} us; {} arrivals, \
-         {} outside every window; tor0's own slot lateness p50 {:.1} us p99 {:.1} us; drops {}",
-        us(&b["p50_ns"]),
-        us(&b["p99_ns"]),
-        us(&b["max_ns"]),
-        b["windows"].as_array().map_or(0, Vec::len),
-        b["empty_windows"],
-        us(&b["start_p50_ns"]),
-        b["arrivals"],
-        b["strays"].as_array().map_or(0, Vec::len),
+        "tor0's own slot lateness p50 {:.1} us p99 {:.1} us; drops {}",
         us(&r["sender_lateness"]["p50_ns"]),
         us(&r["sender_lateness"]["p99_ns"]),
         r["drops"]
     );
+    let b = &r["boundary"];
     // The data moved: 3 s of 20 ms periods is about 150 windows of up to
-    // 75 frames.
-    let arrivals = b["arrivals"].as_u64().unwrap();
+    // 75 frames, every one delivered with its send stamp.
+    let frames = b["arrivals"].as_u64().unwrap();
     let windows = b["windows"].as_array().unwrap().len();
-    assert!(arrivals >= 1000, "only {arrivals} frames arrived");
+    assert!(frames >= 1000, "only {frames} frames arrived");
     assert!(windows >= 100, "only {windows} windows measured");
-    // Nothing crossed an unmatched port.
+    assert_eq!(r["unstamped"], 0, "frames delivered without a send stamp");
+    // Nothing crossed an unmatched port: every frame's crossing lies in a
+    // window of tor0 -> tor1.
     let strays = b["strays"].as_array().unwrap();
     assert!(
         strays.is_empty(),
-        "{} frames arrived more than Delta_r/2 outside every window of tor0 -> tor1",
+        "{} frames crossed outside every window of tor0 -> tor1",
         strays.len()
     );
     // Delta_r / 10.

@@ -190,6 +190,13 @@ struct Args {
     /// VM). 0: always sleep.
     #[arg(long, value_name = "US", default_value_t = 0)]
     slot_spin_us: u64,
+    /// Rotor networks, ToRs: deliver frames from the circuits to hosts with
+    /// the instant the sending ToR put them on its uplink as source MAC
+    /// (02:TT:TT:TT:TT:TT, the low 40 bits of CLOCK_REALTIME ns) instead of
+    /// the port's own: instrumentation for measuring slot boundaries at the
+    /// hosts (`lcmp-testbed rotor-timing`).
+    #[arg(long)]
+    deliver_send_stamps: bool,
     /// Rotor networks: the start of slot 0, CLOCK_REALTIME ns (overrides
     /// the file's epoch_unix_ns). Without either the switch forwards
     /// nothing into the circuits until the agent sets one.
@@ -693,6 +700,7 @@ fn run_rotor(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::error::Er
                     seed: args
                         .seed
                         .unwrap_or_else(|| lcmp_switch::config::seed_of(&args.switch)),
+                    deliver_send_stamps: args.deliver_send_stamps,
                 },
                 epoch.is_some(),
             )?))

@@ -15,13 +15,18 @@
 //! source MAC, see [`crate::tor_path::send_stamp`]); the rotor judges a
 //! stamped frame by that instant, as if it had entered at once (links
 //! without propagation delay), and any other frame by the poll's time.
-//! Stamps older than a slot are not trusted.
+//! A stamp is trusted up to [`STAMP_MAX_AGE_NS`] old: a rotor descheduled
+//! for several slots still sends what it received through the circuit the
+//! frame entered (late, as the host will see, but never through another).
 //!
 //! A rotor with a single matching (a static network) never reconfigures.
 //! Until the epoch is known no slot is, and every frame is dropped
 //! (`no_epoch`).
 
 use crate::io::{Frame, PacketIo};
+
+/// How old a send stamp may be and still be trusted, ns.
+pub const STAMP_MAX_AGE_NS: u64 = 1_000_000_000;
 use crate::tor_path::PortTraffic;
 
 /// Where in the schedule an instant falls.
@@ -228,9 +233,8 @@ impl<IO: PacketIo> RotorSwitch<IO> {
                     self.dropped.push(f);
                     continue;
                 }
-                let arrived =
-                    crate::tor_path::sent_at(self.io.frame(f), now_ns, self.clock.slot_ns)
-                        .unwrap_or(now_ns);
+                let arrived = crate::tor_path::sent_at(self.io.frame(f), now_ns, STAMP_MAX_AGE_NS)
+                    .unwrap_or(now_ns);
                 let pos = self.clock.at(arrived);
                 if self.reconfiguring(&pos) {
                     self.counters.dropped_reconfiguring += 1;
@@ -407,10 +411,15 @@ mod tests {
         assert!(r.io().inject(0, &frame(SLOT + 5_000)));
         r.poll(SLOT + RECONF + 50_000);
         assert_eq!(r.counters().dropped_reconfiguring, 1);
-        // A stamp older than a slot is not trusted: judged by the poll
-        // (slot 1: 0 -> 2).
+        // Sent in slot 0, polled three slots later: still slot 0's
+        // circuit (0 -> 1).
+        assert!(r.io().inject(0, &frame(RECONF + 10)));
+        r.poll(3 * SLOT + RECONF + 50_000);
+        assert_eq!(r.io().take_sent(1).len(), 1);
+        // A stamp older than the limit is not trusted: judged by the poll
+        // (slot 1000, like slot 1: 0 -> 2).
         assert!(r.io().inject(0, &frame(10)));
-        r.poll(SLOT + RECONF + 50_000);
+        r.poll(STAMP_MAX_AGE_NS + RECONF + 50_000);
         assert_eq!(r.io().take_sent(2).len(), 1);
         // Unstamped frames are judged by the poll.
         assert!(r.io().inject(0, &[0u8; 60]));

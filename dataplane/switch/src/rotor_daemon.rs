@@ -10,8 +10,8 @@
 //! records how late it was: the slot lateness `lcmp-ctl rotor` and the
 //! metrics report. A rotor has no deadlines (it acts on arrivals) and
 //! records none. Waking from sleep costs tens of microseconds on a virtual
-//! machine; `spin_ns` has a ToR sleep only until that long before a slot
-//! starts and poll from there, so its first frame leaves on time.
+//! machine; `spin_ns` has a ToR sleep only until that long before the
+//! first frame of a slot is due and poll from there, so it leaves on time.
 //!
 //! The stats file (`--stats-file`) holds [`RotorStatus`] as JSON.
 
@@ -76,6 +76,15 @@ impl<IO: PacketIo> RotorNode<IO> {
         match self {
             RotorNode::Rotor(_) => false,
             RotorNode::Tor(t) => t.core().total_bytes() > 0,
+        }
+    }
+
+    /// Whether a deadline at `at_ns` would hand out the first frame of its
+    /// slot.
+    fn first_of_slot(&self, at_ns: u64) -> bool {
+        match self {
+            RotorNode::Rotor(_) => false,
+            RotorNode::Tor(t) => !t.core().released_in_slot_of(at_ns),
         }
     }
 
@@ -231,24 +240,16 @@ impl<IO: PacketIo, C: Clock> RotorDaemon<IO, C> {
         work
     }
 
-    /// When to wake next: a due frame (a ToR's waiting frames make the
-    /// next slot's start one, `spin_ns` early), the stats file. `None`:
+    /// When to wake next: a due frame (`spin_ns` early when it is the
+    /// first of its slot: a ToR's slot opening), the stats file. `None`:
     /// poll on without sleeping.
     fn next_wake(&self, now: u64) -> Option<u64> {
         let mut t = self.node.next_deadline();
-        if self.cfg.spin_ns > 0 && self.cfg.epoch.is_some() && self.node.waiting() {
-            let pos = self.slot_clock.at(now);
-            let usable = if pos.reconfiguring {
-                pos.end_ns - self.slot_clock.slot_ns + self.slot_clock.reconfig_ns
-            } else {
-                pos.end_ns + self.slot_clock.reconfig_ns
-            };
-            if usable.saturating_sub(self.cfg.spin_ns) <= now && t >= usable {
+        if self.cfg.spin_ns > 0 && t != u64::MAX && self.node.first_of_slot(t) {
+            if t <= now + self.cfg.spin_ns {
                 return None;
             }
-            if t >= usable {
-                t = usable - self.cfg.spin_ns;
-            }
+            t -= self.cfg.spin_ns;
         }
         if self.cfg.stats_file.is_some() {
             t = t.min(self.next_stats_ns);

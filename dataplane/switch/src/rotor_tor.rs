@@ -85,6 +85,8 @@ pub struct RotorTor<F: Copy> {
     /// Per uplink: the last slot a deferral was counted in.
     deferred_in: Vec<u64>,
     next_due: u64,
+    /// The slot of the last frame handed out (`u64::MAX`: none yet).
+    last_release_slot: u64,
     counters: TorCounters,
 }
 
@@ -146,6 +148,7 @@ impl<F: Copy> RotorTor<F> {
             queued_bytes: vec![0; n],
             total_bytes: 0,
             next_due: u64::MAX,
+            last_release_slot: u64::MAX,
             counters: TorCounters::default(),
         })
     }
@@ -245,6 +248,7 @@ impl<F: Copy> RotorTor<F> {
                     self.counters.late_ns += now_ns - end;
                 }
                 out(r, frame);
+                self.last_release_slot = pos.slot;
                 sent += 1;
             }
         }
@@ -262,6 +266,11 @@ impl<F: Copy> RotorTor<F> {
     /// nothing queued).
     pub fn next_deadline(&self) -> u64 {
         self.next_due
+    }
+
+    /// Whether a frame has been handed out in the slot `at_ns` falls in.
+    pub fn released_in_slot_of(&self, at_ns: u64) -> bool {
+        self.last_release_slot == self.clock.at(at_ns).slot
     }
 
     /// Bytes queued for next hop `hop`.

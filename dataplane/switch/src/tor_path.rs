@@ -23,37 +23,7 @@ use lcmp_wire::{forward_rewrite, parse, MacAddr, ParseError, L3};
 use crate::io::{Frame, PacketIo};
 use crate::rotor_tor::{RotorTor, TorDrop, TorSettings};
 
-/// The destination MAC prefix of a frame on a circuit; the last byte is
-/// its target ToR.
-pub const TARGET_MAC_PREFIX: [u8; 5] = [0x02, 0x52, 0x4f, 0x54, 0x00];
-
-/// Bits of the send time a circuit frame's source MAC carries (ns, about
-/// 18 minutes before it wraps).
-const STAMP_BITS: u32 = 40;
-
-/// The source MAC of a circuit frame handed to an uplink at `now_ns`: a
-/// locally administered unicast address (0x02) and the low 40 bits of the
-/// time.
-pub fn send_stamp(now_ns: u64) -> [u8; 6] {
-    let t = now_ns.to_be_bytes();
-    [0x02, t[3], t[4], t[5], t[6], t[7]]
-}
-
-/// When a circuit frame was sent, from its MAC addresses, as seen at
-/// `now_ns`: `None` for a frame that is not a ToR's circuit frame or whose
-/// stamp is not in the past `max_age_ns`.
-pub fn sent_at(frame: &[u8], now_ns: u64, max_age_ns: u64) -> Option<u64> {
-    let (dst, src) = (frame.get(..6)?, frame.get(6..12)?);
-    if dst[..5] != TARGET_MAC_PREFIX || src[0] != 0x02 {
-        return None;
-    }
-    let mut t = [0u8; 8];
-    t[3..].copy_from_slice(&src[1..]);
-    let stamp = u64::from_be_bytes(t);
-    let mask = (1u64 << STAMP_BITS) - 1;
-    let age = now_ns.wrapping_sub(stamp) & mask;
-    (age <= max_age_ns).then(|| now_ns - age)
-}
+pub use lcmp_wire::rotor::{send_stamp, sent_at, target_mac, target_of, TARGET_MAC_PREFIX};
 
 /// Why a ToR dropped a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +125,10 @@ pub struct TorConfig {
     pub settings: TorSettings,
     /// Seed of the Valiant intermediate choice.
     pub seed: u64,
+    /// Deliver frames from the circuits with their send stamp as source MAC
+    /// (instead of the port's MAC), so a receiving host can tell when each
+    /// crossed the rotor (instrumentation: `--deliver-send-stamps`).
+    pub deliver_send_stamps: bool,
 }
 
 /// A rotor-aware ToR over packet I/O: ports `0..uplinks` face the rotors,
@@ -171,6 +145,7 @@ pub struct TorSwitch<IO: PacketIo> {
     core: RotorTor<Frame>,
     epoch_known: bool,
     rng: u64,
+    deliver_send_stamps: bool,
     traffic: Vec<PortTraffic>,
     drops: [u64; TorDropReason::ALL.len()],
     counters: TorPathCounters,
@@ -210,6 +185,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
             core,
             epoch_known,
             rng: cfg.seed | 1,
+            deliver_send_stamps: cfg.deliver_send_stamps,
             traffic: vec![PortTraffic::default(); ports],
             drops: [0; TorDropReason::ALL.len()],
             counters: TorPathCounters::default(),
@@ -360,10 +336,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
             }
         }
         // The ToR this frame heads for now.
-        let marked = data
-            .get(..6)
-            .filter(|d| d[..5] == TARGET_MAC_PREFIX)
-            .map(|d| d[5] as u32);
+        let marked = data.get(..6).and_then(target_of).map(u32::from);
         let target = if from_host {
             if dst_tor != self.tor && self.routing.valiant() {
                 let i = self.random_tor();
@@ -388,7 +361,8 @@ impl<IO: PacketIo> TorSwitch<IO> {
             if dst_tor != self.tor {
                 return self.drop_frame(f, TorDropReason::Misrouted);
             }
-            return self.deliver(dst_host as usize, f, &parsed);
+            let keep_stamp = !from_host && self.deliver_send_stamps && marked.is_some();
+            return self.deliver(dst_host as usize, f, &parsed, keep_stamp);
         }
         if !from_host {
             self.counters.transit += 1;
@@ -396,9 +370,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
         if !self.epoch_known {
             return self.drop_frame(f, TorDropReason::NoEpoch);
         }
-        let mut dst_mac = [0u8; 6];
-        dst_mac[..5].copy_from_slice(&TARGET_MAC_PREFIX);
-        dst_mac[5] = target as u8;
+        let dst_mac = target_mac(target as u8);
         // The source MAC is the send stamp, set when an uplink takes it.
         let src_mac = self.port_macs[0];
         match forward_rewrite(self.io.frame_mut(f), &parsed, src_mac, dst_mac) {
@@ -415,12 +387,23 @@ impl<IO: PacketIo> TorSwitch<IO> {
         }
     }
 
-    fn deliver(&mut self, host: usize, f: Frame, parsed: &lcmp_wire::ParsedFrame) {
+    fn deliver(
+        &mut self,
+        host: usize,
+        f: Frame,
+        parsed: &lcmp_wire::ParsedFrame,
+        keep_stamp: bool,
+    ) {
         let port = self.uplinks + host;
         let Some(host_mac) = self.host_macs[host] else {
             return self.drop_frame(f, TorDropReason::NoPeerMac);
         };
-        let src = self.port_macs[port];
+        let mut src = self.port_macs[port];
+        if keep_stamp {
+            if let Some(stamp) = self.io.frame(f).get(6..12) {
+                src.copy_from_slice(stamp);
+            }
+        }
         match forward_rewrite(self.io.frame_mut(f), parsed, src, host_mac) {
             Ok(()) => {}
             Err(lcmp_wire::RewriteError::TtlExpired) => {
@@ -441,46 +424,5 @@ impl<IO: PacketIo> TorSwitch<IO> {
         }
         self.io.release(&self.dropped);
         self.dropped.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn circuit_frame(sent: u64) -> [u8; 12] {
-        let mut f = [0u8; 12];
-        f[..5].copy_from_slice(&TARGET_MAC_PREFIX);
-        f[6..].copy_from_slice(&send_stamp(sent));
-        f
-    }
-
-    #[test]
-    fn send_stamps_survive_the_40_bit_wrap_and_age_out() {
-        let wrap = 1u64 << 40;
-        let now = 7 * wrap + 5;
-        assert_eq!(
-            sent_at(&circuit_frame(now - 10), now, 1_000),
-            Some(now - 10)
-        );
-        assert_eq!(sent_at(&circuit_frame(now), now, 1_000), Some(now));
-        assert_eq!(
-            sent_at(&circuit_frame(now - 2_000), now, 1_000),
-            None,
-            "too old"
-        );
-        assert_eq!(
-            sent_at(&circuit_frame(now + 10), now, 1_000),
-            None,
-            "the future"
-        );
-        let mut host_frame = circuit_frame(now);
-        host_frame[1] = 0x00;
-        assert_eq!(
-            sent_at(&host_frame, now, 1_000),
-            None,
-            "not a circuit frame"
-        );
-        assert_eq!(sent_at(&[0u8; 8], now, 1_000), None, "truncated");
     }
 }

@@ -59,6 +59,7 @@ fn tor(t: u32, net: &RotorNetwork, epoch: bool) -> TorSwitch<MemIo> {
                 routing,
             },
             seed: 7,
+            deliver_send_stamps: false,
         },
         epoch,
     )

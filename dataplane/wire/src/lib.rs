@@ -60,6 +60,7 @@ mod flow;
 pub mod ip;
 mod parse;
 mod rewrite;
+pub mod rotor;
 pub mod testing;
 mod transport;
 

@@ -9,8 +9,9 @@
 //! port h on `h{h}`; rotor r is `rotor{r}` with the port facing ToR t on
 //! `t{t}`; one veth pair per (ToR, rotor) and per host; host (t, h) is
 //! `h{t}x{h}` with 10.t.h.2/24 behind gateway 10.t.h.1. The switches read
-//! the rotor network file itself (in the state directory, with the epoch of
-//! slot 0 filled in), which is also the testbed's `topology_file`.
+//! the rotor network file itself (the state directory's `topology.toml`,
+//! the testbed's `topology_file`); the testbed's agent gives them the
+//! epoch of slot 0 (`lcmp-agent run --testbed`), unless the file has one.
 
 pub mod boundary;
 pub mod experiment;
@@ -32,8 +33,9 @@ use crate::{Error, Result};
 /// Name under which the built-in network is reported.
 pub const BUILTIN_NAME: &str = "built-in rotor network (8 ToRs x 2 rotors, Mars de Bruijn)";
 
-/// The network file's name in the state directory.
-pub const NETWORK_FILE: &str = "rotor.toml";
+/// The network file's name in the state directory: where
+/// `lcmp-agent run --testbed NAME` reads the testbed's network.
+pub const NETWORK_FILE: &str = "topology.toml";
 
 /// The node name of host `h` of ToR `t`.
 pub fn host_name(tor: u32, host: u32) -> String {
@@ -282,10 +284,10 @@ pub fn is_rotor(st: &State) -> bool {
 }
 
 /// Brings a rotor network up: namespaces and veths of [`topology_of`],
-/// the network file with its epoch in the state directory, one
+/// the network file in the state directory, one
 /// `lcmp-switch` per ToR and rotor, and returns once every host has pinged
 /// every other (through the rotors). On failure everything made so far is
-/// removed again. No agent: the epoch is in the file.
+/// removed again. The agent distributes the epoch.
 pub fn up(opts: &RotorUpOptions, progress: &dyn Fn(&str)) -> Result<State> {
     bed::check_free(&opts.name)?;
     let switch_bin = bed::find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
@@ -352,13 +354,9 @@ fn settings(net: &RotorNetwork, extra: &[String]) -> SwitchSettings {
     }
 }
 
-/// Writes `net` to `path`, with an epoch of now when it has none.
-fn write_network(path: &Path, net: &RotorNetwork) -> Result<RotorNetwork> {
-    let mut net = net.clone();
-    net.epoch_unix_ns.get_or_insert_with(epoch_now);
-    std::fs::write(path, net.to_toml())
-        .map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
-    Ok(net)
+/// Writes `net` to `path`.
+fn write_network(path: &Path, net: &RotorNetwork) -> Result<()> {
+    std::fs::write(path, net.to_toml()).map_err(|e| Error::new(format!("{}: {e}", path.display())))
 }
 
 /// Starts the switches of `net` and waits until every host reaches every
@@ -381,6 +379,20 @@ fn start(
     bed::launch_switches(st, tb, &|node, stats| {
         switch_argv(switch_bin, &file, node, stats, &extra)
     })?;
+    // The switches forward nothing into the circuits until they have the
+    // epoch: the agent gives every switch the same one.
+    progress("starting the agent (it distributes the epoch of slot 0)");
+    bed::start_agent(
+        st,
+        &bed::AgentOptions {
+            metrics_listen: Some(
+                bed::DEFAULT_METRICS_LISTEN
+                    .parse()
+                    .expect("the default metrics address parses"),
+            ),
+        },
+    )?;
+    wait_for_epoch(st)?;
     progress("checking that every host reaches every other through the rotors");
     bed::check_reachability(tb, reach_wait(net))
 }
@@ -402,10 +414,9 @@ pub fn restart(
         )));
     }
     let switch_bin = bed::find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
+    bed::stop_agent(st)?;
     bed::stop_switches(st)?;
-    let mut fresh = net.clone();
-    fresh.epoch_unix_ns = None;
-    write_network(&st.topology_file, &fresh)?;
+    write_network(&st.topology_file, net)?;
     st.switches = settings(net, &st.switches.extra_args);
     st.save()?;
     start(st, tb, net, &switch_bin, progress)
@@ -494,6 +505,40 @@ pub fn read_status(path: &Path) -> Result<RotorStatus> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
     serde_json::from_str(&text).map_err(|e| Error::new(format!("{}: {e}", path.display())))
+}
+
+/// The epoch every switch of the testbed runs on; fails if they do not
+/// all have the same one.
+pub fn epoch(st: &State) -> Result<u64> {
+    let status = fresh_status(st)?;
+    let epochs: std::collections::BTreeSet<Option<u64>> =
+        status.values().map(|s| s.epoch_unix_ns).collect();
+    match epochs.into_iter().collect::<Vec<_>>()[..] {
+        [Some(e)] => Ok(e),
+        ref other => Err(Error::new(format!(
+            "the switches of testbed {} do not share one epoch: {other:?}",
+            st.name
+        ))),
+    }
+}
+
+/// Waits (at most 10 s) until every switch has the agent's epoch.
+fn wait_for_epoch(st: &State) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match epoch(st) {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() >= deadline => {
+                return Err(Error::new(format!(
+                    "{e} 10 s after the agent started:\n{}",
+                    st.agent
+                        .as_ref()
+                        .map_or(String::new(), |a| bed::tail(&a.log, 20))
+                )))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
 }
 
 /// Each switch's stats file, read once every file has been rewritten
