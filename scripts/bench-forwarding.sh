@@ -62,12 +62,24 @@
 # and UDP/IP output, which cancel in the difference. The DUT runs the plain
 # kernel configuration (no XDP, no RPS) for this.
 #
+# Cost per hop (cpu_s_per_gbit_5hop_processes / _one_process): a chain of 5
+# switches (hosts a - c1 - c2 - c3 - c4 - c5 - b, 1 Gbit/s links of
+# 2dc-3path's p1 path) brought up by `lcmp-testbed up --no-agent
+# --switch-arg=--no-emulation`, once with one lcmp-switch process per switch
+# and once with all five in one process; iperf3 -P 4 -b 100M (a fixed
+# offered TCP load of 400 Mbit/s, below what either forwards) for
+# $CHAIN_DURATION s from a to b. Figure = CPU seconds of the switch
+# processes (utime + stime over the transfer) / Gbit forwarded, summed over
+# the five switches (tx_bytes deltas of their stats files), the median of
+# $CHAIN_RUNS runs each, alternating.
+#
 # Environment: DURATION (5), GEN_CPU (0), FWD_CPU (1), PROBE_COUNT (3000),
 # PROBE_GAP_US (1000), PAIRS (3: kernel/switch 64-byte runs whose medians
 # are reported), OUT (target/bench/forwarding.json), CARGO_TARGET_DIR.
 # Quick loops for development: ONLY_SWITCH=1 or ONLY_KERNEL=1 (64 bytes
 # only), PERF=1 (profile the forwarding core into target/bench/perf-*.txt),
-# SWITCH_ARGS (extra lcmp-switch flags), SKIP_BUILD=1.
+# SWITCH_ARGS (extra lcmp-switch flags), SKIP_BUILD=1, ONLY_CHAIN=1 (the
+# 5-hop chain only), CHAIN_DURATION (10), CHAIN_RUNS (3).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -77,6 +89,8 @@ FWD_CPU=${FWD_CPU:-1}
 PROBE_COUNT=${PROBE_COUNT:-3000}
 PROBE_GAP_US=${PROBE_GAP_US:-1000}
 PAIRS=${PAIRS:-3}
+CHAIN_DURATION=${CHAIN_DURATION:-10}
+CHAIN_RUNS=${CHAIN_RUNS:-3}
 # The switch's RX/fill ring depth in this harness (its default is 4096):
 # the live-frames generator and veth deliver in bursts of thousands of
 # frames, which a 2-4k ring cannot absorb. The kernel's counterpart is
@@ -86,12 +100,13 @@ DEEP_BACKLOG=${DEEP_BACKLOG:-32768}
 OUT=${OUT:-$ROOT/target/bench/forwarding.json}
 TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 TOOL=$TARGET_DIR/release/lcmp-bench-tool
+TESTBED=$TARGET_DIR/release/lcmp-testbed
 
 if [[ $(id -u) -ne 0 ]]; then
     echo "bench-forwarding.sh: needs root (network namespaces, XDP)" >&2
     exit 1
 fi
-for t in ip ethtool taskset awk sed; do
+for t in ip ethtool taskset awk sed iperf3 python3; do
     command -v "$t" >/dev/null || { echo "missing $t: run scripts/install-deps.sh" >&2; exit 1; }
 done
 if [[ $(nproc) -lt 2 ]]; then
@@ -103,6 +118,8 @@ GEN_NS=$TAG-gen
 DUT_NS=$TAG-dut
 SINK_NS=$TAG-sink
 WORK=$(mktemp -d /tmp/lcmpb.XXXXXX)
+# The chain's testbed (names: 1-16 of a-z, 0-9, _).
+CHAIN_TB=lcmpb$(( $$ % 100000 ))
 
 GEN_IP=198.18.0.2 DUT_IN_IP=198.18.0.1 DUT_OUT_IP=198.18.1.1 SINK_IP=198.18.1.2
 REF_GEN_IP=198.18.2.2 REF_SINK_IP=198.18.2.1
@@ -117,6 +134,7 @@ ORIG_BACKLOG=$(sysctl -n net.core.netdev_max_backlog)
 cleanup() {
     set +e
     sysctl -qw net.core.netdev_max_backlog="$ORIG_BACKLOG"
+    [[ -d /run/lcmp-testbed/$CHAIN_TB ]] && "$TESTBED" down --name "$CHAIN_TB" >/dev/null 2>&1
     for ns in "$GEN_NS" "$DUT_NS" "$SINK_NS"; do
         ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
         ip netns del "$ns" 2>/dev/null
@@ -144,7 +162,8 @@ build_tool() {
     [[ -n ${SKIP_BUILD:-} ]] && return
     log "building lcmp-bench-tool"
     (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR cargo build --release --quiet \
-        -p lcmp-netns-tests --bin lcmp-bench-tool -p lcmp-switch --bin lcmp-switch)
+        -p lcmp-netns-tests --bin lcmp-bench-tool -p lcmp-switch --bin lcmp-switch \
+        -p lcmp-testbed --bin lcmp-testbed)
 }
 
 # veth NS_A DEV_A MAC_A NS_B DEV_B MAC_B
@@ -395,6 +414,97 @@ run_switch_latency() {
 
 # idle_cpu DUT_NS TOPOLOGY [nostats]: CPU use of an idle switch in event
 # mode, percent of one core, over 10 s (utime + stime from /proc/PID/stat).
+# The 5-switch chain's topology (see the header).
+chain_topology() {
+    local f=$WORK/chain.toml i
+    {
+        printf '[[dc]]\nname = "DC1"\n\n[[dc]]\nname = "DC2"\n\n'
+        printf '[[switch]]\nname = "c1"\ndc = "DC1"\nprefixes = ["10.0.1.0/24"]\n\n'
+        for i in 2 3 4; do printf '[[switch]]\nname = "c%d"\n\n' "$i"; done
+        printf '[[switch]]\nname = "c5"\ndc = "DC2"\nprefixes = ["10.0.2.0/24"]\n\n'
+        printf '[[host]]\nname = "a"\nswitch = "c1"\naddresses = ["10.0.1.2/24"]\n'
+        printf 'rate = "10Gbps"\ndelay = "10us"\nbuffer = "1MB"\n\n'
+        printf '[[host]]\nname = "b"\nswitch = "c5"\naddresses = ["10.0.2.2/24"]\n'
+        printf 'rate = "10Gbps"\ndelay = "10us"\nbuffer = "1MB"\n\n'
+        for i in 1 2 3 4; do
+            printf '[[link]]\na = "c%d"\nb = "c%d"\nrate = "1Gbps"\ndelay = "5ms"\nbuffer = "500KB"\n\n' \
+                "$i" $((i + 1))
+        done
+    } >"$f"
+    echo "$f"
+}
+
+# Sum of the chain switches' tx_bytes and their processes' CPU seconds:
+# "BYTES CPU_S".
+chain_sample() {
+    python3 - "/run/lcmp-testbed/$CHAIN_TB" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+st = json.load(open(os.path.join(d, "state.json")))
+tx = sum(json.load(open(p["stats"]))["counters"]["tx_bytes"] for p in st["procs"])
+hz = os.sysconf("SC_CLK_TCK")
+cpu = 0
+for pid in {p["pid"] for p in st["procs"]}:
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    cpu += int(f[11]) + int(f[12])
+print(tx, cpu / hz)
+PY
+}
+
+# chain_case HOW (one | per-switch): CPU seconds per forwarded Gbit.
+chain_case() {
+    local how=$1 topo before after
+    topo=$(chain_topology)
+    "$TESTBED" up --name "$CHAIN_TB" --topology "$topo" --no-agent --switch-processes "$how" \
+        --switch-arg=--no-emulation ${SWITCH_ARGS:+--switch-arg="$SWITCH_ARGS"} >/dev/null 2>"$WORK/chain-up.log" \
+        || { sed 's/^/    /' "$WORK/chain-up.log" >&2; return 1; }
+    "$TESTBED" exec --name "$CHAIN_TB" b -- iperf3 -s -1 >/dev/null 2>&1 &
+    local server=$! i
+    # The client retries until the server listens (no fixed wait).
+    before=$(chain_sample)
+    for i in $(seq 50); do
+        "$TESTBED" exec --name "$CHAIN_TB" a -- iperf3 -c 10.0.2.2 -P 4 -b 100M \
+            -t "$CHAIN_DURATION" -J >"$WORK/chain-iperf.json" 2>/dev/null && break
+        before=$(chain_sample)
+        sleep 0.1
+    done
+    # The stats files are rewritten every 200 ms: wait for a rewrite after
+    # the transfer before reading the forwarded bytes, but take the CPU now.
+    local cpu_end
+    cpu_end=$(chain_sample | awk '{print $2}')
+    local stats=/run/lcmp-testbed/$CHAIN_TB/c1.stats.json m0
+    m0=$(stat -c %Y%N "$stats" 2>/dev/null || true)
+    for i in $(seq 100); do
+        [[ $(stat -c %Y%N "$stats" 2>/dev/null || true) != "$m0" ]] && break
+        sleep 0.05
+    done
+    after=$(chain_sample)
+    wait "$server" 2>/dev/null || true
+    "$TESTBED" down --name "$CHAIN_TB" >/dev/null 2>&1
+    awk -v b="$before" -v a="$after" -v c="$cpu_end" -v how="$how" 'BEGIN {
+        split(b, B, " "); split(a, A, " ");
+        gbit = (A[1] - B[1]) * 8 / 1e9; cpu = c - B[2];
+        if (gbit <= 0) { print "null"; exit }
+        printf "[bench] 5-hop chain, %s: %.2f Gbit forwarded (all hops), %.2f CPU s\n", how, gbit, cpu > "/dev/stderr";
+        printf "%.4f", cpu / gbit }'
+}
+
+# Both chain cases, CHAIN_RUNS times alternating; sets R[...] medians.
+chain_cases() {
+    local p=() o=() i
+    for ((i = 0; i < CHAIN_RUNS; i++)); do
+        p+=("$(chain_case per-switch)")
+        o+=("$(chain_case one)")
+    done
+    R[cpu_s_per_gbit_5hop_processes]=$(median "${p[@]}")
+    R[cpu_s_per_gbit_5hop_one_process]=$(median "${o[@]}")
+    R[cpu_s_per_gbit_5hop_processes_trials]="[$(IFS=,; echo "${p[*]}")]"
+    R[cpu_s_per_gbit_5hop_one_process_trials]="[$(IFS=,; echo "${o[*]}")]"
+    log "5-hop chain, CPU s per forwarded Gbit: processes ${R[cpu_s_per_gbit_5hop_processes]}" \
+        "${R[cpu_s_per_gbit_5hop_processes_trials]}, one process ${R[cpu_s_per_gbit_5hop_one_process]}" \
+        "${R[cpu_s_per_gbit_5hop_one_process_trials]}"
+}
+
 idle_cpu() {
     local dut_ns=$1 topo=$2
     start_switch "$dut_ns" "$topo" event "${3:-}" || { echo null; return; }
@@ -440,6 +550,14 @@ main() {
             perf report -q -i "$WORK/perf-kernel.data" --no-children --sort sym --stdio -g none \
                 2>/dev/null | grep -v '^$' | head -50 >"$(dirname "$OUT")/perf-kernel-64.txt" || true
         fi
+        return
+    fi
+    if [[ -n ${ONLY_CHAIN:-} ]]; then
+        chain_cases
+        local k
+        for k in cpu_s_per_gbit_5hop_processes cpu_s_per_gbit_5hop_one_process; do
+            echo "$k ${R[$k]}"
+        done
         return
     fi
     if [[ -n ${ONLY_SWITCH:-} ]]; then
@@ -536,6 +654,9 @@ main() {
     log "idle CPU of lcmp-switch in event mode: ${R[idle_cpu_percent_event_mode]}% of one core" \
         "(${R[idle_cpu_percent_event_mode_stats_file]}% with a stats file every 0.5 s)"
 
+    # 7. Cost per hop: the 5-switch chain, a process each vs one process.
+    chain_cases
+
     mkdir -p "$(dirname "$OUT")"
     {
         echo "{"
@@ -553,7 +674,9 @@ main() {
             kernel_latency_p50_us kernel_latency_p99_us
             switch_pps_64 switch_pps_1500 switch_latency_p50_us switch_latency_p99_us
             kernel_pps_64_trials switch_pps_64_trials switch_to_kernel_64
-            idle_cpu_percent_event_mode idle_cpu_percent_event_mode_stats_file)
+            idle_cpu_percent_event_mode idle_cpu_percent_event_mode_stats_file
+            cpu_s_per_gbit_5hop_processes cpu_s_per_gbit_5hop_one_process
+            cpu_s_per_gbit_5hop_processes_trials cpu_s_per_gbit_5hop_one_process_trials)
         local i last=$((${#keys[@]} - 1))
         for i in "${!keys[@]}"; do
             printf '  "%s": %s%s\n' "${keys[$i]}" "$(json_num "${R[${keys[$i]}]:-}")" \

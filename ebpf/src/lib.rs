@@ -52,7 +52,9 @@ use aya::programs::{ProgramError, Xdp};
 use aya::{Ebpf, EbpfLoader};
 use tracing::{debug, info, warn};
 
-pub use netlink::{set_link_xdp, LinkEvents, NetlinkError, XdpAttachments};
+pub use netlink::{
+    set_link_xdp, LinkEvents, LinkState, Neighbour, NetlinkError, RouteSocket, XdpAttachments,
+};
 
 #[repr(C, align(32))]
 struct Aligned<T: ?Sized>(T);

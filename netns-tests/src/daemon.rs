@@ -196,6 +196,59 @@ pub fn switch_argv(
     args
 }
 
+/// The command line that runs every switch of `nodes` in one process, on
+/// one event loop, from the calling namespace: `<bin> --topology FILE
+/// --switch A --switch B ... --netns A=<ns of A> ... --poll event
+/// --stats-file DIR/{switch}.stats.json --stats-interval-ms N
+/// --control-socket DIR/{switch}.sock --port A/IF ... --peer-mac A/IF=MAC
+/// ...` followed by `extra`. The switch opens each switch's ports inside
+/// that switch's namespace. `stats_dir` holds every switch's stats file and
+/// control socket, named as [`switch_argv`] names them.
+pub fn switches_argv(
+    bin: &Path,
+    topology: &Path,
+    nodes: &[SwitchNode],
+    stats_dir: &Path,
+    stats_interval_ms: u64,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut args: Vec<String> = vec![
+        bin.display().to_string(),
+        "--topology".into(),
+        topology.display().to_string(),
+    ];
+    for node in nodes {
+        args.extend([
+            "--switch".into(),
+            node.name.clone(),
+            "--netns".into(),
+            format!("{}={}", node.name, node.netns.name()),
+        ]);
+    }
+    args.extend([
+        "--poll".into(),
+        "event".into(),
+        "--stats-file".into(),
+        stats_dir.join("{switch}.stats.json").display().to_string(),
+        "--stats-interval-ms".into(),
+        stats_interval_ms.to_string(),
+        "--control-socket".into(),
+        stats_dir.join("{switch}.sock").display().to_string(),
+    ]);
+    for node in nodes {
+        for p in &node.ports {
+            args.push("--port".into());
+            args.push(format!("{}/{}", node.name, p.ifname));
+        }
+        for p in &node.ports {
+            args.push("--peer-mac".into());
+            args.push(format!("{}/{}={}", node.name, p.ifname, p.peer_mac));
+        }
+    }
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
 /// Waits until a switch has written its first stats file at `stats_path`
 /// (its XDP programs are attached and its sockets bound by then).
 /// `exited()` says whether the daemon has died, with a description (its

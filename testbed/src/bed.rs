@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lcmp_netns_tests::daemon::{switch_argv, wait_ready};
+use lcmp_netns_tests::daemon::{switch_argv, switches_argv, wait_ready};
 use lcmp_netns_tests::netns::{self, process_running, spawn_detached};
 use lcmp_netns_tests::{Netns, SwitchNode, Testbed};
 use lcmp_topology::rotor_net::RotorNetwork;
@@ -41,6 +41,51 @@ pub struct UpOptions {
     pub initcwnd: Option<u32>,
     /// Start the agent (`None`: no agent).
     pub agent: Option<AgentOptions>,
+    /// One process for all switches, or one each.
+    pub switch_processes: SwitchProcesses,
+}
+
+/// How the switches of a testbed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SwitchProcesses {
+    /// One `lcmp-switch` process runs every switch on one event loop,
+    /// opening each switch's ports in its namespace: on the 2dc-3path
+    /// testbed under `iperf3 -P 8` it forwards with fewer TX-ring-full and
+    /// queue drops per gigabit than a process per switch, which pays for a
+    /// context switch between processes for every batch (README,
+    /// "Switches per process").
+    #[default]
+    One,
+    /// One `lcmp-switch` process per switch, inside its namespace.
+    PerSwitch,
+}
+
+impl SwitchProcesses {
+    /// The command-line name (`one`, `per-switch`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchProcesses::One => "one",
+            SwitchProcesses::PerSwitch => "per-switch",
+        }
+    }
+
+    /// From the command-line name.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "one" => Some(SwitchProcesses::One),
+            "per-switch" => Some(SwitchProcesses::PerSwitch),
+            _ => None,
+        }
+    }
+
+    /// How the switches of `st` ran last (the default before they ever ran).
+    pub fn of(st: &State) -> Self {
+        match st.procs.first() {
+            Some(p) if p.shared => SwitchProcesses::One,
+            Some(_) => SwitchProcesses::PerSwitch,
+            None => SwitchProcesses::default(),
+        }
+    }
 }
 
 /// How the testbed's agent runs.
@@ -201,7 +246,7 @@ fn up_inner(
         tb.switches.len(),
         opts.switches.policy
     ));
-    start_switches(&mut st, &tb, switch_bin)?;
+    start_switches_as(&mut st, &tb, switch_bin, opts.switch_processes)?;
     progress("checking that every host reaches every other");
     check_reachability(&tb, Duration::from_secs(3))?;
     if let Some(agent) = &opts.agent {
@@ -291,9 +336,23 @@ fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<(
     Ok(())
 }
 
-/// Starts one detached `lcmp-switch` per switch of `tb` with `st.switches`
-/// and waits until all are ready; records their pids in the state file.
+/// Starts the switches of `tb` with `st.switches`, run as they ran last
+/// ([`SwitchProcesses::of`]), and waits until all are ready; records their
+/// pids in the state file.
 pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result<()> {
+    let how = SwitchProcesses::of(st);
+    start_switches_as(st, tb, switch_bin, how)
+}
+
+/// Starts the switches of `tb` with `st.switches`, detached: one process
+/// for all of them or one each (`how`), and waits until all are ready;
+/// records their pids in the state file.
+pub fn start_switches_as(
+    st: &mut State,
+    tb: &Testbed,
+    switch_bin: &Path,
+    how: SwitchProcesses,
+) -> Result<()> {
     let s = &st.switches;
     let mut extra: Vec<String> = vec![
         "--policy".into(),
@@ -305,6 +364,21 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
     ];
     extra.extend(s.extra_args.iter().cloned());
     let topology = st.topology_file.clone();
+    if how == SwitchProcesses::One {
+        let dir = state::dir(&st.name);
+        let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
+        extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
+        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+        let argv = switches_argv(
+            switch_bin,
+            &topology,
+            &tb.switches,
+            &dir,
+            STATS_INTERVAL_MS,
+            &extra,
+        );
+        return launch_one_process(st, tb, &argv);
+    }
     launch_switches(st, tb, &|node, stats| {
         let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let flow_log_arg = flow_log_path(stats).display().to_string();
@@ -343,15 +417,48 @@ pub fn launch_switches(
             pid,
             log,
             stats,
+            shared: false,
         });
         st.save()?;
     }
+    wait_all_ready(st)
+}
+
+/// Waits until every switch of `st` has written its first stats file (or
+/// its process died, with the log's end).
+fn wait_all_ready(st: &State) -> Result<()> {
     for p in &st.procs {
         wait_ready(&p.name, &p.stats, Duration::from_secs(30), || {
             (!process_running(p.pid)).then(|| tail(&p.log, 20))
         })?;
     }
     Ok(())
+}
+
+/// Starts `argv`, one detached `lcmp-switch` running every switch of `tb`
+/// (stats files `DIR/<switch>.stats.json`), logging to `DIR/switches.log`;
+/// records it as every switch's process in the state file and waits until
+/// every switch has written its first stats file.
+fn launch_one_process(st: &mut State, tb: &Testbed, argv: &[String]) -> Result<()> {
+    let dir = state::dir(&st.name);
+    let log = dir.join("switches.log");
+    st.procs.clear();
+    for node in &tb.switches {
+        let _ = std::fs::remove_file(dir.join(format!("{}.stats.json", node.name)));
+    }
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let pid = spawn_detached(&argv, &log)?;
+    for node in &tb.switches {
+        st.procs.push(SwitchProc {
+            name: node.name.clone(),
+            pid,
+            log: log.clone(),
+            stats: dir.join(format!("{}.stats.json", node.name)),
+            shared: true,
+        });
+    }
+    st.save()?;
+    wait_all_ready(st)
 }
 
 /// Starts the testbed's agent (`lcmp-agent run --testbed NAME`), detached,
@@ -489,13 +596,18 @@ pub fn is_program(pid: u32, name: &str) -> bool {
             .unwrap_or(false)
 }
 
-/// Pids of the switch daemons of `st` that still run.
+/// Pids of the switch daemons of `st` that still run, each once (switches
+/// sharing a process share its pid).
 fn running_switches(st: &State) -> Vec<u32> {
-    st.procs
+    let mut pids: Vec<u32> = st
+        .procs
         .iter()
         .map(|p| p.pid)
         .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
-        .collect()
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
 }
 
 /// Stops the switch daemons of `st` (SIGTERM: they detach their XDP

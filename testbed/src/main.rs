@@ -158,6 +158,11 @@ pub struct UpArgs {
     /// has it.
     #[arg(long)]
     rdma: bool,
+    /// `one`: one lcmp-switch process runs every switch on one event loop
+    /// (less CPU, fewer drops on 2 cores); `per-switch`: one process per
+    /// switch inside its namespace.
+    #[arg(long, value_name = "HOW", default_value = "one", value_parser = ["one", "per-switch"])]
+    switch_processes: String,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
     /// any free port; the default port, when taken, falls back to a free
     /// one). `lcmp-testbed status` shows the address.
@@ -258,6 +263,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 agent: (!a.no_agent).then(|| bed::AgentOptions {
                     metrics_listen: (!a.no_metrics).then_some(a.metrics_listen),
                 }),
+                switch_processes: bed::SwitchProcesses::from_name(&a.switch_processes)
+                    .unwrap_or_default(),
             };
             let st = bed::up(&opts, &say)?;
             if a.rdma {

@@ -96,6 +96,10 @@ pub struct SwitchProc {
     pub log: PathBuf,
     /// Its stats file.
     pub stats: PathBuf,
+    /// Runs in one `lcmp-switch` process with every other switch of the
+    /// testbed (then `pid` and `log` are that process's).
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// The testbed's agent (`lcmp-agent run --testbed NAME`).

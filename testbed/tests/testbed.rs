@@ -5,7 +5,7 @@
 //! sibling test.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use lcmp_netns_tests::netns::{list_with_prefix, process_running};
@@ -14,18 +14,6 @@ use serde_json::Value;
 
 mod common;
 use common::*;
-
-/// XDP programs of ours loaded in the kernel.
-fn our_xdp_programs() -> usize {
-    let out = Command::new("bpftool")
-        .args(["prog", "show"])
-        .output()
-        .expect("bpftool runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter(|l| l.contains("name lcmp_xdp"))
-        .count()
-}
 
 /// Processes whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<u32> {

@@ -5,6 +5,13 @@
 //!
 //! Generic over the packet I/O and the clock, so `cargo test` runs the
 //! whole loop over in-memory ports with a fake clock.
+//!
+//! Several switches can share one thread ([`run_many`]): each keeps its own
+//! daemon (ports, tables, flow cache, counters, control inbox, stats file),
+//! the thread steps them in turn and, when none had work, sleeps in one
+//! `ppoll` over all their descriptors until the earliest of their
+//! deadlines. That is what lets many switches of a testbed share a core
+//! without a context switch between processes for every batch.
 
 use std::fs::File;
 use std::io;
@@ -58,6 +65,19 @@ pub enum PollMode {
     Busy,
     /// Sleep in `poll()` until a frame, a request or a deadline.
     Event,
+}
+
+/// I/O whose sleep can be merged with other switches' into one `ppoll`
+/// ([`run_many`]).
+pub trait PollSet {
+    /// The descriptors [`PacketIo::wait`] sleeps on; the caller polls them
+    /// (with others), leaves their `revents`, then calls
+    /// [`PollSet::after_poll`].
+    fn poll_fds(&mut self) -> &mut [libc::pollfd];
+
+    /// Handles what the poll left in the `revents` of
+    /// [`PollSet::poll_fds`] (for example drains a link event).
+    fn after_poll(&mut self);
 }
 
 /// Side work run on the loop's deadlines: called with the switch and the
@@ -284,6 +304,11 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
         t
     }
 
+    /// The daemon's settings.
+    pub fn config(&self) -> &DaemonConfig {
+        &self.cfg
+    }
+
     /// Runs until `stop` is set. In event mode an idle loop sleeps until
     /// its next deadline, a frame or a request.
     pub fn run(&mut self, stop: &AtomicBool) {
@@ -310,5 +335,76 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
             self.write_stats();
         }
         self.snapshot()
+    }
+}
+
+/// Runs several daemons on the calling thread until `stop` is set: each
+/// iteration steps every daemon once (a batch per port, its due control
+/// requests and side work); when none had work and all are in event mode,
+/// sleeps in one `ppoll` over every daemon's descriptors until a frame, a
+/// request, a link event or the earliest deadline of any daemon. With one
+/// daemon this is [`Daemon::run`]. A daemon in busy mode makes the whole
+/// loop spin.
+pub fn run_many<IO: PacketIo + PollSet, C: Clock>(
+    daemons: &mut [Daemon<IO, C>],
+    stop: &AtomicBool,
+) {
+    let event = daemons.iter().all(|d| d.cfg.poll == PollMode::Event);
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let mut work = 0;
+        for d in daemons.iter_mut() {
+            work += d.step();
+        }
+        if !event || work > 0 {
+            continue;
+        }
+        // Each daemon's deadline on its own clock.
+        let timeout = daemons
+            .iter_mut()
+            .map(|d| {
+                let deadline = d.next_deadline();
+                deadline.saturating_sub(d.clock.now_ns())
+            })
+            .min()
+            .unwrap_or(u64::MAX);
+        if timeout == 0 {
+            continue;
+        }
+        fds.clear();
+        for d in daemons.iter_mut() {
+            fds.extend_from_slice(d.sw.io().poll_fds());
+        }
+        wait_fds(&mut fds, timeout);
+        let mut at = 0;
+        for d in daemons.iter_mut() {
+            let own = d.sw.io().poll_fds();
+            let n = own.len();
+            own.copy_from_slice(&fds[at..at + n]);
+            at += n;
+            d.sw.io().after_poll();
+        }
+    }
+}
+
+/// `ppoll` on `fds` for at most `timeout_ns` (`u64::MAX`: no timeout);
+/// returns early on a signal.
+fn wait_fds(fds: &mut [libc::pollfd], timeout_ns: u64) {
+    let ts = (timeout_ns != u64::MAX).then_some(libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `fds` is a live, correctly sized array of pollfd, `tsp` is
+    // null or points at a live timespec, and no signal mask is passed.
+    unsafe {
+        libc::ppoll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            tsp,
+            std::ptr::null(),
+        );
     }
 }

@@ -14,6 +14,7 @@
 //! - [`control`]: the state snapshot and the answers to control requests.
 //! - [`daemon`]: the poll loop with its side work (stats, control, logs).
 //! - [`config`]: a switch from the topology file; every default.
+//! - [`netns`]: entering a switch's network namespace to open its ports.
 
 pub mod config;
 pub mod control;
@@ -24,6 +25,7 @@ pub mod flow_log;
 pub mod icmp;
 pub mod io;
 pub mod mem_io;
+pub mod netns;
 pub mod rotor;
 pub mod rotor_daemon;
 pub mod rotor_tor;

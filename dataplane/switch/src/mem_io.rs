@@ -134,3 +134,13 @@ impl PacketIo for MemIo {
 
     fn wait(&mut self, _timeout_ns: Option<u64>) {}
 }
+
+/// In-memory ports have nothing to poll: [`crate::daemon::run_many`] over
+/// them only sleeps until the next deadline (tests use busy mode).
+impl crate::daemon::PollSet for MemIo {
+    fn poll_fds(&mut self) -> &mut [libc::pollfd] {
+        &mut []
+    }
+
+    fn after_poll(&mut self) {}
+}

@@ -9,14 +9,18 @@
 //! (no zero-copy), and copy-mode transmission happens inside `sendto()`, 32
 //! frames per call, so [`PacketIo::flush`] kicks each port with pending
 //! transmissions until its ring drains.
+//!
+//! Everything is opened in the calling thread's network namespace (the
+//! ports' names are resolved there, the link-event and route sockets belong
+//! to it) and keeps working from any thread after that: link state, MTU and
+//! MACs are read over a netlink socket of that namespace, not from sysfs,
+//! which shows the namespace that mounted `/sys`.
 
 use std::ffi::CString;
-use std::fs::File;
 use std::num::NonZeroU32;
-use std::os::unix::fs::FileExt;
 use std::ptr::NonNull;
 
-use lcmp_ebpf::{AttachedMode, LinkEvents, XdpMode, XdpSteering};
+use lcmp_ebpf::{AttachedMode, LinkEvents, RouteSocket, XdpMode, XdpSteering};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
@@ -34,13 +38,6 @@ pub const MAX_RX_FRAME: u32 = FRAME_SIZE - 256;
 /// Largest interface MTU whose frames fit [`MAX_RX_FRAME`] (untagged
 /// Ethernet header of 14 bytes; VLAN-tagged frames go to the kernel).
 pub const MAX_MTU: u32 = MAX_RX_FRAME - 14;
-
-/// An interface's MTU from sysfs.
-fn read_mtu(f: &File) -> Option<u32> {
-    let mut b = [0u8; 16];
-    let n = f.read_at(&mut b, 0).ok()?;
-    std::str::from_utf8(&b[..n]).ok()?.trim().parse().ok()
-}
 
 /// `XDP_COPY` bind flag: copy mode (the only mode veth offers). Asked for
 /// explicitly so a NIC that could do zero-copy behaves the same as the
@@ -127,10 +124,10 @@ struct Port {
     _user: User,
     /// Detaches the XDP program when dropped.
     steering: XdpSteering,
-    carrier: Option<File>,
-    /// The interface's MTU (sysfs), re-read at each link check: a raised
-    /// MTU would make the socket drop long frames silently.
-    mtu: Option<File>,
+    /// The interface's index in the namespace it was opened in: its
+    /// carrier and MTU are read through the route socket at each link
+    /// check (a raised MTU would make the socket drop long frames silently).
+    ifindex: u32,
     /// The MTU above [`MAX_MTU`] already warned about.
     mtu_warned: Option<u32>,
     /// Frames committed to the TX ring and not yet completed.
@@ -154,6 +151,8 @@ pub struct XskIo {
     link_events: Option<LinkEvents>,
     /// A link event drained by `wait` and not yet reported.
     link_event_pending: bool,
+    /// Link state and neighbours of the ports' namespace.
+    route: RouteSocket,
 }
 
 /// Per-port AF_XDP details for logs and metrics.
@@ -185,11 +184,12 @@ impl XskIo {
         if ifnames.is_empty() {
             return Err(XskError("no ports given".into()));
         }
-        // Every port's MTU before anything is attached.
+        let mut route = RouteSocket::open()
+            .map_err(|e| XskError(format!("netlink route socket (link state): {e}")))?;
+        // Every port's MTU before anything is attached (an interface that
+        // does not exist is reported by the socket setup below).
         for name in ifnames {
-            let mtu = File::open(format!("/sys/class/net/{name}/mtu"))
-                .ok()
-                .and_then(|f| read_mtu(&f));
+            let mtu = route.link_by_name(name).ok().and_then(|l| l.mtu);
             if let Some(m) = mtu.filter(|m| *m > MAX_MTU) {
                 return Err(XskError(format!(
                     "{name}: MTU {m} is above {MAX_MTU}, the largest whose frames fit an AF_XDP frame here ({MAX_RX_FRAME} bytes of {FRAME_SIZE}): longer frames would be dropped by the socket; lower it with `ip link set dev {name} mtu {MAX_MTU}` (or less)"
@@ -276,17 +276,14 @@ impl XskIo {
             steering
                 .register_socket(0, user.as_raw_fd())
                 .map_err(|e| XskError(format!("{name}: XSKMAP insert: {e}")))?;
-            let carrier = File::open(format!("/sys/class/net/{name}/carrier")).ok();
-            let mtu = File::open(format!("/sys/class/net/{name}/mtu")).ok();
             ports.push(Port {
                 name: name.clone(),
                 rx,
                 tx,
                 fill_comp,
                 _user: user,
+                ifindex: steering.ifindex(),
                 steering,
-                carrier,
-                mtu,
                 mtu_warned: None,
                 in_tx: 0,
             });
@@ -327,6 +324,7 @@ impl XskIo {
             poll_fds,
             link_events,
             link_event_pending: false,
+            route,
         };
         io.refill();
         Ok(io)
@@ -353,6 +351,16 @@ impl XskIo {
     /// The steering program's verdict counters of every port.
     pub fn steering(&self) -> impl Iterator<Item = &XdpSteering> {
         self.ports.iter().map(|p| &p.steering)
+    }
+
+    /// The route socket of the ports' namespace (neighbour lookups).
+    pub fn route(&mut self) -> &mut RouteSocket {
+        &mut self.route
+    }
+
+    /// Interface index of `port` in the ports' namespace.
+    pub fn port_ifindex(&self, port: usize) -> Option<u32> {
+        self.ports.get(port).map(|p| p.ifindex)
     }
 
     /// Frames in the free pool.
@@ -509,7 +517,11 @@ impl PacketIo for XskIo {
 
     fn link_up(&mut self, port: usize) -> bool {
         let p = &mut self.ports[port];
-        let mtu = p.mtu.as_ref().and_then(read_mtu).filter(|m| *m > MAX_MTU);
+        // An interface that is gone (ENODEV) or unreadable is down.
+        let Ok(link) = self.route.link(p.ifindex) else {
+            return false;
+        };
+        let mtu = link.mtu.filter(|m| *m > MAX_MTU);
         if mtu.is_some() && mtu != p.mtu_warned {
             tracing::error!(
                 port = %p.name,
@@ -518,12 +530,7 @@ impl PacketIo for XskIo {
             );
         }
         p.mtu_warned = mtu;
-        let mut b = [0u8; 2];
-        match &self.ports[port].carrier {
-            // An interface that is administratively down fails the read.
-            Some(f) => matches!(f.read_at(&mut b, 0), Ok(n) if n >= 1 && b[0] == b'1'),
-            None => true,
-        }
+        link.is_up()
     }
 
     fn links_changed(&mut self) -> bool {
@@ -550,13 +557,7 @@ impl PacketIo for XskIo {
                 std::ptr::null(),
             );
         }
-        // Drain a link event now: left unread, it would keep the next
-        // ppoll returning at once until the switch next looks at links.
-        if let (Some(l), Some(fd)) = (&self.link_events, self.poll_fds.get(self.ports.len())) {
-            if fd.revents & libc::POLLIN != 0 {
-                self.link_event_pending |= l.drain();
-            }
-        }
+        crate::daemon::PollSet::after_poll(self);
     }
 
     fn tx_room(&self, port: usize) -> usize {
@@ -593,5 +594,21 @@ impl PacketIo for XskIo {
                 })
                 .unwrap_or_default(),
         })
+    }
+}
+
+impl crate::daemon::PollSet for XskIo {
+    fn poll_fds(&mut self) -> &mut [libc::pollfd] {
+        &mut self.poll_fds
+    }
+
+    fn after_poll(&mut self) {
+        // Drain a link event now: left unread, it would keep the next
+        // ppoll returning at once until the switch next looks at links.
+        if let (Some(l), Some(fd)) = (&self.link_events, self.poll_fds.get(self.ports.len())) {
+            if fd.revents & libc::POLLIN != 0 {
+                self.link_event_pending |= l.drain();
+            }
+        }
     }
 }

@@ -629,3 +629,69 @@ fn a_hostile_control_client_does_not_stop_forwarding() {
     assert_eq!(r.d.snapshot().drops_total, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Several switches on one loop (`run_many`): each forwards its own
+/// frames with its own counters and stats file, and the loop runs every
+/// daemon's side work until told to stop.
+#[test]
+fn run_many_steps_every_switch_with_its_own_state() {
+    use lcmp_switch::daemon::run_many;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let dir = std::env::temp_dir().join(format!("lcmp-run-many-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut daemons = Vec::new();
+    for (i, name) in ["s1", "s2"].iter().enumerate() {
+        let mut b = bed(lcmp(), [unshaped(), unshaped(), unshaped(), unshaped()]);
+        // s1 gets 3 frames, s2 gets 5: the counters must not mix.
+        for seq in 0..(3 + 2 * i as u16) {
+            assert!(b.sw.io().inject(0, &udp_a_to_b(7000, seq)));
+        }
+        let mut t = 0u64;
+        let mut d = Daemon::new(
+            b.sw,
+            Box::new(move || {
+                t += MS;
+                t
+            }) as Clock,
+            DaemonConfig {
+                name: name.to_string(),
+                poll: PollMode::Busy,
+                stats_file: Some(dir.join(format!("{name}.stats.json"))),
+                stats_interval_ns: 10 * MS,
+                flow_log: None,
+            },
+        )
+        .unwrap();
+        // The last daemon stops the loop once every daemon has run a while
+        // (its side work runs only when the loop steps it).
+        if i == 1 {
+            let stop = stop.clone();
+            let mut runs = 0;
+            d.add_side_task(Box::new(move |_, now| {
+                runs += 1;
+                if runs == 50 {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                now
+            }));
+        }
+        daemons.push(d);
+    }
+    run_many(&mut daemons, &stop);
+    for (d, (name, frames)) in daemons.iter_mut().zip([("s1", 3u64), ("s2", 5)]) {
+        let snap = d.finish();
+        assert_eq!(snap.switch, name);
+        assert_eq!(snap.counter("rx_frames"), frames, "{name}");
+        assert_eq!(snap.counter("tx_frames"), frames, "{name}");
+        let file: Snapshot = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{name}.stats.json"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(file.switch, name);
+        assert_eq!(file.counter("tx_frames"), frames);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

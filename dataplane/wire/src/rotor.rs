@@ -75,15 +75,30 @@ mod tests {
     fn stamps_survive_the_40_bit_wrap_and_age_out() {
         let wrap = 1u64 << 40;
         let now = 7 * wrap + 5;
-        assert_eq!(sent_at(&circuit_frame(now - 10), now, 1_000), Some(now - 10));
+        assert_eq!(
+            sent_at(&circuit_frame(now - 10), now, 1_000),
+            Some(now - 10)
+        );
         assert_eq!(sent_at(&circuit_frame(now), now, 1_000), Some(now));
-        assert_eq!(sent_at(&circuit_frame(now - 2_000), now, 1_000), None, "too old");
-        assert_eq!(sent_at(&circuit_frame(now + 10), now, 1_000), None, "the future");
+        assert_eq!(
+            sent_at(&circuit_frame(now - 2_000), now, 1_000),
+            None,
+            "too old"
+        );
+        assert_eq!(
+            sent_at(&circuit_frame(now + 10), now, 1_000),
+            None,
+            "the future"
+        );
         let mut other = circuit_frame(now);
         other[1] = 0;
         assert_eq!(sent_at(&other, now, 1_000), None, "not a circuit frame");
         assert_eq!(sent_at(&[0u8; 8], now, 1_000), None, "truncated");
-        assert_eq!(stamp_time(&send_stamp(5), 3, 10), None, "before the clock's start");
+        assert_eq!(
+            stamp_time(&send_stamp(5), 3, 10),
+            None,
+            "before the clock's start"
+        );
     }
 
     #[test]

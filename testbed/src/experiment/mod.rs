@@ -141,6 +141,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         // The agent propagates link failures (the failure experiment needs
         // it); metrics are off, and its polling is light.
         agent: Some(AgentOptions::default()),
+        switch_processes: bed::SwitchProcesses::default(),
     };
     let mut st = bed::up(&up, say)?;
     let _guard = TestbedGuard(cfg.name.clone());

@@ -109,3 +109,15 @@ pub fn status_json(name: &str) -> Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("status JSON: {e}: {}{}", stdout(&o), stderr(&o)))
 }
+
+/// XDP programs of ours loaded in the kernel.
+pub fn our_xdp_programs() -> usize {
+    let out = std::process::Command::new("bpftool")
+        .args(["prog", "show"])
+        .output()
+        .expect("bpftool runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains("name lcmp_xdp"))
+        .count()
+}
