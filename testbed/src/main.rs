@@ -234,7 +234,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let s = status::status(&st.name)?;
             print!("{}", status::render(&s));
             say(&format!(
-                "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs                  a command on a host, `lcmp-testbed down --name {}` removes it",
+                "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs a command on a host, `lcmp-testbed down --name {}` removes it",
                 st.name, st.name, st.name
             ));
             Ok(ExitCode::SUCCESS)
