@@ -166,7 +166,7 @@ pub struct RotorExperimentConfig {
     /// Mars's delay budget L in slots.
     #[serde(default = "d_budget")]
     pub delay_budget_slots: f64,
-    /// Designs: complete, complete-valiant, static, mars.
+    /// Designs: complete, complete-valiant, static, mars, mars-shift.
     #[serde(default = "d_designs")]
     pub designs: Vec<String>,
     /// Patterns: all-to-all, permutation.
@@ -456,7 +456,12 @@ pub fn bound(net: &RotorNetwork, chosen: Option<&Candidate>, w: &[Vec<f64>]) -> 
                 reconf * (1.0 / mean_len).min(first_hop).min(1.0),
                 format!(
                     "shift, equal rates: min(1 / mean route length = 1/{mean_len:.2}, \
-                     first-hop uplink share = {first_hop:.2}) (no reconfiguration)"
+                     first-hop uplink share = {first_hop:.2}){}",
+                    if per > 1 {
+                        " x (1 - Delta_r/Delta)"
+                    } else {
+                        " (no reconfiguration)"
+                    }
                 ),
             )
         }
@@ -469,7 +474,7 @@ pub fn paper_ratio(design: Design) -> Option<f64> {
     match design {
         Design::Complete => Some(7.0),
         Design::Static => Some(1.64),
-        Design::CompleteValiant | Design::Mars => None,
+        Design::CompleteValiant | Design::Mars | Design::MarsShift => None,
     }
 }
 
@@ -1060,6 +1065,16 @@ mod tests {
         // Mars d = 4, D = 2: 0.9 / 4, whatever the pattern.
         close(bound_of(Design::Mars, Pattern::AllToAll), 0.225);
         close(bound_of(Design::Mars, Pattern::Permutation), 0.225);
+        // Its graph without Valiant (i -> 4i + a mod 8): even ToRs reach
+        // 0-3 in one hop, odd ones 4-7, the rest in two; 0, 2, 5, 7 have a
+        // self-loop among them, so their routes sum to 3 + 2 x 4 = 11
+        // hops, the others' to 4 + 2 x 3 = 10: mean (4 x 11 + 4 x 10) / 56
+        // = 1.5. The bound is at most 0.9 / 1.5 (the busiest uplink may
+        // bind first).
+        let (net, chosen) = network(Design::MarsShift, &DEFAULT_PARAMS).unwrap();
+        let (b, why) = bound(&net, chosen.as_ref(), &demand(Pattern::AllToAll, 8, &[]));
+        assert!(why.contains("mean route length = 1/1.50"), "{why}");
+        assert!(b <= 0.9 / 1.5 + 1e-9 && b > 0.225, "{b}");
         // Complete on 8 ToRs, 2 rotors: 7 shifts + 1 idle matching.
         // All-to-all: 0.9 x 7/8; a permutation has one circuit of 8.
         close(

@@ -137,15 +137,19 @@ pub enum Design {
     /// Mars: de Bruijn of the planner's degree, shift routing with Valiant
     /// load balancing.
     Mars,
+    /// Mars's graph with shift routing alone (no Valiant phase): what the
+    /// emulated graph carries when the traffic is already spread.
+    MarsShift,
 }
 
 impl Design {
     /// Every design, in report order.
-    pub const ALL: [Design; 4] = [
+    pub const ALL: [Design; 5] = [
         Design::Complete,
         Design::CompleteValiant,
         Design::Static,
         Design::Mars,
+        Design::MarsShift,
     ];
 
     /// The name in configs and reports.
@@ -155,6 +159,7 @@ impl Design {
             Design::CompleteValiant => "complete-valiant",
             Design::Static => "static",
             Design::Mars => "mars",
+            Design::MarsShift => "mars-shift",
         }
     }
 
@@ -197,11 +202,15 @@ pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<
             RotorRouting::Shift,
             None,
         ),
-        Design::Mars => {
+        Design::Mars | Design::MarsShift => {
             let plan = rotor::plan(&inputs(p)).map_err(e)?;
             (
                 rotor::de_bruijn(p.tors, plan.chosen.degree, p.rotors).map_err(e)?,
-                RotorRouting::ShiftValiant,
+                if design == Design::Mars {
+                    RotorRouting::ShiftValiant
+                } else {
+                    RotorRouting::Shift
+                },
                 Some(plan.chosen),
             )
         }
