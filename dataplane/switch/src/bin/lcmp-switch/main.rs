@@ -1,0 +1,470 @@
+//! `lcmp-switch`: the AF_XDP DCI switch daemon.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::{Parser, ValueEnum};
+use lcmp_ebpf::{RouteSocket, XdpMode};
+use lcmp_policy::Policy;
+use lcmp_switch::config::{defaults, EcnFractions};
+use lcmp_switch::xsk::{XskConfig, XskIo};
+use lcmp_topology::rotor_net::RotorNetwork;
+use tracing::warn;
+
+mod lcmp;
+mod rotor;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "LCMP inter-datacenter switch over AF_XDP",
+    long_about = "LCMP inter-datacenter switch over AF_XDP.\n\n\
+    Reads its ports and routes from the topology file (the part of switch \
+    --switch), attaches an XDP program to every port that steers IPv4/IPv6 \
+    data into an AF_XDP socket (ARP, ND and everything else stays with the \
+    kernel), and forwards: each new flow's egress port is chosen by the \
+    policy among the route's candidate next hops and kept for the flow's \
+    life. Each egress port has a byte-limited buffer with ECN marking and, \
+    unless --no-emulation, emulates its link's rate and one-way delay from \
+    the topology (AF_XDP transmission bypasses \
+    qdiscs). A control socket (--control-socket) serves lcmp-ctl and \
+    lcmp-agent: status, ports, flows, costs, and live changes of policy, \
+    parameters, route tables and links between polls, hitless for cached \
+    flows. SIGINT/SIGTERM detach the XDP programs and exit.\n\n\
+    Rotor networks (Mars): given a rotor network file (a [rotor] table, \
+    written by `lcmp-agent rotor-plan --schedule`), --switch rotorR runs \
+    a bufferless circuit switch that connects port i to the port of its \
+    matching in each slot, and --switch torT a rotor-aware ToR (uplinks \
+    u0.., host ports h0..) with per-next-hop queues that send only while \
+    the circuit to the next hop is up and never past the slot's end, \
+    routing direct, Valiant, or by shift routing on the emulated graph. \
+    Slots come from CLOCK_REALTIME and the epoch (--epoch-unix-ns, the \
+    file, or the agent's set_epoch). The stats file then holds the rotor \
+    status (slot, lateness, queues, drops); `lcmp-ctl rotor` shows it."
+)]
+struct Args {
+    /// Topology file (TOML).
+    #[arg(long, short)]
+    topology: PathBuf,
+    /// Name of a switch in the topology file. Repeat it to run several
+    /// switches in this process, each with its own ports, tables, flow
+    /// cache, counters, stats file and control socket (see --netns,
+    /// --loops; per-switch paths take a {switch} placeholder).
+    #[arg(
+        long = "switch",
+        short,
+        value_name = "NAME",
+        required_unless_present = "all_switches"
+    )]
+    switches: Vec<String>,
+    /// Run every switch of the topology in this process.
+    #[arg(long, conflicts_with = "switches")]
+    all_switches: bool,
+    /// The one switch of a rotor network (set from --switch).
+    #[arg(skip)]
+    switch: String,
+    /// The network namespace of a switch's ports: SWITCH=NAME (a namespace
+    /// of `ip netns`, or a path such as /proc/PID/ns/net). The switch's
+    /// sockets and XDP programs are opened inside it. Default: this
+    /// process's namespace.
+    #[arg(long = "netns", value_name = "SWITCH=NS", value_parser = parse_netns)]
+    netns: Vec<(String, String)>,
+    /// The network namespace of every switch is PREFIX followed by its name
+    /// (a testbed's are lcmptb-TESTBED-); --netns overrides it per switch.
+    #[arg(long, value_name = "PREFIX")]
+    netns_prefix: Option<String>,
+    /// Event loops (threads) the switches share, at most one per core:
+    /// switch i runs on loop i mod N. One loop sleeps in one poll over all
+    /// its switches' sockets, which costs less CPU than a process per
+    /// switch.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    loops: u16,
+    /// Interface of each port, in the topology's port order (repeat, or
+    /// comma-separate); SWITCH/IFNAME when running several switches.
+    /// Default: the interface names in the topology file.
+    #[arg(long = "port", value_delimiter = ',')]
+    ports: Vec<String>,
+    /// MAC address of the device at the far end of a port: IFNAME=MAC, or
+    /// SWITCH/IFNAME=MAC when running several switches (repeatable). Ports
+    /// without one use the kernel's ARP table, else learn it from the first
+    /// frame they receive.
+    #[arg(long = "peer-mac", value_parser = parse_peer_mac)]
+    peer_macs: Vec<(String, [u8; 6])>,
+    /// Path-selection policy.
+    #[arg(long, default_value = "lcmp", value_parser = parse_policy)]
+    policy: Policy,
+    /// LCMP: weight of the path cost C_path.
+    #[arg(long, default_value_t = defaults::ALPHA)]
+    alpha: u32,
+    /// LCMP: weight of the congestion cost C_cong.
+    #[arg(long, default_value_t = defaults::BETA)]
+    beta: u32,
+    /// LCMP: fraction of the live candidates kept, as N/D.
+    #[arg(long, default_value = "1/2", value_parser = parse_fraction)]
+    keep: (u8, u8),
+    /// LCMP: routes with at most this many live candidates keep them all.
+    #[arg(long, default_value_t = 3)]
+    keep_all_up_to: u8,
+    /// What C_path describes: the whole path or the local link only.
+    #[arg(long, value_enum, default_value = "path")]
+    metric: Metric,
+    /// Weight of the delay score in C_path.
+    #[arg(long, default_value_t = 3)]
+    w_delay: u32,
+    /// Weight of the capacity score in C_path.
+    #[arg(long, default_value_t = 1)]
+    w_capacity: u32,
+    /// Congestion sampling interval, microseconds.
+    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
+    sample_interval_us: u64,
+    /// Flow cache capacity (flows).
+    #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
+    flow_capacity: usize,
+    /// Idle time after which a flow may change path, milliseconds. Default:
+    /// 1 s or twice the largest path RTT, whichever is larger.
+    #[arg(long)]
+    flow_timeout_ms: Option<u64>,
+    /// Flow hash seed. Default: derived from the switch name.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Forward at line rate: no link-rate shaping or delay emulation.
+    #[arg(long)]
+    no_emulation: bool,
+    /// ECN marking thresholds as fractions of the port buffer: KMIN,KMAX,PMAX.
+    #[arg(long, default_value = "0.2,0.8,0.2", value_parser = parse_ecn)]
+    ecn: EcnFractions,
+    /// Disable ECN marking.
+    #[arg(long)]
+    no_ecn: bool,
+    /// XDP attach mode.
+    #[arg(long, value_enum, default_value = "auto")]
+    xdp_mode: Mode,
+    /// Busy: spin on one core (lowest latency). Event: sleep in poll() on
+    /// the sockets and timer deadlines (near zero CPU when idle; several
+    /// switches can share cores).
+    #[arg(long, value_enum, default_value = "event")]
+    poll: PollMode,
+    /// Pin the poll thread to this CPU (one loop only).
+    #[arg(long)]
+    cpu: Option<usize>,
+    /// Run the poll thread under SCHED_FIFO at this priority (1-99): in
+    /// event mode a due deadline or frame then preempts ordinary tasks
+    /// instead of waiting for them (rotor slots; see docs/rotor.md). The
+    /// kernel's real-time throttling still leaves others 5 % of each CPU.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    rt_priority: Option<i32>,
+    /// Frames received per port per poll.
+    #[arg(long, default_value_t = defaults::BATCH)]
+    batch: usize,
+    /// Frames in the shared UMEM (all ports).
+    #[arg(long, default_value_t = defaults::FRAMES)]
+    frames: u32,
+    /// Entries per AF_XDP TX and completion ring.
+    #[arg(long, default_value_t = defaults::RING_SIZE)]
+    ring_size: u32,
+    /// Entries per AF_XDP RX and fill ring. veth delivers redirected frames
+    /// in bursts of thousands; deeper rings absorb them at the cost of UMEM
+    /// (each fill-ring entry holds a 2 KiB frame; the UMEM is raised to at
+    /// least twice this per port).
+    #[arg(long, default_value_t = defaults::RX_RING_SIZE)]
+    rx_ring_size: u32,
+    /// Write counters as JSON to this file (atomically replaced). A
+    /// {switch} in the path is replaced by the switch's name (required
+    /// when running several).
+    #[arg(long)]
+    stats_file: Option<PathBuf>,
+    /// How often the stats file is written, milliseconds.
+    #[arg(long, default_value_t = defaults::STATS_INTERVAL_MS)]
+    stats_interval_ms: u64,
+    /// Log every path decision to this file as CSV (created or truncated
+    /// at start): a new flow (`new`), a flow moved off a dead port
+    /// (`failover`), a flow decided but not cached because the flow cache
+    /// was full (`cache_full`, logged at each of its decisions). Columns:
+    /// time_ns,src,dst,proto,sport,dport,port,ifname,reason,prefix, where
+    /// time_ns is CLOCK_MONOTONIC at the decision, sport is the echo
+    /// identifier for ICMP echoes, sport/dport are 0 for
+    /// protocols without ports, port is the egress port's index and prefix
+    /// the route chosen over. Decisions are buffered in memory and written
+    /// every --stats-interval-ms, when the buffer is half full, and at
+    /// exit; counters in the stats file under "flow_log". {switch} as in
+    /// --stats-file.
+    #[arg(long, value_name = "FILE")]
+    flow_log: Option<PathBuf>,
+    /// Decisions the flow log buffers between writes. A decision that
+    /// finds the buffer full is not logged and is counted in the stats
+    /// file ("flow_log": {"dropped": N}).
+    #[arg(long, default_value_t = defaults::FLOW_LOG_CAPACITY, value_parser = parse_capacity)]
+    flow_log_capacity: usize,
+    /// Link-state check interval, milliseconds. Link events (netlink) also
+    /// trigger a check at once; this is the fallback.
+    #[arg(long, default_value_t = defaults::LINK_CHECK_MS)]
+    link_check_ms: u64,
+    /// Control socket (Unix, mode 0600, root only) that `lcmp-ctl` and
+    /// `lcmp-agent` talk to; {switch} as in --stats-file. Default:
+    /// /run/lcmp-switch/SWITCH.sock.
+    #[arg(long, value_name = "PATH")]
+    control_socket: Option<PathBuf>,
+    /// Serve no control socket.
+    #[arg(long, conflicts_with = "control_socket")]
+    no_control: bool,
+    /// Serve Prometheus/OpenMetrics metrics of this process's switches at
+    /// http://ADDR/metrics (e.g. 127.0.0.1:9464). In a testbed the agent
+    /// serves every switch's metrics instead.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
+    /// Rotor networks, ToRs in event mode: stop sleeping this long before
+    /// a slot in which frames wait, and poll from there, so the first frame
+    /// leaves on time despite wake-up latency (tens of microseconds on a
+    /// VM). 0: always sleep.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    slot_spin_us: u64,
+    /// Rotor networks, ToRs: deliver frames from the circuits to hosts with
+    /// the instant the sending ToR put them on its uplink as source MAC
+    /// (02:TT:TT:TT:TT:TT, the low 40 bits of CLOCK_REALTIME ns) instead of
+    /// the port's own: instrumentation for measuring slot boundaries at the
+    /// hosts (`lcmp-testbed rotor-timing`).
+    #[arg(long)]
+    deliver_send_stamps: bool,
+    /// Rotor networks: the start of slot 0, CLOCK_REALTIME ns (overrides
+    /// the file's epoch_unix_ns). Without either the switch forwards
+    /// nothing into the circuits until the agent sets one.
+    #[arg(long, value_name = "NS")]
+    epoch_unix_ns: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Metric {
+    Path,
+    Local,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Mode {
+    Auto,
+    Native,
+    Generic,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PollMode {
+    Busy,
+    Event,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    Policy::from_name(s)
+        .ok_or_else(|| format!("unknown policy; one of {}", Policy::NAMES.join(", ")))
+}
+
+fn parse_mac(s: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        return Err(format!("{s:?} is not a MAC address (aa:bb:cc:dd:ee:ff)"));
+    }
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(parts) {
+        *b = u8::from_str_radix(p, 16).map_err(|_| format!("{s:?} is not a MAC address"))?;
+    }
+    Ok(m)
+}
+
+fn parse_peer_mac(s: &str) -> Result<(String, [u8; 6]), String> {
+    let (ifname, mac) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected IFNAME=MAC"))?;
+    Ok((ifname.to_string(), parse_mac(mac)?))
+}
+
+fn parse_netns(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((sw, ns)) if !sw.is_empty() && !ns.is_empty() => Ok((sw.to_string(), ns.to_string())),
+        _ => Err(format!("{s:?}: expected SWITCH=NAMESPACE")),
+    }
+}
+
+fn parse_fraction(s: &str) -> Result<(u8, u8), String> {
+    let (n, d) = s.split_once('/').ok_or("expected N/D, e.g. 1/2")?;
+    let n: u8 = n.trim().parse().map_err(|_| "bad numerator")?;
+    let d: u8 = d.trim().parse().map_err(|_| "bad denominator")?;
+    if d == 0 || n == 0 || n > d {
+        return Err("need 0 < N <= D".into());
+    }
+    Ok((n, d))
+}
+
+fn parse_ecn(s: &str) -> Result<EcnFractions, String> {
+    EcnFractions::parse(s)
+}
+
+fn parse_capacity(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("{s:?}: expected a number of records, at least 1")),
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_signal_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; sigaction is given a zeroed, then filled,
+        // struct that lives across the call.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Peer MACs of interfaces from the IPv4 neighbour table, read over
+/// `route` (the namespace's own table; the peer of a point-to-point port is
+/// its only neighbour there).
+fn neighbour_macs(route: &mut RouteSocket) -> HashMap<String, [u8; 6]> {
+    let mut out = HashMap::new();
+    for n in route.neighbours().unwrap_or_default() {
+        if let (true, Some(mac)) = (n.addr.is_ipv4() && n.is_valid(), n.mac) {
+            if let Ok(link) = route.link(n.ifindex) {
+                out.insert(link.name, mac);
+            }
+        }
+    }
+    out
+}
+
+/// The ports' AF_XDP sockets and XDP programs.
+fn open_ports(args: &Args, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
+    Ok(XskIo::open(
+        ifnames,
+        &XskConfig {
+            frames: args.frames,
+            ring_size: args.ring_size,
+            rx_ring_size: args.rx_ring_size,
+            xdp_mode: match args.xdp_mode {
+                Mode::Auto => XdpMode::Auto,
+                Mode::Native => XdpMode::Native,
+                Mode::Generic => XdpMode::Generic,
+            },
+        },
+    )?)
+}
+
+/// Fails now, naming the file, if the stats file cannot be written.
+fn check_stats_file(args: &Args) -> Result<(), String> {
+    match &args.stats_file {
+        Some(path) => check_stats_path(path),
+        None => Ok(()),
+    }
+}
+
+/// Fails now, naming the file, if a stats file cannot be written at `path`.
+fn check_stats_path(path: &std::path::Path) -> Result<(), String> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, b"{}")
+        .and_then(|_| std::fs::remove_file(&tmp))
+        .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))
+}
+
+/// Where the control socket is served, if at all.
+fn control_path(args: &Args) -> Option<PathBuf> {
+    (!args.no_control).then(|| {
+        args.control_socket
+            .clone()
+            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
+    })
+}
+
+/// CPU pinning, real-time priority and timer slack of the poll thread
+/// (the calling thread).
+fn tune_poll_thread(args: &Args) {
+    if let Some(cpu) = args.cpu {
+        // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
+        // within it; sched_setaffinity reads it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+                warn!(
+                    "cannot pin to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+        }
+    }
+    if let Some(prio) = args.rt_priority {
+        let param = libc::sched_param {
+            sched_priority: prio,
+        };
+        // SAFETY: sched_setscheduler reads one sched_param from a valid
+        // pointer; pid 0 is the calling thread.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            warn!(
+                "cannot run under SCHED_FIFO {prio}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    if args.poll == PollMode::Event {
+        // SAFETY: PR_SET_TIMERSLACK takes an integer argument; 1 ns slack
+        // makes timer deadlines (shaper, delay line, slots) wake on time.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
+}
+
+/// Refuses contradictory options, then runs a rotor network's switch or
+/// the LCMP switches the topology file and options select.
+fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.rt_priority.is_some() && args.poll == PollMode::Busy {
+        return Err("--rt-priority with --poll busy would starve every other task on the CPU; use --poll event".into());
+    }
+    let text = std::fs::read_to_string(&args.topology)
+        .map_err(|e| format!("{}: {e}", args.topology.display()))?;
+    if RotorNetwork::is_rotor_file(&text) {
+        if args.switches.len() != 1
+            || args.all_switches
+            || !args.netns.is_empty()
+            || args.netns_prefix.is_some()
+            || args.loops != 1
+        {
+            return Err("a rotor network runs one switch per process: one --switch, no --all-switches, --netns, --netns-prefix or --loops".into());
+        }
+        args.switch = args.switches[0].clone();
+        let net = RotorNetwork::parse(&text, &args.topology.display().to_string())?;
+        return rotor::run(args, net);
+    }
+    if args.epoch_unix_ns.is_some() {
+        return Err(format!(
+            "--epoch-unix-ns is for rotor networks; {} is not one (no [rotor] table)",
+            args.topology.display()
+        )
+        .into());
+    }
+    lcmp::run(args)
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lcmp-switch: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
