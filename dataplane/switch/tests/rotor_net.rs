@@ -394,3 +394,107 @@ mod daemon {
         assert_eq!(status(&mut d).slots_seen, 1);
     }
 }
+
+mod hostile_frames {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A frame: random bytes, or a valid UDP frame between random hosts
+    /// (some outside the network) with a random or valid circuit mark.
+    fn frame_strategy() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200),
+            (
+                0u8..6,
+                0u8..6,
+                any::<u8>(),
+                any::<bool>(),
+                2u8..=64,
+                60usize..1500
+            )
+                .prop_map(|(s, d, target, marked, ttl, len)| {
+                    let dst_mac = if marked {
+                        lcmp_wire::rotor::target_mac(target)
+                    } else {
+                        mac(2)
+                    };
+                    FrameBuilder::ipv4([10, s, 0, 2], [10, d, 0, 2])
+                        .macs(HOST_MAC, dst_mac)
+                        .ttl(ttl)
+                        .udp(4000, 5000)
+                        .pad_to(len)
+                        .build()
+                }),
+        ]
+    }
+
+    proptest! {
+        /// Whatever arrives on any port at any time, a ToR and a rotor
+        /// neither panic nor lose a buffer: every frame received is sent,
+        /// dropped (counted) or still queued, and the pool is whole after
+        /// the queues drain.
+        #[test]
+        fn tor_and_rotor_count_every_frame(
+            steps in proptest::collection::vec(
+                (0usize..3, frame_strategy(), 0u64..3 * SLOT),
+                1..60,
+            ),
+            routing in prop_oneof![
+                Just(RotorRouting::Direct),
+                Just(RotorRouting::Valiant),
+                Just(RotorRouting::Shift),
+                Just(RotorRouting::ShiftValiant),
+            ],
+        ) {
+            let n = net(routing);
+            let mut t = tor(0, &n, true);
+            let mut r = RotorSwitch::new(
+                MemIo::new(4, 64),
+                n.rotor_matchings(0),
+                SlotClock { epoch_ns: 0, slot_ns: SLOT, reconfig_ns: RECONF },
+            )
+            .unwrap();
+            let mut now = 0;
+            let (mut injected, mut sent) = (0u64, 0u64);
+            let (mut r_in, mut r_out) = (0u64, 0u64);
+            for (port, bytes, dt) in &steps {
+                now += dt;
+                if t.io().inject(*port, bytes) {
+                    injected += 1;
+                }
+                t.poll(now);
+                for p in 0..3 {
+                    for f in t.io().take_sent(p) {
+                        sent += 1;
+                        // What a ToR sends, a rotor takes on the matching
+                        // port.
+                        if r.io().inject(p, &f) {
+                            r_in += 1;
+                        }
+                    }
+                }
+                if r.io().inject(3, bytes) {
+                    r_in += 1;
+                }
+                r.poll(now);
+                for p in 0..4 {
+                    r_out += r.io().take_sent(p).len() as u64;
+                }
+            }
+            let dropped: u64 = t.drops().map(|(_, n)| n).sum();
+            let queued = (0..4).map(|h| t.core().queue_frames(h) as u64).sum::<u64>();
+            prop_assert_eq!(injected, sent + dropped + queued);
+            t.drain();
+            prop_assert_eq!(t.io().free_frames(), 64);
+            let c = r.counters();
+            prop_assert_eq!(c.rx_frames, r_in);
+            prop_assert_eq!(
+                r_in,
+                r_out + c.dropped_reconfiguring + c.dropped_no_circuit + c.dropped_tx_full
+                    + c.dropped_no_epoch
+            );
+            prop_assert_eq!(r.io().free_frames(), 64);
+        }
+    }
+}
