@@ -49,14 +49,15 @@ pub struct UpOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SwitchProcesses {
     /// One `lcmp-switch` process runs every switch on one event loop,
-    /// opening each switch's ports in its namespace: on the 2dc-3path
-    /// testbed under `iperf3 -P 8` it forwards with fewer TX-ring-full and
-    /// queue drops per gigabit than a process per switch, which pays for a
-    /// context switch between processes for every batch (README,
-    /// "Switches per process").
-    #[default]
+    /// opening each switch's ports in its namespace: about half the CPU
+    /// per forwarded gigabit of a process per switch with emulated links
+    /// (README, "Switches per process"), but one loop is one core, which
+    /// the 8-DC experiments saturate.
     One,
-    /// One `lcmp-switch` process per switch, inside its namespace.
+    /// One `lcmp-switch` process per switch, inside its namespace: the
+    /// default, as the switches of an 8-DC experiment then spread over
+    /// both cores.
+    #[default]
     PerSwitch,
 }
 

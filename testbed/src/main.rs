@@ -158,10 +158,11 @@ pub struct UpArgs {
     /// has it.
     #[arg(long)]
     rdma: bool,
-    /// `one`: one lcmp-switch process runs every switch on one event loop
-    /// (less CPU, fewer drops on 2 cores); `per-switch`: one process per
-    /// switch inside its namespace.
-    #[arg(long, value_name = "HOW", default_value = "one", value_parser = ["one", "per-switch"])]
+    /// `per-switch`: one lcmp-switch process per switch inside its
+    /// namespace; `one`: one process runs every switch on one event loop
+    /// (about half the CPU per gigabit, but one core: an 8-DC experiment
+    /// saturates it).
+    #[arg(long, value_name = "HOW", default_value = "per-switch", value_parser = ["one", "per-switch"])]
     switch_processes: String,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
     /// any free port; the default port, when taken, falls back to a free
