@@ -864,20 +864,29 @@ mod tests {
         finish(buf)
     }
 
-    #[test]
-    fn link_events_report_a_link_change() {
+    /// Runs `f` on a thread in a network namespace of its own (no other
+    /// test's links; nothing changes unless `f` changes it); skips without
+    /// root.
+    fn in_private_netns(f: impl FnOnce() + Send + 'static) {
         // SAFETY: geteuid(2) has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
             eprintln!("skipping: needs root (a private network namespace)");
             return;
         }
         std::thread::spawn(|| {
-            // A namespace of this thread alone: no other test's links, and
-            // nothing in it changes unless this test changes it.
             // SAFETY: unshare(CLONE_NEWNET) only moves the calling thread
             // into a new namespace; nothing of the process depends on it.
             let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
             assert_eq!(rc, 0, "unshare: {}", io::Error::last_os_error());
+            f();
+        })
+        .join()
+        .expect("test thread");
+    }
+
+    #[test]
+    fn link_events_report_a_link_change() {
+        in_private_netns(|| {
             let events = LinkEvents::open().expect("subscribe to link events");
             assert!(!events.drain(), "an event in a quiet namespace");
             let sock = NetlinkSocket::open().expect("netlink socket");
@@ -887,9 +896,7 @@ mod tests {
             assert!(matches!(reply, Reply::Ack));
             // The kernel queues the notification before it acks.
             assert!(events.drain(), "bringing lo up was not reported");
-        })
-        .join()
-        .expect("test thread");
+        });
     }
 
     /// Bytes of a hex fixture: netlink messages captured from a 6.18 x86_64
@@ -1007,16 +1014,7 @@ mod tests {
 
     #[test]
     fn route_socket_reads_its_own_namespace() {
-        // SAFETY: geteuid(2) has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipping: needs root (a private network namespace)");
-            return;
-        }
-        std::thread::spawn(|| {
-            // SAFETY: unshare(CLONE_NEWNET) only moves the calling thread
-            // into a new namespace; nothing of the process depends on it.
-            let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-            assert_eq!(rc, 0, "unshare: {}", io::Error::last_os_error());
+        in_private_netns(|| {
             let mut sock = RouteSocket::open().expect("route socket");
             // A fresh namespace has exactly lo, index 1, down.
             let lo = sock.link_by_name("lo").expect("lo");
@@ -1026,9 +1024,7 @@ mod tests {
             let e = sock.link_by_name("eth0").unwrap_err();
             assert_eq!(e.errno, libc::ENODEV);
             assert!(sock.neighbours().expect("dump").is_empty());
-        })
-        .join()
-        .expect("test thread");
+        });
     }
 
     #[test]

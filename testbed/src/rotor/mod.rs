@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lcmp_control::rotor::RotorStatus;
-use lcmp_netns_tests::{Netns, SwitchNode, Testbed};
+use lcmp_netns_tests::daemon::switch_argv;
+use lcmp_netns_tests::{Netns, Testbed};
 use lcmp_topology::rotor::{self, Candidate, RotorInputs};
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole, RotorRouting};
 use lcmp_topology::Topology;
@@ -385,8 +386,16 @@ fn start(
     ));
     let file = st.topology_file.clone();
     let extra = st.switches.extra_args.clone();
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     bed::launch_switches(st, tb, &|node, stats| {
-        switch_argv(switch_bin, &file, node, stats, &extra)
+        switch_argv(
+            switch_bin,
+            &file,
+            node,
+            stats,
+            bed::STATS_INTERVAL_MS,
+            &extra,
+        )
     })?;
     // The switches forward nothing into the circuits until they have the
     // epoch: the agent gives every switch the same one.
@@ -429,50 +438,6 @@ pub fn restart(
     st.switches = settings(net, &st.switches.extra_args);
     st.save()?;
     start(st, tb, net, &switch_bin, progress)
-}
-
-/// The command line of switch `node` of the network in `file`, inside its
-/// namespace: `lcmp-switch --topology FILE --switch NAME --poll event
-/// --stats-file F --stats-interval-ms N --control-socket S` and, on a ToR,
-/// `--peer-mac h{h}=<host MAC>` per host port; then `extra`. Ports take the
-/// network's default names, so no `--port`.
-pub fn switch_argv(
-    bin: &Path,
-    file: &Path,
-    node: &SwitchNode,
-    stats: &Path,
-    extra: &[String],
-) -> Vec<String> {
-    let mut v: Vec<String> = vec![
-        "ip".into(),
-        "netns".into(),
-        "exec".into(),
-        node.netns.name().into(),
-        bin.display().to_string(),
-        "--topology".into(),
-        file.display().to_string(),
-        "--switch".into(),
-        node.name.clone(),
-        "--poll".into(),
-        "event".into(),
-        "--stats-file".into(),
-        stats.display().to_string(),
-        "--stats-interval-ms".into(),
-        bed::STATS_INTERVAL_MS.to_string(),
-        "--control-socket".into(),
-        stats
-            .with_file_name(format!("{}.sock", node.name))
-            .display()
-            .to_string(),
-    ];
-    for p in &node.ports {
-        if matches!(p.peer, lcmp_netns_tests::PortPeer::Host(_)) {
-            v.push("--peer-mac".into());
-            v.push(format!("{}={}", p.ifname, p.peer_mac));
-        }
-    }
-    v.extend(extra.iter().cloned());
-    v
 }
 
 /// The role of each switch of the testbed, by name.
