@@ -21,19 +21,14 @@ use lcmp_topology::rotor_net::RotorNetwork;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::run::{Managed, RunOptions};
+use crate::run::{AgentIdentity, Managed, RunOptions};
 
 /// What the agent reports about itself (its state file).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RotorAgentState {
-    /// Process id.
-    pub pid: u32,
-    /// The metrics endpoint as bound.
-    pub metrics: Option<String>,
-    /// The rotor network file.
-    pub topology: String,
-    /// Managed switches.
-    pub switches: Vec<String>,
+    /// Pid, metrics endpoint, network file, switches.
+    #[serde(flatten)]
+    pub id: AgentIdentity,
     /// The epoch distributed, `CLOCK_REALTIME` ns.
     pub epoch_unix_ns: u64,
     /// Where it came from: `file`, `switches`, `chosen`.
@@ -66,9 +61,7 @@ impl RotorAgent {
                 .map(|n| Managed::new(n, opts.socket_dir.join(format!("{n}.sock")), Vec::new()))
                 .collect(),
             state: RotorAgentState {
-                pid: std::process::id(),
-                topology: opts.topology.display().to_string(),
-                switches: names,
+                id: AgentIdentity::new(&opts.topology, names),
                 ..Default::default()
             },
             opts,
@@ -180,7 +173,7 @@ pub async fn run(opts: RunOptions, net: RotorNetwork) -> Result<(), String> {
         })
         .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
         info!(%bound, "metrics at http://{bound}/metrics");
-        agent.state.metrics = Some(bound.to_string());
+        agent.state.id.metrics = Some(bound.to_string());
     }
     let agent = Arc::new(Mutex::new(agent));
     let step = |f: Box<dyn FnOnce(&mut RotorAgent) + Send>| {

@@ -57,17 +57,37 @@ pub struct RunOptions {
     pub timeout: Duration,
 }
 
-/// What the agent reports about itself (its state file).
+/// Who the agent is, first in its state file whatever it manages.
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct AgentState {
+pub struct AgentIdentity {
     /// Process id.
     pub pid: u32,
     /// The metrics endpoint as bound.
     pub metrics: Option<String>,
-    /// The topology file.
+    /// The topology (or rotor network) file.
     pub topology: String,
     /// Managed switches.
     pub switches: Vec<String>,
+}
+
+impl AgentIdentity {
+    /// This process, managing `switches` of `topology`.
+    pub fn new(topology: &Path, switches: Vec<String>) -> Self {
+        AgentIdentity {
+            pid: std::process::id(),
+            metrics: None,
+            topology: topology.display().to_string(),
+            switches,
+        }
+    }
+}
+
+/// What the agent reports about itself (its state file).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AgentState {
+    /// Pid, metrics endpoint, topology, switches.
+    #[serde(flatten)]
+    pub id: AgentIdentity,
     /// Links down now.
     pub down_links: Vec<String>,
     /// How each direction of each link is emulated.
@@ -189,9 +209,10 @@ impl Agent {
             })
             .collect();
         let state = AgentState {
-            pid: std::process::id(),
-            topology: opts.topology.display().to_string(),
-            switches: topo.switches().iter().map(|s| s.name.clone()).collect(),
+            id: AgentIdentity::new(
+                &opts.topology,
+                topo.switches().iter().map(|s| s.name.clone()).collect(),
+            ),
             ..Default::default()
         };
         Ok(Agent {
@@ -481,7 +502,7 @@ impl Agent {
 
     /// Records the metrics endpoint as bound.
     pub fn set_metrics_addr(&mut self, addr: SocketAddr) {
-        self.state.metrics = Some(addr.to_string());
+        self.state.id.metrics = Some(addr.to_string());
         self.write_state();
     }
 }
