@@ -103,6 +103,19 @@ impl Inbox {
     /// Takes the next waiting request, if any, and clears the wake-up.
     pub fn take(&self) -> Option<Pending> {
         self.pending.store(false, Ordering::Relaxed);
+        self.clear_wake();
+        let p = self.rx.try_recv().ok();
+        if p.is_some() {
+            // More may be queued behind it.
+            self.pending.store(true, Ordering::Relaxed);
+        }
+        p
+    }
+
+    /// Clears the wake-up and leaves the requests waiting
+    /// ([`Inbox::has_pending`] stays true): a loop that serves them later
+    /// does not spin on a readable descriptor meanwhile.
+    pub fn clear_wake(&self) {
         let mut buf = 0u64;
         // SAFETY: reads 8 bytes into a live u64 from our eventfd; a
         // non-blocking eventfd with nothing to read fails with EAGAIN,
@@ -114,12 +127,6 @@ impl Inbox {
                 std::mem::size_of::<u64>(),
             )
         };
-        let p = self.rx.try_recv().ok();
-        if p.is_some() {
-            // More may be queued behind it.
-            self.pending.store(true, Ordering::Relaxed);
-        }
-        p
     }
 
     /// A descriptor that becomes readable when a request arrives: event-mode

@@ -166,6 +166,11 @@ fn slot_boundaries_hold_at_the_hosts() {
         us(&r["sender_lateness"]["p99_ns"]),
         r["drops"]
     );
+    let floor = &r["platform_floor"];
+    eprintln!(
+        "machine floor: {:.3} % of instants more than Delta_r/10 late for a thread reading the clock",
+        floor["late_share"].as_f64().unwrap() * 100.0
+    );
     let b = &r["boundary"];
     // The data moved: 3 s of 20 ms periods is about 150 windows of up to
     // 75 frames, every one delivered with its send stamp.
@@ -183,10 +188,11 @@ fn slot_boundaries_hold_at_the_hosts() {
         strays.len()
     );
     // Delta_r / 10, for the median window. The p99 is printed above but
-    // not asserted: on a shared two-core VM the sending ToR is now and
-    // then descheduled for 0.1 to 4 ms (steal and wake-up preemption,
-    // also under SCHED_FIFO), which puts a few windows of 150 past any
-    // bound below that; see docs/rotor.md.
+    // not asserted: it is a timing figure, and on a shared two-core VM a
+    // thread that does nothing but read the clock already misses a few
+    // tenths of a percent of instants by more than 100 us (the machine
+    // floor printed above), more with the testbed running; see
+    // docs/rotor.md.
     let bound = r["bound_ns"].as_f64().unwrap();
     assert_eq!(bound, 100_000.0);
     let p50 = b["p50_ns"].as_f64().unwrap();

@@ -78,6 +78,30 @@ impl SlotClock {
                 .saturating_add(slot.saturating_add(1).saturating_mul(slot_ns)),
         }
     }
+
+    /// The earliest instant from `t` on that lies at least `margin_ns`
+    /// before the next slot opening (the end of a reconfiguration, when a
+    /// ToR sends the slot's first frame): `t` itself if it does, else that
+    /// opening (right after it the next one is a slot away). Housekeeping
+    /// that may take a while (the stats file, control requests) waits for
+    /// such an instant so that it never delays an opening. `t` when no
+    /// slot has room for the margin.
+    pub fn quiet_from(&self, t: u64, margin_ns: u64) -> u64 {
+        let slot_ns = self.slot_ns.max(1);
+        if margin_ns >= slot_ns {
+            return t;
+        }
+        let first = self.epoch_ns.saturating_add(self.reconfig_ns);
+        let next_opening = match t.checked_sub(first) {
+            None => first,
+            Some(since) => first.saturating_add((since / slot_ns + 1).saturating_mul(slot_ns)),
+        };
+        if t.saturating_add(margin_ns) <= next_opening {
+            t
+        } else {
+            next_opening
+        }
+    }
 }
 
 /// Counters of a rotor switch.
@@ -438,5 +462,35 @@ mod tests {
             reconfig_ns: 10,
         };
         assert!(RotorSwitch::new(MemIo::new(2, 4), vec![vec![1, 0]], bad).is_err());
+    }
+
+    #[test]
+    fn housekeeping_keeps_clear_of_slot_openings() {
+        // Epoch 1000, Delta 1000, Delta_r 100: slots open at 1100, 2100, ...
+        let c = SlotClock {
+            epoch_ns: 1_000,
+            slot_ns: 1_000,
+            reconfig_ns: 100,
+        };
+        // (from, margin, quiet instant, why)
+        let cases = [
+            (1_200, 300, 1_200, "900 before the next opening"),
+            (1_800, 300, 1_800, "exactly the margin"),
+            (1_900, 300, 2_100, "too close: after the opening"),
+            (2_050, 300, 2_100, "reconfiguring"),
+            (2_100, 300, 2_100, "at an opening the next is a slot away"),
+            (
+                500,
+                300,
+                500,
+                "before the epoch, far from the first opening",
+            ),
+            (900, 300, 1_100, "close to the first opening"),
+            (1_900, 1_000, 1_900, "no slot has room for the margin"),
+            (u64::MAX - 5, 300, u64::MAX - 5, "no overflow"),
+        ];
+        for (from, margin, quiet, why) in cases {
+            assert_eq!(c.quiet_from(from, margin), quiet, "{why}");
+        }
     }
 }

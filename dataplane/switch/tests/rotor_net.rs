@@ -296,6 +296,14 @@ mod daemon {
     use super::*;
 
     fn daemon(epoch: Option<u64>) -> (RotorDaemon<MemIo, impl FnMut() -> u64>, Rc<Cell<u64>>) {
+        daemon_with(epoch, None, 0)
+    }
+
+    fn daemon_with(
+        epoch: Option<u64>,
+        stats_file: Option<std::path::PathBuf>,
+        spin_ns: u64,
+    ) -> (RotorDaemon<MemIo, impl FnMut() -> u64>, Rc<Cell<u64>>) {
         let n = net(RotorRouting::Direct);
         let now = Rc::new(Cell::new(0u64));
         let clock = {
@@ -311,10 +319,10 @@ mod daemon {
                 role: RotorRole::Tor(0),
                 port_names: vec!["u0".into(), "u1".into(), "h0".into()],
                 poll: PollMode::Event,
-                stats_file: None,
+                stats_file,
                 stats_interval_ns: 1_000_000_000,
                 epoch: epoch.map(|e| (e, "file".into())),
-                spin_ns: 0,
+                spin_ns,
             },
         );
         (d, now)
@@ -367,6 +375,26 @@ mod daemon {
         assert_eq!(s.circuits, vec![Some(2), None]);
         assert_eq!(s.schedule.len(), 2);
         assert_eq!(s.queues.len(), 3, "one per other ToR");
+    }
+
+    #[test]
+    fn the_stats_file_waits_for_the_slot_opening_instead_of_delaying_it() {
+        let path =
+            std::env::temp_dir().join(format!("lcmp-rotor-stats-{}.json", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        // Slots open (reconfiguration over) at 0.1 ms, 1.1 ms, ...; the ToR
+        // spins 200 us before an opening.
+        let (mut d, now) = daemon_with(Some(0), Some(path.clone()), 200_000);
+        now.set(SLOT);
+        d.step();
+        assert!(!path.exists(), "written 100 us before a slot opening");
+        now.set(SLOT + RECONF);
+        d.step();
+        let s: lcmp_control::rotor::RotorStatus =
+            serde_json::from_slice(&std::fs::read(&path).expect("written after the opening"))
+                .unwrap();
+        assert_eq!(s.slot, 1);
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

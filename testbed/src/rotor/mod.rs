@@ -14,6 +14,7 @@
 //! epoch of slot 0 (`lcmp-agent run --testbed`), unless the file has one.
 
 pub mod boundary;
+pub mod clock_floor;
 pub mod experiment;
 
 use std::collections::BTreeMap;
