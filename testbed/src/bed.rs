@@ -48,16 +48,16 @@ pub struct UpOptions {
 /// How the switches of a testbed run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SwitchProcesses {
-    /// One `lcmp-switch` process runs every switch on one event loop,
-    /// opening each switch's ports in its namespace: about half the CPU
+    /// One `lcmp-switch` process runs every switch, on one event loop per
+    /// core (switch i on loop i mod cores), opening each switch's ports in
+    /// its namespace: the default, as it takes about two thirds of the CPU
     /// per forwarded gigabit of a process per switch with emulated links
-    /// (README, "Switches per process"), but one loop is one core, which
-    /// the 8-DC experiments saturate.
-    One,
-    /// One `lcmp-switch` process per switch, inside its namespace: the
-    /// default, as the switches of an 8-DC experiment then spread over
-    /// both cores.
+    /// and a quarter of the drops at transit switches (README, "Switches
+    /// per process").
     #[default]
+    One,
+    /// One `lcmp-switch` process per switch, inside its namespace (a crash
+    /// or a `kill` then takes down one switch, not all).
     PerSwitch,
 }
 
@@ -369,6 +369,11 @@ pub fn start_switches_as(
         let dir = state::dir(&st.name);
         let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
         extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
+        // One loop per core at most: a single loop is a single core, which
+        // the 8-DC experiments saturate.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let loops = cores.min(tb.switches.len()).max(1);
+        extra.extend(["--loops".into(), loops.to_string()]);
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let argv = switches_argv(
             switch_bin,

@@ -158,11 +158,12 @@ pub struct UpArgs {
     /// has it.
     #[arg(long)]
     rdma: bool,
-    /// `per-switch`: one lcmp-switch process per switch inside its
-    /// namespace; `one`: one process runs every switch on one event loop
-    /// (about half the CPU per gigabit, but one core: an 8-DC experiment
-    /// saturates it).
-    #[arg(long, value_name = "HOW", default_value = "per-switch", value_parser = ["one", "per-switch"])]
+    /// `one`: one lcmp-switch process runs every switch, an event loop per
+    /// core (about two thirds of the CPU per gigabit of `per-switch`, and
+    /// fewer drops where a real network has none); `per-switch`: a process
+    /// per switch inside its namespace (a crash takes down one switch).
+    /// Rotor networks always run a process per switch.
+    #[arg(long, value_name = "HOW", default_value = "one", value_parser = ["one", "per-switch"])]
     switch_processes: String,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
     /// any free port; the default port, when taken, falls back to a free

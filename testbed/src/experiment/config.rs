@@ -160,6 +160,10 @@ pub struct ExperimentConfig {
     /// Extra arguments for every lcmp-switch.
     #[serde(default)]
     pub switch_args: Vec<String>,
+    /// How the switches run: `one` (one process, an event loop per core;
+    /// the default) or `per-switch` (a process each).
+    #[serde(default)]
+    pub switch_processes: Option<String>,
     /// In-flight flow bound per sender.
     #[serde(default)]
     pub max_concurrent: Option<u32>,
@@ -251,6 +255,10 @@ pub struct ExperimentArgs {
     /// Extra argument for every lcmp-switch (repeatable).
     #[arg(long = "switch-arg", allow_hyphen_values = true)]
     pub switch_args: Vec<String>,
+    /// `one` (default): one process runs every switch, an event loop per
+    /// core; `per-switch`: a process per switch. Overrides the file.
+    #[arg(long, value_name = "HOW", value_parser = ["one", "per-switch"])]
+    pub switch_processes: Option<String>,
 }
 
 impl ExperimentArgs {
@@ -267,6 +275,9 @@ impl ExperimentArgs {
                     let base = file.parent().unwrap_or(Path::new("."));
                     c.topology = Some(base.join(t));
                 }
+            }
+            if self.switch_processes.is_some() {
+                c.switch_processes = self.switch_processes.clone();
             }
             return Ok(c);
         }
@@ -290,6 +301,7 @@ impl ExperimentArgs {
             cc: self.topo.cc.clone(),
             initcwnd: self.topo.initcwnd,
             switch_args: self.switch_args.clone(),
+            switch_processes: self.switch_processes.clone(),
             max_concurrent: None,
             failure: None,
         })

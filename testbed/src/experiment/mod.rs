@@ -141,7 +141,14 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         // The agent propagates link failures (the failure experiment needs
         // it); metrics are off, and its polling is light.
         agent: Some(AgentOptions::default()),
-        switch_processes: bed::SwitchProcesses::default(),
+        switch_processes: match cfg.switch_processes.as_deref() {
+            None => bed::SwitchProcesses::default(),
+            Some(how) => bed::SwitchProcesses::from_name(how).ok_or_else(|| {
+                Error::new(format!(
+                    "switch_processes = \"{how}\": expected \"one\" or \"per-switch\""
+                ))
+            })?,
+        },
     };
     let mut st = bed::up(&up, say)?;
     let _guard = TestbedGuard(cfg.name.clone());
