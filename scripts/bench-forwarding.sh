@@ -66,12 +66,24 @@
 # switches (hosts a - c1 - c2 - c3 - c4 - c5 - b, 1 Gbit/s links of
 # 2dc-3path's p1 path) brought up by `lcmp-testbed up --no-agent
 # --switch-arg=--no-emulation`, once with one lcmp-switch process per switch
-# and once with all five in one process; iperf3 -P 4 -b 100M (a fixed
+# and once with all five in one process on one event loop (`--loops=1`:
+# the load fits one core); iperf3 -P 4 -b 100M (a fixed
 # offered TCP load of 400 Mbit/s, below what either forwards) for
 # $CHAIN_DURATION s from a to b. Figure = CPU seconds of the switch
 # processes (utime + stime over the transfer) / Gbit forwarded, summed over
 # the five switches (tx_bytes deltas of their stats files), the median of
 # $CHAIN_RUNS runs each, alternating.
+#
+# Dense testbed (<figure>_2dc_processes / _2dc_one_process for goodput_gbps,
+# tx_ring_full_per_gbit, drops_per_gbit (TX ring full + queue full),
+# transit_drops_per_gbit, transit_ce_marks_per_gbit, cpu_s_per_gbit):
+# 2dc-3path with its emulated links, `lcmp-testbed up --no-agent`, a
+# process per switch vs one process (the testbed's default: a loop per
+# core), iperf3 -P 8 for $DENSE_DURATION s from a to b; per forwarded Gbit
+# summed over the switches; transit figures are those of p1-p3, whose links
+# in and out have one rate (a real network drops and marks nothing there:
+# only a late switch's burst does). Medians of $CHAIN_RUNS runs each,
+# alternating.
 #
 # Environment: DURATION (5), GEN_CPU (0), FWD_CPU (1), PROBE_COUNT (3000),
 # PROBE_GAP_US (1000), PAIRS (3: kernel/switch 64-byte runs whose medians
@@ -79,7 +91,8 @@
 # Quick loops for development: ONLY_SWITCH=1 or ONLY_KERNEL=1 (64 bytes
 # only), PERF=1 (profile the forwarding core into target/bench/perf-*.txt),
 # SWITCH_ARGS (extra lcmp-switch flags), SKIP_BUILD=1, ONLY_CHAIN=1 (the
-# 5-hop chain only), CHAIN_DURATION (10), CHAIN_RUNS (3).
+# 5-hop chain only), ONLY_DENSE=1 (the dense testbed only), CHAIN_DURATION
+# (10), DENSE_DURATION (10), CHAIN_RUNS (3).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -91,6 +104,7 @@ PROBE_GAP_US=${PROBE_GAP_US:-1000}
 PAIRS=${PAIRS:-3}
 CHAIN_DURATION=${CHAIN_DURATION:-10}
 CHAIN_RUNS=${CHAIN_RUNS:-3}
+DENSE_DURATION=${DENSE_DURATION:-10}
 # The switch's RX/fill ring depth in this harness (its default is 4096):
 # the live-frames generator and veth deliver in bursts of thousands of
 # frames, which a 2-4k ring cannot absorb. The kernel's counterpart is
@@ -451,12 +465,25 @@ print(tx, cpu / hz)
 PY
 }
 
+# wait_stats_rewrite FILE: until a switch rewrites its stats file (at most
+# 5 s; they are rewritten every 200 ms).
+wait_stats_rewrite() {
+    local m0 i
+    m0=$(stat -c "%.9Y %i" "$1" 2>/dev/null || true)
+    for i in $(seq 100); do
+        [[ $(stat -c "%.9Y %i" "$1" 2>/dev/null || true) != "$m0" ]] && return
+        sleep 0.05
+    done
+}
+
 # chain_case HOW (one | per-switch): CPU seconds per forwarded Gbit.
 chain_case() {
     local how=$1 topo before after
     topo=$(chain_topology)
+    local loops=()
+    [[ $how == one ]] && loops=(--switch-arg=--loops=1)
     "$TESTBED" up --name "$CHAIN_TB" --topology "$topo" --no-agent --switch-processes "$how" \
-        --switch-arg=--no-emulation ${SWITCH_ARGS:+--switch-arg="$SWITCH_ARGS"} >/dev/null 2>"$WORK/chain-up.log" \
+        --switch-arg=--no-emulation "${loops[@]}" ${SWITCH_ARGS:+--switch-arg="$SWITCH_ARGS"} >/dev/null 2>"$WORK/chain-up.log" \
         || { sed 's/^/    /' "$WORK/chain-up.log" >&2; return 1; }
     "$TESTBED" exec --name "$CHAIN_TB" b -- iperf3 -s -1 >/dev/null 2>&1 &
     local server=$! i
@@ -472,12 +499,7 @@ chain_case() {
     # the transfer before reading the forwarded bytes, but take the CPU now.
     local cpu_end
     cpu_end=$(chain_sample | awk '{print $2}')
-    local stats=/run/lcmp-testbed/$CHAIN_TB/c1.stats.json m0
-    m0=$(stat -c %Y%N "$stats" 2>/dev/null || true)
-    for i in $(seq 100); do
-        [[ $(stat -c %Y%N "$stats" 2>/dev/null || true) != "$m0" ]] && break
-        sleep 0.05
-    done
+    wait_stats_rewrite "/run/lcmp-testbed/$CHAIN_TB/c1.stats.json"
     after=$(chain_sample)
     wait "$server" 2>/dev/null || true
     "$TESTBED" down --name "$CHAIN_TB" >/dev/null 2>&1
@@ -503,6 +525,88 @@ chain_cases() {
     log "5-hop chain, CPU s per forwarded Gbit: processes ${R[cpu_s_per_gbit_5hop_processes]}" \
         "${R[cpu_s_per_gbit_5hop_processes_trials]}, one process ${R[cpu_s_per_gbit_5hop_one_process]}" \
         "${R[cpu_s_per_gbit_5hop_one_process_trials]}"
+}
+
+# dense_sample: the testbed's switches' counters and CPU, as JSON.
+dense_sample() {
+    python3 - "/run/lcmp-testbed/$CHAIN_TB" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+st = json.load(open(os.path.join(d, "state.json")))
+out = {"tx_bytes": 0, "tx_ring_full": 0, "queue_full": 0, "transit_drops": 0, "transit_ce": 0, "cpu_s": 0.0}
+for p in st["procs"]:
+    s = json.load(open(p["stats"]))
+    out["tx_bytes"] += s["counters"]["tx_bytes"]
+    out["tx_ring_full"] += s["drops"]["tx_ring_full"]
+    out["queue_full"] += s["drops"]["queue_full"]
+    # p1..p3 have links of one rate in and out: a real network drops
+    # nothing there.
+    if p["name"].startswith("p"):
+        out["transit_drops"] += s["drops_total"]
+        out["transit_ce"] += s["counters"]["ce_marked"]
+hz = os.sysconf("SC_CLK_TCK")
+for pid in {p["pid"] for p in st["procs"]}:
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    out["cpu_s"] += (int(f[11]) + int(f[12])) / hz
+print(json.dumps(out))
+PY
+}
+
+# dense_case HOW (one | per-switch): 2dc-3path with emulated links,
+# iperf3 -P 8 from a to b; prints one JSON object of per-Gbit figures.
+dense_case() {
+    local how=$1 before after i
+    "$TESTBED" up --name "$CHAIN_TB" --topology "$ROOT/topologies/2dc-3path.toml" --no-agent \
+        --switch-processes "$how" ${SWITCH_ARGS:+--switch-arg="$SWITCH_ARGS"} >/dev/null 2>"$WORK/dense-up.log" \
+        || { sed 's/^/    /' "$WORK/dense-up.log" >&2; echo null; return; }
+    "$TESTBED" exec --name "$CHAIN_TB" b -- iperf3 -s -1 >/dev/null 2>&1 &
+    local server=$!
+    before=$(dense_sample)
+    for i in $(seq 50); do
+        "$TESTBED" exec --name "$CHAIN_TB" a -- iperf3 -c 10.0.2.2 -P 8 ${DENSE_RATE:+-b "$DENSE_RATE"} \
+            -t "$DENSE_DURATION" -J >"$WORK/dense-iperf.json" 2>/dev/null && break
+        before=$(dense_sample)
+        sleep 0.1
+    done
+    # As in chain_case: CPU now, counters after the next stats rewrite.
+    local cpu_end
+    cpu_end=$(dense_sample)
+    wait_stats_rewrite "/run/lcmp-testbed/$CHAIN_TB/s1.stats.json"
+    after=$(dense_sample)
+    wait "$server" 2>/dev/null || true
+    "$TESTBED" down --name "$CHAIN_TB" >/dev/null 2>&1
+    python3 - "$before" "$after" "$cpu_end" "$WORK/dense-iperf.json" "$how" <<'PY'
+import json, sys
+b, a, c = (json.loads(x) for x in sys.argv[1:4])
+gbit = (a["tx_bytes"] - b["tx_bytes"]) * 8 / 1e9
+if gbit <= 0:
+    print("null"); sys.exit()
+per = lambda k: round((a[k] - b[k]) / gbit, 2)
+r = {
+    "goodput_gbps": round(json.load(open(sys.argv[4]))["end"]["sum_received"]["bits_per_second"] / 1e9, 3),
+    "tx_ring_full_per_gbit": per("tx_ring_full"),
+    "drops_per_gbit": round((a["tx_ring_full"] + a["queue_full"] - b["tx_ring_full"] - b["queue_full"]) / gbit, 2),
+    "transit_drops_per_gbit": per("transit_drops"),
+    "transit_ce_marks_per_gbit": per("transit_ce"),
+    "cpu_s_per_gbit": round((c["cpu_s"] - b["cpu_s"]) / gbit, 4),
+}
+print(f"[bench] 2dc-3path iperf3 -P 8, {sys.argv[5]}: {gbit:.2f} Gbit forwarded (all hops), {r}", file=sys.stderr)
+print(json.dumps(r))
+PY
+}
+
+# Both dense cases, CHAIN_RUNS times alternating; sets R[...] medians.
+dense_cases() {
+    local p=() o=() i k
+    for ((i = 0; i < CHAIN_RUNS; i++)); do
+        p+=("$(dense_case per-switch)")
+        o+=("$(dense_case one)")
+    done
+    for k in goodput_gbps tx_ring_full_per_gbit drops_per_gbit transit_drops_per_gbit transit_ce_marks_per_gbit cpu_s_per_gbit; do
+        R[${k}_2dc_processes]=$(median $(printf '%s\n' "${p[@]}" | python3 -c "import json,sys; [print(json.loads(l)['$k'] if l.strip() != 'null' else 'null') for l in sys.stdin]"))
+        R[${k}_2dc_one_process]=$(median $(printf '%s\n' "${o[@]}" | python3 -c "import json,sys; [print(json.loads(l)['$k'] if l.strip() != 'null' else 'null') for l in sys.stdin]"))
+        log "2dc-3path iperf3 -P 8, $k: processes ${R[${k}_2dc_processes]}, one process ${R[${k}_2dc_one_process]}"
+    done
 }
 
 idle_cpu() {
@@ -550,6 +654,10 @@ main() {
             perf report -q -i "$WORK/perf-kernel.data" --no-children --sort sym --stdio -g none \
                 2>/dev/null | grep -v '^$' | head -50 >"$(dirname "$OUT")/perf-kernel-64.txt" || true
         fi
+        return
+    fi
+    if [[ -n ${ONLY_DENSE:-} ]]; then
+        dense_cases
         return
     fi
     if [[ -n ${ONLY_CHAIN:-} ]]; then
@@ -656,6 +764,9 @@ main() {
 
     # 7. Cost per hop: the 5-switch chain, a process each vs one process.
     chain_cases
+    # 8. A dense testbed: 2dc-3path's five switches with emulated links,
+    # a process each vs one process.
+    dense_cases
 
     mkdir -p "$(dirname "$OUT")"
     {
@@ -677,6 +788,10 @@ main() {
             idle_cpu_percent_event_mode idle_cpu_percent_event_mode_stats_file
             cpu_s_per_gbit_5hop_processes cpu_s_per_gbit_5hop_one_process
             cpu_s_per_gbit_5hop_processes_trials cpu_s_per_gbit_5hop_one_process_trials)
+        local k
+        for k in goodput_gbps tx_ring_full_per_gbit drops_per_gbit transit_drops_per_gbit transit_ce_marks_per_gbit cpu_s_per_gbit; do
+            keys+=("${k}_2dc_processes" "${k}_2dc_one_process")
+        done
         local i last=$((${#keys[@]} - 1))
         for i in "${!keys[@]}"; do
             printf '  "%s": %s%s\n' "${keys[$i]}" "$(json_num "${R[${keys[$i]}]:-}")" \

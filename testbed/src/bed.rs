@@ -369,11 +369,14 @@ pub fn start_switches_as(
         let dir = state::dir(&st.name);
         let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
         extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
-        // One loop per core at most: a single loop is a single core, which
-        // the 8-DC experiments saturate.
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let loops = cores.min(tb.switches.len()).max(1);
-        extra.extend(["--loops".into(), loops.to_string()]);
+        // A loop per core unless `--switch-arg=--loops=N` says otherwise: a
+        // single loop is a single core, which the 8-DC experiments
+        // saturate.
+        if !extra.iter().any(|a| a.starts_with("--loops")) {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let loops = cores.min(tb.switches.len()).max(1);
+            extra.extend(["--loops".into(), loops.to_string()]);
+        }
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let argv = switches_argv(
             switch_bin,

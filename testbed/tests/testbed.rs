@@ -172,10 +172,12 @@ fn down_cleans_up_after_kill_9_of_a_switch_and_of_the_tool() {
     let _s = serial();
     let xdp_before = our_xdp_programs();
 
-    // A switch killed with -9: status says so, down removes the rest.
+    // A process per switch (the option beside the default one process):
+    // a switch killed with -9 takes only itself down; status says so, down
+    // removes the rest.
     let name = unique_name("d");
     let _down = Down(name.clone());
-    up_2dc(&name, &[]);
+    up_2dc(&name, &["--switch-processes", "per-switch"]);
     let s = status_json(&name);
     let victim = &s["switches"][2];
     assert_eq!(victim["name"], "p1");
@@ -193,6 +195,11 @@ fn down_cleans_up_after_kill_9_of_a_switch_and_of_the_tool() {
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(
         stdout(&o).contains("switch p1 is not running"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        !stdout(&o).contains("switch s1 is not running"),
         "{}",
         stdout(&o)
     );

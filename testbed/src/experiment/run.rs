@@ -556,4 +556,45 @@ mod tests {
         let (idle, total) = machine_jiffies().unwrap();
         assert!(idle <= total);
     }
+
+    #[test]
+    fn cpu_time_of_a_stat_line_with_spaces_in_the_name() {
+        // utime 250 and stime 150 ticks (fields 14 and 15).
+        let stat =
+            "4242 (lcmp switch) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 150 0 0 20 0 3 0 1000 0 0";
+        // SAFETY: sysconf(3) has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        assert_eq!(cpu_s_of_stat(stat), Some(400.0 / hz));
+        assert_eq!(cpu_s_of_stat("4242 (x) S 1"), None);
+    }
+
+    #[test]
+    fn the_loops_of_a_process_are_its_main_thread_and_loop_threads() {
+        let pid = std::process::id();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // A thread names itself once it runs: read after both did.
+        let started = std::sync::Arc::new(std::sync::Barrier::new(3));
+        let spawn = |name: &str| {
+            let (stop, started) = (stop.clone(), started.clone());
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || {
+                    started.wait();
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                })
+                .unwrap()
+        };
+        let (a, b) = (spawn("loop1"), spawn("control"));
+        started.wait();
+        let loops = loop_cpu_s(pid);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        a.join().unwrap();
+        b.join().unwrap();
+        // The main thread (loop 0) and loop1, not the control thread nor
+        // the test harness's threads.
+        assert!(loops.iter().any(|(t, _)| *t == pid), "{loops:?}");
+        assert_eq!(loops.len(), 2, "{loops:?}");
+    }
 }
