@@ -551,21 +551,31 @@ impl NetlinkSocket {
         }
     }
 
-    fn recv_reply(&self, seq: u32) -> Result<Reply, NetlinkError> {
-        let mut buf = vec![0u8; 64 * 1024];
+    /// Receives datagrams into `buf` and hands `on` each message that
+    /// answers `seq`, until `on` returns a result.
+    fn exchange<R>(
+        &self,
+        buf: &mut [u8],
+        seq: u32,
+        mut on: impl FnMut(&Message<'_>) -> Result<Option<R>, NetlinkError>,
+    ) -> Result<R, NetlinkError> {
         loop {
-            let n = self.recv_into(&mut buf)?;
-            for msg in messages(&buf[..n]) {
-                if msg.seq != seq {
-                    continue;
-                }
-                match msg.ty {
-                    NLMSG_ERROR => return parse_error(msg.flags, msg.payload).map(|()| Reply::Ack),
-                    RTM_NEWLINK => return Ok(Reply::Link(msg.payload.to_vec())),
-                    _ => {}
+            let n = self.recv_into(buf)?;
+            for msg in messages(&buf[..n]).filter(|m| m.seq == seq) {
+                if let Some(r) = on(&msg)? {
+                    return Ok(r);
                 }
             }
         }
+    }
+
+    fn recv_reply(&self, seq: u32) -> Result<Reply, NetlinkError> {
+        let mut buf = vec![0u8; 64 * 1024];
+        self.exchange(&mut buf, seq, |msg| match msg.ty {
+            NLMSG_ERROR => parse_error(msg.flags, msg.payload).map(|()| Some(Reply::Ack)),
+            RTM_NEWLINK => Ok(Some(Reply::Link(msg.payload.to_vec()))),
+            _ => Ok(None),
+        })
     }
 }
 
@@ -611,22 +621,14 @@ impl RouteSocket {
             errno: libc::EPROTO,
             message: Some("malformed RTM_NEWLINK reply".into()),
         };
-        loop {
-            let n = self.sock.recv_into(&mut self.buf)?;
-            for msg in messages(&self.buf[..n]) {
-                if msg.seq != seq {
-                    continue;
-                }
-                match msg.ty {
-                    NLMSG_ERROR => {
-                        parse_error(msg.flags, msg.payload)?;
-                        return Err(malformed());
-                    }
-                    RTM_NEWLINK => return parse_link(msg.payload).ok_or_else(malformed),
-                    _ => {}
-                }
+        self.sock.exchange(&mut self.buf, seq, |msg| match msg.ty {
+            NLMSG_ERROR => {
+                parse_error(msg.flags, msg.payload)?;
+                Err(malformed())
             }
-        }
+            RTM_NEWLINK => parse_link(msg.payload).map(Some).ok_or_else(malformed),
+            _ => Ok(None),
+        })
     }
 
     /// The state of interface `ifindex` (`ENODEV` once it is gone).
@@ -646,23 +648,18 @@ impl RouteSocket {
         let seq = self.next_seq();
         self.sock.send(&getneigh_dump_request(seq))?;
         let mut out = Vec::new();
-        loop {
-            let n = self.sock.recv_into(&mut self.buf)?;
-            for msg in messages(&self.buf[..n]) {
-                if msg.seq != seq {
-                    continue;
-                }
-                match msg.ty {
-                    NLMSG_DONE => return Ok(out),
-                    NLMSG_ERROR => {
-                        parse_error(msg.flags, msg.payload)?;
-                        return Ok(out);
-                    }
-                    RTM_NEWNEIGH => out.extend(parse_neigh(msg.payload)),
-                    _ => {}
-                }
+        self.sock.exchange(&mut self.buf, seq, |msg| match msg.ty {
+            NLMSG_DONE => Ok(Some(std::mem::take(&mut out))),
+            NLMSG_ERROR => {
+                parse_error(msg.flags, msg.payload)?;
+                Ok(Some(std::mem::take(&mut out)))
             }
-        }
+            RTM_NEWNEIGH => {
+                out.extend(parse_neigh(msg.payload));
+                Ok(None)
+            }
+            _ => Ok(None),
+        })
     }
 }
 
