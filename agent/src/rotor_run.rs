@@ -13,10 +13,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lcmp_control::metrics;
 use lcmp_control::proto::{Reply, Request};
 use lcmp_control::rotor::RotorStatus;
-use lcmp_control::scrape::scrape_socket;
 use lcmp_topology::rotor_net::RotorNetwork;
 use serde::Serialize;
 use tracing::{info, warn};
@@ -163,16 +161,7 @@ pub async fn run(opts: RunOptions, net: RotorNetwork) -> Result<(), String> {
             .iter()
             .map(|m| (m.name().to_string(), m.socket().to_path_buf()))
             .collect();
-        let timeout = agent.opts.timeout;
-        let bound = lcmp_control::http::serve(addr, move |format| {
-            let scrapes: Vec<_> = sockets
-                .iter()
-                .map(|(name, path)| scrape_socket(name, path, timeout))
-                .collect();
-            metrics::render_as(&scrapes, format)
-        })
-        .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
-        info!(%bound, "metrics at http://{bound}/metrics");
+        let bound = crate::run::serve_metrics(addr, agent.opts.timeout, move || sockets.clone())?;
         agent.state.id.metrics = Some(bound.to_string());
     }
     let agent = Arc::new(Mutex::new(agent));

@@ -507,6 +507,25 @@ impl Agent {
     }
 }
 
+/// Serves Prometheus metrics at `addr`: each scrape asks every switch that
+/// `sockets` lists over its control socket. The address it bound.
+pub(crate) fn serve_metrics(
+    addr: SocketAddr,
+    timeout: Duration,
+    sockets: impl Fn() -> Vec<(String, PathBuf)> + Send + Sync + 'static,
+) -> Result<SocketAddr, String> {
+    let bound = lcmp_control::http::serve(addr, move |format| {
+        let scrapes: Vec<_> = sockets()
+            .iter()
+            .map(|(name, path)| scrape_socket(name, path, timeout))
+            .collect();
+        metrics::render_as(&scrapes, format)
+    })
+    .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
+    info!(%bound, "metrics at http://{bound}/metrics");
+    Ok(bound)
+}
+
 /// Writes the agent's state file atomically (a failure is logged).
 pub(crate) fn write_json(path: &Path, state: &impl Serialize) {
     let tmp = path.with_extension("tmp");
@@ -545,17 +564,9 @@ async fn run_async(opts: RunOptions) -> Result<(), String> {
     let sockets = Arc::new(Mutex::new(agent.sockets()));
     if let Some(addr) = metrics_listen {
         let sockets = sockets.clone();
-        let timeout = agent.opts.timeout;
-        let bound = lcmp_control::http::serve(addr, move |format| {
-            let list = sockets.lock().map(|l| l.clone()).unwrap_or_default();
-            let scrapes: Vec<_> = list
-                .iter()
-                .map(|(name, path)| scrape_socket(name, path, timeout))
-                .collect();
-            metrics::render_as(&scrapes, format)
-        })
-        .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
-        info!(%bound, "metrics at http://{bound}/metrics");
+        let bound = serve_metrics(addr, agent.opts.timeout, move || {
+            sockets.lock().map(|l| l.clone()).unwrap_or_default()
+        })?;
         agent.set_metrics_addr(bound);
     }
     let agent = Arc::new(Mutex::new(agent));
