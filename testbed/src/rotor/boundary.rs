@@ -195,11 +195,10 @@ pub fn boundary_errors(
     }
 }
 
-/// What [`measure`] is asked for.
-#[derive(Debug, Clone)]
-pub struct TimingOptions {
-    /// Testbed name.
-    pub name: String,
+/// The network and stream a measurement runs: in the options and, the
+/// same fields, at the top of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingSetup {
     /// ToRs (complete schedule, direct routing, 1 host per ToR).
     pub tors: u32,
     /// Rotors.
@@ -214,13 +213,22 @@ pub struct TimingOptions {
     pub from: u32,
     /// See `from`.
     pub to: u32,
+    /// Ethernet frame size of the stream, bytes.
+    pub frame_bytes: u32,
+}
+
+/// What [`measure`] is asked for.
+#[derive(Debug, Clone)]
+pub struct TimingOptions {
+    /// Testbed name.
+    pub name: String,
+    /// The network and the stream.
+    pub setup: TimingSetup,
     /// Offered rate / c (above 1: a's queue for b is backlogged whenever
     /// its circuit comes up).
     pub load: f64,
     /// How long a sends.
     pub duration: Duration,
-    /// Ethernet frame size of the stream, bytes.
-    pub frame_bytes: u32,
     /// Extra arguments for every switch.
     pub switch_args: Vec<String>,
 }
@@ -231,22 +239,9 @@ pub const HEADERS: u32 = 14 + 20 + 8;
 /// What [`measure`] found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimingReport {
-    /// The network the switches ran.
-    pub tors: u32,
-    /// Rotors.
-    pub rotors: u32,
-    /// Delta, ns.
-    pub slot_ns: u64,
-    /// Delta_r, ns.
-    pub reconfig_ns: u64,
-    /// c, bit/s.
-    pub rate_bps: u64,
-    /// Sender ToR.
-    pub from: u32,
-    /// Receiver ToR.
-    pub to: u32,
-    /// Frame bytes.
-    pub frame_bytes: u32,
+    /// The network the switches ran and the stream.
+    #[serde(flatten)]
+    pub setup: TimingSetup,
     /// Serialization of one frame at c, ns.
     pub ser_ns: u64,
     /// Packets sent (and failed sends).
@@ -297,32 +292,33 @@ pub fn timing_switch_args(extra: &[String]) -> Vec<String> {
 /// and measures the slot-boundary errors at b. The testbed is taken down on
 /// every exit path.
 pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingReport> {
-    if o.from == o.to || o.from >= o.tors || o.to >= o.tors {
+    if o.setup.from == o.setup.to || o.setup.from >= o.setup.tors || o.setup.to >= o.setup.tors {
         return Err(Error::new(format!(
             "ToRs {} and {} must differ and be below {}",
-            o.from, o.to, o.tors
+            o.setup.from, o.setup.to, o.setup.tors
         )));
     }
-    if o.frame_bytes < HEADERS + lcmp_netns_tests::traffic::UDP_HEADER as u32
-        || o.frame_bytes > 1514
+    if o.setup.frame_bytes < HEADERS + lcmp_netns_tests::traffic::UDP_HEADER as u32
+        || o.setup.frame_bytes > 1514
     {
         return Err(Error::new(format!(
             "frame size {} B: need {} to 1514",
-            o.frame_bytes,
+            o.setup.frame_bytes,
             HEADERS + lcmp_netns_tests::traffic::UDP_HEADER as u32
         )));
     }
     if !(o.load.is_finite() && o.load > 0.0) {
         return Err(Error::new("the load must be a positive number"));
     }
-    let schedule = rotor::complete(o.tors, o.rotors).map_err(|e| Error::new(e.to_string()))?;
-    let mut net = RotorNetwork::from_schedule(&schedule, o.slot_ns, o.reconfig_ns);
-    net.rate_bps = o.rate_bps;
+    let schedule =
+        rotor::complete(o.setup.tors, o.setup.rotors).map_err(|e| Error::new(e.to_string()))?;
+    let mut net = RotorNetwork::from_schedule(&schedule, o.setup.slot_ns, o.setup.reconfig_ns);
+    net.rate_bps = o.setup.rate_bps;
     net.routing = Some(lcmp_topology::rotor_net::RotorRouting::Direct);
     let net = RotorNetwork::parse(&net.to_toml(), "timing network")
         .map_err(|e| Error::new(e.to_string()))?;
     progress("measuring the machine's own floor: a thread reads the clock for 1 s on each CPU");
-    let bound_ns = o.reconfig_ns / 10;
+    let bound_ns = o.setup.reconfig_ns / 10;
     let platform_floor = super::clock_floor::measure(Duration::from_secs(1), bound_ns);
     let st = super::up(
         &RotorUpOptions {
@@ -330,7 +326,7 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
             network: net,
             source: format!(
                 "rotor-timing: complete {} ToRs x {} rotors, direct",
-                o.tors, o.rotors
+                o.setup.tors, o.setup.rotors
             ),
             switch_args: timing_switch_args(&o.switch_args),
         },
@@ -340,20 +336,20 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
     let net = super::load_network(&st)?;
     let epoch = super::epoch(&st)?;
     let (_, tb) = bed::attach(&st)?;
-    let src = tb.host(&host_name(o.from, 0));
-    let dst_host = tb.host(&host_name(o.to, 0));
-    let dst = SocketAddr::new(RotorNetwork::host_ip(o.to, 0).into(), 7000);
+    let src = tb.host(&host_name(o.setup.from, 0));
+    let dst_host = tb.host(&host_name(o.setup.to, 0));
+    let dst = SocketAddr::new(RotorNetwork::host_ip(o.setup.to, 0).into(), 7000);
     let rx = UdpReceiver::start(&dst_host.netns, dst)?;
     let capture = FrameCapture::start(&dst_host.netns, &dst_host.ifname, dst.port())?;
-    let frame_bits = u64::from(o.frame_bytes) * 8;
-    let gap = Duration::from_secs_f64(frame_bits as f64 / (o.load * o.rate_bps as f64));
+    let frame_bits = u64::from(o.setup.frame_bytes) * 8;
+    let gap = Duration::from_secs_f64(frame_bits as f64 / (o.load * o.setup.rate_bps as f64));
     let count = (o.duration.as_secs_f64() / gap.as_secs_f64()).ceil() as u64;
     progress(&format!(
         "sending {count} frames of {} B from {} to {} at {:.0} Mbit/s",
-        o.frame_bytes,
+        o.setup.frame_bytes,
         src.name,
         dst_host.name,
-        o.load * o.rate_bps as f64 / 1e6
+        o.load * o.setup.rate_bps as f64 / 1e6
     ));
     let t0 = realtime_ns();
     let sent = udp_send_flows(
@@ -362,7 +358,7 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
         &[0],
         0,
         count,
-        (o.frame_bytes - HEADERS) as usize,
+        (o.setup.frame_bytes - HEADERS) as usize,
         gap,
         Duration::ZERO,
     )?;
@@ -375,7 +371,7 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
     // and every switch's drops, to tell a late ToR from a slow path.
     let status = super::fresh_status(&st)?;
     let sender_lateness = status
-        .get(&format!("tor{}", o.from))
+        .get(&format!("tor{}", o.setup.from))
         .map(|s| s.lateness)
         .unwrap_or_default();
     let drops: std::collections::BTreeMap<String, u64> = status
@@ -398,12 +394,12 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
     let windows = circuit_windows(
         &net,
         epoch,
-        o.from,
-        o.to,
+        o.setup.from,
+        o.setup.to,
         t0.saturating_sub(period),
         last.max(t1) + period,
     );
-    let ser_ns = frame_bits * 1_000_000_000 / o.rate_bps;
+    let ser_ns = frame_bits * 1_000_000_000 / o.setup.rate_bps;
     let stray_ns = net.reconfig_ns / 2;
     // Backlogged from one period after the start until the sender stops.
     let measured = (t0 + period, t1);
@@ -412,14 +408,7 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
     let boundary = boundary_errors(&windows, &crossings, ser_ns, 0, measured);
     let arrival = boundary_errors(&windows, &arrivals, ser_ns, stray_ns, measured);
     Ok(TimingReport {
-        tors: o.tors,
-        rotors: o.rotors,
-        slot_ns: o.slot_ns,
-        reconfig_ns: o.reconfig_ns,
-        rate_bps: o.rate_bps,
-        from: o.from,
-        to: o.to,
-        frame_bytes: o.frame_bytes,
+        setup: o.setup.clone(),
         ser_ns,
         sent: sent.sent,
         send_errors: sent.errors,
@@ -457,13 +446,13 @@ pub fn render(r: &TimingReport) -> String {
          tor{} -> tor{}; {} frames sent ({} failed); bound Delta_r/10 = {:.1} us; \
          serialization {:.1} us\n{}{}{} frames without a send stamp\n\
          tor{} reports its slot lateness p50 {} p99 {} max {}; drops: {}\n",
-        r.tors,
-        r.rotors,
-        r.slot_ns / 1000,
-        r.reconfig_ns / 1000,
-        r.rate_bps / 1_000_000,
-        r.from,
-        r.to,
+        r.setup.tors,
+        r.setup.rotors,
+        r.setup.slot_ns / 1000,
+        r.setup.reconfig_ns / 1000,
+        r.setup.rate_bps / 1_000_000,
+        r.setup.from,
+        r.setup.to,
         r.sent,
         r.send_errors,
         r.bound_ns as f64 / 1e3,
@@ -479,7 +468,7 @@ pub fn render(r: &TimingReport) -> String {
             "arrived more than Delta_r/2 outside every window"
         ),
         r.unstamped,
-        r.from,
+        r.setup.from,
         us(Some(r.sender_lateness.p50_ns as f64)),
         us(Some(r.sender_lateness.p99_ns as f64)),
         us(Some(r.sender_lateness.max_ns as f64)),
