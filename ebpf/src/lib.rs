@@ -38,6 +38,7 @@
 
 #![warn(missing_docs)]
 
+pub mod kernel;
 mod netlink;
 mod sys;
 

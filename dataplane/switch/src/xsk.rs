@@ -184,6 +184,7 @@ impl XskIo {
         if ifnames.is_empty() {
             return Err(XskError("no ports given".into()));
         }
+        lcmp_ebpf::kernel::check_running().map_err(|e| XskError(e.to_string()))?;
         let mut route = RouteSocket::open()
             .map_err(|e| XskError(format!("netlink route socket (link state): {e}")))?;
         // Every port's MTU before anything is attached (an interface that
@@ -260,6 +261,11 @@ impl XskIo {
                     },
                 )
                 .map_err(|e| io_err(name, "RX/TX rings", e))?;
+            // The rings are mapped before the bind: older kernels (Debian 12's
+            // 6.1 among them) refuse mmap on a bound socket with EBUSY (it has
+            // left its XSK_READY state); newer ones accept either order.
+            let rx = user.map_rx().map_err(|e| io_err(name, "map RX ring", e))?;
+            let tx = user.map_tx().map_err(|e| io_err(name, "map TX ring", e))?;
             umem.bind(&user).map_err(|e| {
                 if e.get_raw() == libc::EBUSY {
                     XskError(format!(
@@ -269,8 +275,6 @@ impl XskIo {
                     io_err(name, "bind (copy mode, queue 0)", e)
                 }
             })?;
-            let rx = user.map_rx().map_err(|e| io_err(name, "map RX ring", e))?;
-            let tx = user.map_tx().map_err(|e| io_err(name, "map TX ring", e))?;
             let mut steering = XdpSteering::attach(name, config.xdp_mode)
                 .map_err(|e| XskError(format!("{name}: XDP attach: {e}")))?;
             steering
