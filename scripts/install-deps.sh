@@ -10,6 +10,7 @@
 #   iputils-ping, iputils-tracepath, iperf3, tcpdump, bpftool   traffic and debugging
 #   fonts-dejavu-core    the font of lcmp-testbed's plots (PNG and SVG)
 #   rustfmt, clippy      rustup components used by CI
+#   --vm: qemu-system-x86, kmod, udev, perftest, ibverbs-providers (VM tests)
 #
 # Run as root (or with sudo available). apt-get update runs only when a
 # package is missing.
@@ -31,6 +32,13 @@ APT_PACKAGES=(
     fonts-dejavu-core
     prometheus
 )
+# With --vm, also what scripts/vm.sh and scripts/vm-test.sh need: the VM
+# (qemu, kmod's depmod, udev for the guest's serial ports) and what the
+# guests run from this machine's root file system (perftest and the rxe
+# verbs provider for SoftRoCE).
+if [[ ${1:-} == --vm ]]; then
+    APT_PACKAGES+=(qemu-system-x86 kmod udev perftest ibverbs-providers)
+fi
 RUST_COMPONENTS=(rustfmt clippy)
 
 is_installed() {

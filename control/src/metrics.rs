@@ -313,6 +313,8 @@ families! {
         "Frames put into the port's egress buffer.";
     PortEcnMarkedPackets: Counter "lcmp_port_ecn_marked_packets" None,
         "ECT frames the switch marked CE on their way out of the port.";
+    PortRxRocev2Packets: Counter "lcmp_port_rx_rocev2_packets" None,
+        "RoCEv2 frames (UDP to port 4791) received on the port: RDMA traffic crossing the switch.";
     PortOther: Counter "lcmp_port_other_events" None,
         "Per-port counters this exporter has no family for, by counter name.";
     PortDroppedPackets: Counter "lcmp_port_dropped_packets" None,
@@ -420,13 +422,14 @@ families! {
 /// Per-port counter keys with a family of their own. The switch-wide
 /// counters of the same names are the sums over the ports and are left
 /// out, so summing a family over ports never counts a frame twice.
-const PORT_COUNTERS: [(&str, F); 6] = [
+const PORT_COUNTERS: [(&str, F); 7] = [
     ("rx_frames", F::PortRxPackets),
     ("rx_bytes", F::PortRxBytes),
     ("tx_frames", F::PortTxPackets),
     ("tx_bytes", F::PortTxBytes),
     ("enqueued_frames", F::PortEnqueuedPackets),
     ("ce_marked", F::PortEcnMarkedPackets),
+    ("rx_rocev2_frames", F::PortRxRocev2Packets),
 ];
 
 /// Switch-wide counter keys with a family of their own.

@@ -250,6 +250,10 @@ pub struct EcnThresholds {
 pub struct XskStats {
     /// The XDP attach mode in use.
     pub xdp_mode: String,
+    /// How the AF_XDP socket moves frames, as the kernel reports after
+    /// bind: `copy` or `zero-copy` (empty: not known).
+    #[serde(default)]
+    pub bind_mode: String,
     /// Frames the kernel dropped for lack of RX ring space or fill buffers.
     pub rx_dropped: u64,
     /// RX ring full events.

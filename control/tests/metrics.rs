@@ -94,6 +94,7 @@ fn snapshot_s1() -> Snapshot {
                 }),
                 xsk: Some(XskStats {
                     xdp_mode: "drv".into(),
+                    bind_mode: "copy".into(),
                     rx_dropped: 1,
                     rx_ring_full: 2,
                     fill_ring_empty: 3,

@@ -31,6 +31,9 @@ pub struct PortStatus {
     pub buffer_bytes: u64,
     /// Frames transmitted (from the switch's stats), if known.
     pub tx_frames: Option<u64>,
+    /// RoCEv2 frames (UDP to 4791) received (from the switch's stats), if
+    /// known: RDMA crossing the port.
+    pub rx_rocev2_frames: Option<u64>,
     /// Link up (from the switch's stats), if known.
     pub up: Option<bool>,
 }
@@ -151,18 +154,21 @@ pub fn status(name: &str) -> Result<Status> {
             .and_then(|p| std::fs::read_to_string(&p.stats).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .filter(|_| stats.is_none());
-        let port_stats = |ifname: &str| -> Option<(u64, bool)> {
+        let port_stats = |ifname: &str| -> Option<(u64, bool, Option<u64>)> {
             if let Some(r) = &rotor {
                 return r
                     .ports
                     .iter()
                     .find(|p| p.name == ifname)
-                    .map(|p| (p.tx_frames, p.link_up));
+                    .map(|p| (p.tx_frames, p.link_up, None));
             }
-            stats
-                .as_ref()
-                .and_then(|s| s.port(ifname))
-                .map(|p| (p.counter("tx_frames"), p.up))
+            stats.as_ref().and_then(|s| s.port(ifname)).map(|p| {
+                (
+                    p.counter("tx_frames"),
+                    p.up,
+                    Some(p.counter("rx_rocev2_frames")),
+                )
+            })
         };
         let ports = topo
             .ports(sw.id)
@@ -177,6 +183,7 @@ pub fn status(name: &str) -> Result<Status> {
                     delay_us: p.delay_ns / 1000,
                     buffer_bytes: p.buffer_bytes,
                     tx_frames: ps.map(|p| p.0),
+                    rx_rocev2_frames: ps.and_then(|p| p.2),
                     up: ps.map(|p| p.1),
                     ifname,
                 }
@@ -311,7 +318,7 @@ pub fn render(s: &Status) -> String {
         for p in &sw.ports {
             let _ = writeln!(
                 out,
-                "  port {:<2} {:<6} -> {:<12} {:>14} {:>10} us  buffer {:>10} B  {}  tx {}",
+                "  port {:<2} {:<6} -> {:<12} {:>14} {:>10} us  buffer {:>10} B  {}  tx {}{}",
                 p.index,
                 p.ifname,
                 p.peer,
@@ -324,6 +331,10 @@ pub fn render(s: &Status) -> String {
                     None => "?",
                 },
                 p.tx_frames.map_or("-".into(), |t| t.to_string()),
+                match p.rx_rocev2_frames {
+                    Some(n) if n > 0 => format!("  rx RoCEv2 {n}"),
+                    _ => String::new(),
+                },
             );
         }
     }

@@ -28,11 +28,14 @@ pub enum Counter {
     IcmpSent,
     /// ICMP errors not sent because of the rate limit.
     IcmpRateLimited,
+    /// RoCEv2 frames (UDP to port 4791) received on the port that parsed,
+    /// a subset of `rx_frames`: shows RDMA traffic (SoftRoCE, NICs) crossing.
+    RxRocev2Frames,
 }
 
 impl Counter {
     /// Every counter, in index order.
-    pub const ALL: [Counter; 7] = [
+    pub const ALL: [Counter; 8] = [
         Counter::RxFrames,
         Counter::RxBytes,
         Counter::TxFrames,
@@ -40,6 +43,7 @@ impl Counter {
         Counter::CeMarked,
         Counter::IcmpSent,
         Counter::IcmpRateLimited,
+        Counter::RxRocev2Frames,
     ];
 
     /// Number of counters.
@@ -55,6 +59,7 @@ impl Counter {
             Counter::CeMarked => "ce_marked",
             Counter::IcmpSent => "icmp_sent",
             Counter::IcmpRateLimited => "icmp_rate_limited",
+            Counter::RxRocev2Frames => "rx_rocev2_frames",
         }
     }
 }

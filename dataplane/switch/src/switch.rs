@@ -641,6 +641,9 @@ impl<IO: PacketIo> Switch<IO> {
             }
             Err(e) => return self.drop_frame(in_port, frame, DropReason::Parse(e)),
         };
+        if parsed.is_rocev2() {
+            self.counters.add(in_port, Counter::RxRocev2Frames, 1);
+        }
         let hash = self.hasher.hash(&flow_key(&parsed.flow));
         let routes = &self.routes;
         let flow = &parsed.flow;

@@ -132,6 +132,8 @@ struct Port {
     mtu_warned: Option<u32>,
     /// Frames committed to the TX ring and not yet completed.
     in_tx: u32,
+    /// `copy` or `zero-copy`, as the kernel reported after the bind.
+    bind_mode: String,
 }
 
 /// AF_XDP ports over one shared UMEM.
@@ -275,6 +277,12 @@ impl XskIo {
                     io_err(name, "bind (copy mode, queue 0)", e)
                 }
             })?;
+            // SAFETY: the socket's fd stays open while `user` lives, which
+            // outlives this borrow.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(user.as_raw_fd()) };
+            let bind_mode = lcmp_ebpf::xsk_bind_mode(fd)
+                .map(|m| m.to_string())
+                .unwrap_or_default();
             let mut steering = XdpSteering::attach(name, config.xdp_mode)
                 .map_err(|e| XskError(format!("{name}: XDP attach: {e}")))?;
             steering
@@ -290,6 +298,7 @@ impl XskIo {
                 steering,
                 mtu_warned: None,
                 in_tx: 0,
+                bind_mode,
             });
         }
         let free = (0..frames as u64)
@@ -583,6 +592,7 @@ impl PacketIo for XskIo {
         let s = p.fill_comp.statistics_v2().ok();
         Some(lcmp_control::snapshot::XskStats {
             xdp_mode: p.steering.mode().to_string(),
+            bind_mode: p.bind_mode.clone(),
             rx_dropped: s.as_ref().map_or(0, |s| s.rx_dropped),
             rx_ring_full: s.as_ref().map_or(0, |s| s.rx_ring_full),
             fill_ring_empty: s.as_ref().map_or(0, |s| s.rx_fill_ring_empty_descs),

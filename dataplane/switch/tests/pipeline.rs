@@ -654,3 +654,41 @@ fn icmp_errors_are_rate_limited() {
     assert_eq!(sent, lcmp_switch::switch::ICMP_BURST as u64);
     assert_eq!(b.sw.counters().get(Counter::IcmpRateLimited), 200 - sent);
 }
+
+#[test]
+fn rocev2_frames_are_counted_on_their_ingress_port() {
+    let mut b = bed(
+        Policy::Ecmp,
+        [unshaped(), unshaped(), unshaped(), unshaped()],
+    );
+    let bth = lcmp_wire::Bth {
+        opcode: 0x04, // RC SEND only
+        pkey: 0xffff,
+        dest_qp: 0x11,
+        ack_request: true,
+        psn: 7,
+    };
+    let roce: Vec<Vec<u8>> = (0..3)
+        .map(|qp| {
+            FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+                .macs(HOST_A, mac(0))
+                .rocev2(49152 + qp, bth)
+                .payload(&[0xab; 64])
+                .build()
+        })
+        .collect();
+    // Two plain UDP frames, one of them from port 4791 (not to it).
+    let mut frames = roce.clone();
+    frames.push(udp_a_to_b(5000, 0));
+    frames.push(
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .macs(HOST_A, mac(0))
+            .udp(4791, 5001)
+            .build(),
+    );
+    assert_eq!(run(&mut b, &frames, 0).len(), 5);
+    let c = b.sw.counters();
+    assert_eq!(c.port(0).get(Counter::RxFrames), 5);
+    assert_eq!(c.port(0).get(Counter::RxRocev2Frames), 3);
+    assert_eq!(c.get(Counter::RxRocev2Frames), 3);
+}

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The tests that need what this build machine's kernel lacks, inside VMs
+# booted with Debian's stock kernels (scripts/vm.sh): the switch and its
+# namespace tests on Debian 12's 6.1 and its backports' 6.12, netem on
+# host links there, and SoftRoCE with perftest through the switches on a
+# kernel whose rdma_rxe works in namespaces (trixie-backports' 7.3). Exits
+# 0 only when every suite passes; ends with a summary of what was
+# measured (kernels, accelerator, perftest, netem, test totals).
+#
+#   sudo scripts/vm-test.sh           # the CI subset (about 10 minutes under TCG)
+#   sudo scripts/vm-test.sh --full    # every namespace test on each kernel
+#
+# Options: --kernels "6.1 6.12" (the namespace matrix), --rdma-kernel 7.3,
+# --full. The binaries are built here, on the host; the guests run them.
+#
+# The CI subset per kernel: the XDP program's namespace tests and AF_XDP
+# socket tests (ebpf: netns, af_xdp), the switch's start-up tests and
+# three forwarding tests (netns-tests: startup; switch: ping and TCP,
+# malformed frames, restart after kill -9), the testbed's up/status/exec/
+# down and bad-input tests, and the netem test; on the RDMA kernel the
+# perftest test and the RoCEv2-frames test. --full runs every test of the
+# namespace test binaries (ebpf netns, af_xdp; netns-tests switch,
+# startup, kernel_baseline; testbed testbed, control, one_process,
+# kernel_features) on each kernel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+kernels="6.1 6.12"
+rdma_kernel=7.3
+full=0
+guest_suite=
+while (($#)); do
+    case $1 in
+    --full) full=1; shift ;;
+    --kernels) kernels=${2-}; shift 2 ;;
+    --rdma-kernel) rdma_kernel=${2:?}; shift 2 ;;
+    --guest) guest_suite=${2:?}; shift 2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "vm-test.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
+    esac
+done
+
+list_file=target/vm-test/tests.list
+
+# --- inside a guest: run the listed test binaries, print their totals ---
+if [[ -n $guest_suite ]]; then
+    export LCMP_REQUIRE_KERNEL_FEATURES=1 RUST_TEST_THREADS=1
+    export LCMP_SWITCH_BIN=$repo/target/release/lcmp-switch LCMP_TRAFFIC_BIN=$repo/target/release/lcmp-traffic
+    export LCMP_TESTBED_BIN=$repo/target/release/lcmp-testbed LCMP_AGENT_BIN=$repo/target/release/lcmp-agent
+    export LCMP_CTL_BIN=$repo/target/release/lcmp-ctl
+    # Hosts' TCP buffers and the switches' sockets want the usual limits.
+    ulimit -l unlimited 2>/dev/null || true
+    status=0
+    while read -r suite target exe filters; do
+        [[ $suite == "$guest_suite" ]] || continue
+        # shellcheck disable=SC2086
+        echo "== $target ${filters:-(all)} =="
+        set +e
+        # Filters are exact test names; none: every test of the binary.
+        if [[ -n $filters ]]; then
+            # shellcheck disable=SC2086
+            "$exe" --test-threads 1 --nocapture --exact $filters 2>&1
+        else
+            "$exe" --test-threads 1 --nocapture 2>&1
+        fi | tee "target/vm-test/last.log" | grep -v '^$'
+        rc=${PIPESTATUS[0]}
+        set -e
+        sed -n -E 's/^test result: [a-zA-Z]+\. ([0-9]+) passed; ([0-9]+) failed; ([0-9]+) ignored.*/TOTALS \1 \2 \3/p' target/vm-test/last.log | tail -n 1
+        ((rc == 0)) || { status=1; echo "FAILED: $target"; }
+    done <"$list_file"
+    exit "$status"
+fi
+
+# --- on the host ---
+./scripts/install-deps.sh --vm
+if [[ $(id -u) -ne 0 ]]; then
+    echo "vm-test.sh: run as root: the VMs' tests create namespaces and XDP programs, and scripts/vm.sh installs qemu" >&2
+    exit 2
+fi
+start=$(date +%s)
+mkdir -p target/vm-test
+echo "== building (release binaries and the namespace test binaries) =="
+cargo build --release --quiet -p lcmp-switch -p lcmp-traffic -p lcmp-testbed -p lcmp-agent
+# Test executables by target name, from cargo's own report.
+cargo test --no-run --message-format=json -p lcmp-ebpf -p lcmp-netns-tests -p lcmp-testbed 2>/dev/null |
+    sed -n -E 's/.*"target":\{[^}]*"name":"([^"]+)","src_path":"[^"]*\/tests\/[^"]+".*"executable":"([^"]+)".*/\1 \2/p' \
+        >target/vm-test/executables
+exe() {
+    local e
+    e=$(awk -v t="$1" '$1 == t { print $2 }' target/vm-test/executables | tail -n 1)
+    [[ -n $e ]] || { echo "vm-test.sh: no test binary $1 (cargo test --no-run)" >&2; exit 2; }
+    echo "$e"
+}
+
+# suite target executable [exact test names...]
+{
+    if ((full)); then
+        for t in netns af_xdp switch startup kernel_baseline testbed control one_process kernel_features; do
+            echo "ns $t $(exe "$t")"
+        done
+    else
+        echo "ns netns $(exe netns)"
+        echo "ns af_xdp $(exe af_xdp)"
+        echo "ns startup $(exe startup)"
+        echo "ns switch $(exe switch) ping_and_tcp_cross_the_switches malformed_frames_are_counted_and_dropped restart_after_kill_9_and_detach_on_sigterm"
+        echo "ns testbed $(exe testbed) up_status_exec_down_on_2dc_3path bad_inputs_get_one_clear_line_and_leave_nothing"
+        echo "ns kernel_features $(exe kernel_features) netem_emulates_the_host_to_switch_direction_of_host_links"
+    fi
+    echo "rdma kernel_features $(exe kernel_features) softroce_perftest_crosses_the_switches_and_survives_a_link_failure"
+    echo "rdma testbed $(exe testbed) rocev2_frames_cross_and_queue_pairs_spread"
+} >"$list_file"
+
+summary=target/vm-test/summary.txt
+: >"$summary"
+failed=()
+run_suite() { # kernel suite
+    local k=$1 suite=$2 log=target/vm-test/$1-$2.log t0 rc
+    t0=$(date +%s)
+    echo "== kernel $k: $suite tests =="
+    set +e
+    scripts/vm.sh --kernel "$k" --memory 4G --cpus 2 --timeout 3000 -- scripts/vm-test.sh --guest "$suite" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    {
+        grep -m1 '^vm.sh: kernel' "$log" | sed 's/^vm.sh: //'
+        grep '^RESULT ' "$log" | sed 's/^RESULT /  /'
+        awk '/^TOTALS/ { p += $2; f += $3; i += $4 } END { printf "  %s tests: %d passed, %d failed, %d ignored", s, p, f, i }' s="$suite" "$log"
+        echo " ($(($(date +%s) - t0)) s, exit $rc)"
+    } >>"$summary"
+    ((rc == 0)) || failed+=("$k/$suite")
+}
+
+for k in $kernels; do
+    run_suite "$k" ns
+done
+run_suite "$rdma_kernel" rdma
+
+echo
+echo "== vm-test summary ($(($(date +%s) - start)) s) =="
+cat "$summary"
+if ((${#failed[@]})); then
+    echo "vm-test.sh: FAILED: ${failed[*]}"
+    exit 1
+fi
+awk '/tests:/ { for (i = 1; i <= NF; i++) if ($i == "passed,") p += $(i - 1); else if ($i == "failed,") f += $(i - 1) } END { printf "vm-test: %d passed, %d failed\n", p, f }' "$summary"
