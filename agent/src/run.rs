@@ -465,10 +465,14 @@ impl Agent {
             } else {
                 "sent by the host's kernel: netem on its interface".to_string()
             };
-            if let (EmulationMode::Netem, Some(prefix), Some(ifname)) =
-                (mechanism, &self.opts.host_netns_prefix, &h.ifname)
+            if let (EmulationMode::Netem, Some(prefix)) = (mechanism, &self.opts.host_netns_prefix)
             {
-                let args = emulation::netem_args(ifname, h.rate_bps, h.delay_ns, h.buffer_bytes);
+                let args = emulation::netem_args(
+                    h.ifname_or_default(),
+                    h.rate_bps,
+                    h.delay_ns,
+                    h.buffer_bytes,
+                );
                 if let Err(e) = emulation::apply_netem(Some(&format!("{prefix}{}", h.name)), &args)
                 {
                     warn!(host = %h.name, "netem: {e}");

@@ -303,12 +303,7 @@ impl Testbed {
                 .and_then(|p| p.ifname.clone())
                 .unwrap_or_else(|| format!("p{idx}"))
         };
-        let host_ifname = |h: HostId| -> String {
-            topo.host(h)
-                .ifname
-                .clone()
-                .unwrap_or_else(|| "eth0".to_string())
-        };
+        let host_ifname = |h: HostId| -> String { topo.host(h).ifname_or_default().to_string() };
 
         let used: HashSet<IpAddr> = topo
             .hosts()

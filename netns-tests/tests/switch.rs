@@ -1594,12 +1594,18 @@ fn malformed_frames_are_counted_and_dropped() {
         let want = want_drop.get(k).copied().unwrap_or(0);
         assert!(*v <= want, "switch drop {k}: {v} > {want} sent");
     }
-    // Pacing kept losses small, so every kind shows up in full or nearly.
+    // Every kind shows up in the share the switch received: in full or
+    // nearly where pacing kept up; where the switch's RX ring overflowed
+    // (a slow machine, such as a VM under software emulation) those
+    // losses, counted above, took frames of every kind alike, since the
+    // kinds are sent interleaved.
+    let received_share = rx as f64 / xdp["redirected"].max(1) as f64;
     for (k, want) in &want_drop {
+        let got = dropped.get(k).copied().unwrap_or(0);
         assert!(
-            dropped.get(k).copied().unwrap_or(0) * 10 >= want * 9,
-            "switch drop {k}: {} of {want}",
-            dropped.get(k).copied().unwrap_or(0)
+            got as f64 >= *want as f64 * 0.9 * received_share,
+            "switch drop {k}: {got} of {want}, with {:.0} % of redirected frames received",
+            received_share * 100.0
         );
     }
 

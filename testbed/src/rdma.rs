@@ -54,12 +54,21 @@ pub fn probe() -> RxeSupport {
         return RxeSupport::Missing;
     };
     let added = ns
-        .ip(&["link", "add", "rxp0", "type", "veth", "peer", "name", "rxp1"])
+        .ip(&[
+            "link", "add", "rxp0", "type", "veth", "peer", "name", "rxp1",
+        ])
         .and_then(|_| ns.ip(&["link", "set", "rxp0", "up"]))
         .and_then(|_| ns.ip(&["link", "set", "rxp1", "up"]))
         .and_then(|_| {
             ns.exec(&[
-                "rdma", "link", "add", "rxe_probe", "type", "rxe", "netdev", "rxp0",
+                "rdma",
+                "link",
+                "add",
+                "rxe_probe",
+                "type",
+                "rxe",
+                "netdev",
+                "rxp0",
             ])
         });
     if added.is_err() {

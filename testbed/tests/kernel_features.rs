@@ -25,7 +25,10 @@ macro_rules! require_feature {
             if std::env::var_os("LCMP_REQUIRE_KERNEL_FEATURES").is_some() {
                 panic!("this kernel lacks {}, which this run requires", $what);
             }
-            eprintln!("skipped: this kernel lacks {} (scripts/vm-test.sh boots one that has it)", $what);
+            eprintln!(
+                "skipped: this kernel lacks {} (scripts/vm-test.sh boots one that has it)",
+                $what
+            );
             return;
         }
     };
@@ -142,11 +145,15 @@ fn netem_emulates_the_host_to_switch_direction_of_host_links() {
     // The plan: a -> s1 and b -> s2 by netem, every switch-sent direction
     // by the switch.
     let agent_json = format!("/run/lcmp-testbed/{name}/agent.json");
-    let plan: serde_json::Value = wait_for("the agent's emulation plan", Duration::from_secs(20), || {
-        let v: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&agent_json).ok()?).ok()?;
-        (v["emulation"].as_array().is_some_and(|a| !a.is_empty())).then_some(v)
-    });
+    let plan: serde_json::Value = wait_for(
+        "the agent's emulation plan",
+        Duration::from_secs(20),
+        || {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&agent_json).ok()?).ok()?;
+            (v["emulation"].as_array().is_some_and(|a| !a.is_empty())).then_some(v)
+        },
+    );
     let mech = |dir: &str| -> String {
         plan["emulation"]
             .as_array()
@@ -168,7 +175,9 @@ fn netem_emulates_the_host_to_switch_direction_of_host_links() {
         .expect("lcmp-ctl runs");
     let links = String::from_utf8_lossy(&links.stdout);
     assert!(
-        links.lines().any(|l| l.contains("a->s1") && l.contains("netem")),
+        links
+            .lines()
+            .any(|l| l.contains("a->s1") && l.contains("netem")),
         "lcmp-ctl links:\n{links}"
     );
     // The switch's modes on this kernel, from its status.
@@ -280,12 +289,16 @@ fn ipv4_gid_index(dev: &str, addr: std::net::Ipv4Addr) -> String {
     let [a, b, c, d] = addr.octets();
     let want = format!("0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}");
     let dir = format!("/sys/class/infiniband/{dev}/ports/1/gids");
-    wait_for(&format!("{dev}'s GID for {addr}"), Duration::from_secs(10), || {
-        (0..16).find_map(|i| {
-            let g = std::fs::read_to_string(format!("{dir}/{i}")).ok()?;
-            (g.trim() == want).then(|| i.to_string())
-        })
-    })
+    wait_for(
+        &format!("{dev}'s GID for {addr}"),
+        Duration::from_secs(10),
+        || {
+            (0..16).find_map(|i| {
+                let g = std::fs::read_to_string(format!("{dir}/{i}")).ok()?;
+                (g.trim() == want).then(|| i.to_string())
+            })
+        },
+    )
 }
 
 /// rxe's counter `name` of `dev` (0 if absent).
@@ -298,13 +311,38 @@ fn rxe_counter(dev: &str, name: &str) -> u64 {
     .unwrap_or(0)
 }
 
-/// Counters of rxe that count a packet out of sequence or a retry.
-const RXE_ORDER_COUNTERS: [&str; 4] = [
-    "out_of_seq_request",
-    "duplicate_request",
-    "rcvd_seq_err",
-    "rcvd_rnr_err",
-];
+/// rxe's counters of packets out of sequence: the responder's
+/// out-of-sequence requests and the requester's sequence-error NAKs.
+/// Without loss they stay 0 when every QP keeps one path.
+const RXE_ORDER_COUNTERS: [&str; 2] = ["out_of_seq_request", "rcvd_seq_err"];
+
+/// rxe's counters of retransmissions: requester retries (timeouts) and the
+/// responder's duplicates. Under TCG an ACK can come later than the retry
+/// timeout, so these count without loss too; reported, not asserted.
+const RXE_RETRY_COUNTERS: [&str; 2] = ["completer_retry_err", "duplicate_request"];
+
+fn rxe_sum(counters: &[&str]) -> u64 {
+    counters
+        .iter()
+        .map(|c| rxe_counter("rxe_a", c) + rxe_counter("rxe_b", c))
+        .sum()
+}
+
+fn switch_drops(name: &str) -> u64 {
+    status_json(name)["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|sw| sw["drops_total"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+/// perftest options of the multi-QP runs: one outstanding 8 KiB write per
+/// QP (rxe does not pace, and 8 QPs x perftest's default 128 outstanding
+/// messages would overflow the paths' 100-500 kB buffers at once: RoCE
+/// without congestion control), and a 1 s ACK timeout (2^18 x 4.096 us)
+/// so that slow guests do not retransmit spuriously.
+const GENTLE: [&str; 6] = ["-t", "1", "-s", "8192", "-u", "18"];
 
 /// s1's decisions for RoCEv2 flows from its flow log: (sport, port, reason).
 fn s1_rocev2_decisions(name: &str) -> Vec<(u16, u8, String)> {
@@ -315,7 +353,11 @@ fn s1_rocev2_decisions(name: &str) -> Vec<(u16, u8, String)> {
         .filter_map(|l| {
             let f: Vec<&str> = l.split(',').collect();
             (f.get(5)? == &"4791" && f.get(1)? == &"10.0.1.2").then_some(())?;
-            Some((f[4].parse().ok()?, f[6].parse().ok()?, f.get(8)?.to_string()))
+            Some((
+                f[4].parse().ok()?,
+                f[6].parse().ok()?,
+                f.get(8)?.to_string(),
+            ))
         })
         .collect()
 }
@@ -327,14 +369,22 @@ fn perftest(tb: &Testbed, tool: &str, args: &[&str], timeout: Duration) -> Strin
     let gid_a = ipv4_gid_index("rxe_a", "10.0.1.2".parse().unwrap());
     let mut server_argv = vec![tool, "-d", "rxe_b", "-x", &gid_b];
     server_argv.extend_from_slice(args);
-    let mut server = tb.host("b").netns.spawn(&server_argv).expect("perftest server");
-    wait_for(&format!("{tool} to listen"), Duration::from_secs(20), || {
-        tb.host("b")
-            .netns
-            .exec(&["ss", "-H", "-t", "-l", "-n", "sport = :18515"])
-            .ok()
-            .filter(|o| !o.trim().is_empty())
-    });
+    let mut server = tb
+        .host("b")
+        .netns
+        .spawn(&server_argv)
+        .expect("perftest server");
+    wait_for(
+        &format!("{tool} to listen"),
+        Duration::from_secs(20),
+        || {
+            tb.host("b")
+                .netns
+                .exec(&["ss", "-H", "-t", "-l", "-n", "sport = :18515"])
+                .ok()
+                .filter(|o| !o.trim().is_empty())
+        },
+    );
     let mut client_argv = vec![tool, "-d", "rxe_a", "-x", &gid_a];
     client_argv.extend_from_slice(args);
     client_argv.push("10.0.2.2");
@@ -358,7 +408,9 @@ fn perftest(tb: &Testbed, tool: &str, args: &[&str], timeout: Duration) -> Strin
 /// The numbers of perftest's result line (the line after the header that
 /// starts with `#bytes`).
 fn result_row(out: &str) -> Vec<f64> {
-    let mut lines = out.lines().skip_while(|l| !l.trim_start().starts_with("#bytes"));
+    let mut lines = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#bytes"));
     lines.next();
     lines
         .find(|l| !l.trim().is_empty())
@@ -393,13 +445,13 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
     let _down = Down(name.clone());
     up_2dc(&name, &["--rdma", "--policy", "ecmp", "--no-metrics"]);
     let tb = attach(&name);
-    let order_before: Vec<u64> = RXE_ORDER_COUNTERS
-        .iter()
-        .map(|c| rxe_counter("rxe_b", c) + rxe_counter("rxe_a", c))
-        .collect();
-
     let long = Duration::from_secs(180);
-    let w = perftest(&tb, "ib_write_bw", &["-s", "65536", "-n", "200", "-F"], long);
+    let w = perftest(
+        &tb,
+        "ib_write_bw",
+        &["-s", "65536", "-n", "200", "-F"],
+        long,
+    );
     let write_bw = result_row(&w)[3];
     let r = perftest(&tb, "ib_read_lat", &["-s", "64", "-n", "200", "-F"], long);
     // #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
@@ -411,49 +463,51 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
         read_lat[4], read_lat[2]
     );
 
-    // 8 QPs: 8 flows at s1, spread over more than one path (ECMP).
+    // 8 QPs: 8 flows at s1, spread over more than one path (ECMP), each
+    // in order.
     let before = s1_rocev2_decisions(&name).len();
-    let m = perftest(&tb, "ib_write_bw", &["-q", "8", "-s", "16384", "-n", "100", "-F"], long);
+    let (order_before, retry_before, drops_before) = (
+        rxe_sum(&RXE_ORDER_COUNTERS),
+        rxe_sum(&RXE_RETRY_COUNTERS),
+        switch_drops(&name),
+    );
+    let roce_before = status_json(&name)["switches"][0]["ports"][3]["rx_rocev2_frames"]
+        .as_u64()
+        .unwrap_or(0);
+    let mut args = vec!["-q", "8", "-n", "200", "-F"];
+    args.extend_from_slice(&GENTLE);
+    let m = perftest(&tb, "ib_write_bw", &args, long);
     let multi_bw = result_row(&m)[3];
     let decisions = s1_rocev2_decisions(&name);
-    let new: Vec<_> = decisions[before..].iter().filter(|d| d.2 == "new").collect();
+    let new: Vec<_> = decisions[before..]
+        .iter()
+        .filter(|d| d.2 == "new")
+        .collect();
     let sports: std::collections::BTreeSet<u16> = new.iter().map(|d| d.0).collect();
     let paths: std::collections::BTreeSet<u8> = new.iter().map(|d| d.1).collect();
     println!(
-        "RESULT perftest 8 QPs: ib_write_bw -q 8 {multi_bw:.2} MB/s; s1 saw {} RoCEv2 flows (source ports {sports:?}) on {} paths (ports {paths:?})",
+        "RESULT perftest 8 QPs: ib_write_bw -q 8 -t 1 -s 8192 {multi_bw:.2} MB/s; s1 saw {} RoCEv2 flows (source ports {sports:?}) on {} paths (ports {paths:?})",
         sports.len(),
         paths.len()
     );
     assert_eq!(sports.len(), 8, "8 QPs are 8 flows at s1: {new:?}");
     assert!(paths.len() > 1, "ECMP put all 8 QPs on one path: {new:?}");
-
-    let s = status_json(&name);
-    let roce_in = s["switches"][0]["ports"][3]["rx_rocev2_frames"]
+    let roce_in = status_json(&name)["switches"][0]["ports"][3]["rx_rocev2_frames"]
         .as_u64()
-        .unwrap_or(0);
-    let drops: u64 = s["switches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|sw| sw["drops_total"].as_u64().unwrap_or(0))
-        .sum();
-    let order_after: Vec<u64> = RXE_ORDER_COUNTERS
-        .iter()
-        .map(|c| rxe_counter("rxe_b", c) + rxe_counter("rxe_a", c))
-        .collect();
-    let out_of_order: u64 = order_after
-        .iter()
-        .zip(&order_before)
-        .map(|(a, b)| a - b)
-        .sum();
+        .unwrap_or(0)
+        - roce_before;
+    let drops = switch_drops(&name) - drops_before;
+    let out_of_order = rxe_sum(&RXE_ORDER_COUNTERS) - order_before;
+    let retries = rxe_sum(&RXE_RETRY_COUNTERS) - retry_before;
     println!(
-        "RESULT RoCEv2 at s1: {roce_in} frames in from host a; switch drops {drops}; rxe out-of-sequence/duplicate/sequence-error counters +{out_of_order}"
+        "RESULT RoCEv2 at s1 (8-QP run): {roce_in} frames in from host a; switch drops {drops}; rxe out-of-sequence counters +{out_of_order}, retransmission counters +{retries}"
     );
-    assert!(roce_in > 1000, "s1 counted {roce_in} RoCEv2 frames");
+    // 1600 writes of 8 KiB are at least 8 frames each at rxe's 1024-byte MTU.
+    assert!(roce_in >= 1600 * 8, "s1 counted {roce_in} RoCEv2 frames");
     if drops == 0 {
         assert_eq!(
             out_of_order, 0,
-            "no frame was dropped, yet rxe counted packets out of order: {order_before:?} -> {order_after:?}"
+            "no frame was dropped, yet rxe counted {out_of_order} packets out of sequence"
         );
     }
 
@@ -462,7 +516,8 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
     let before = s1_rocev2_decisions(&name).len();
     let gid_b = ipv4_gid_index("rxe_b", "10.0.2.2".parse().unwrap());
     let gid_a = ipv4_gid_index("rxe_a", "10.0.1.2".parse().unwrap());
-    let args = ["-q", "8", "-s", "16384", "-n", "400", "-F"];
+    let mut args = vec!["-q", "8", "-n", "300", "-F"];
+    args.extend_from_slice(&GENTLE);
     let mut server_argv = vec!["ib_write_bw", "-d", "rxe_b", "-x", &gid_b];
     server_argv.extend_from_slice(&args);
     let mut server = tb.host("b").netns.spawn(&server_argv).expect("server");
@@ -497,7 +552,9 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
         .expect("link down");
     let client_done = client.wait_timeout(Duration::from_secs(240));
     let server_done = server.wait_timeout(Duration::from_secs(30));
-    s1.netns.ip(&["link", "set", ifname, "up"]).expect("link up");
+    s1.netns
+        .ip(&["link", "set", ifname, "up"])
+        .expect("link up");
     assert!(
         client_done.is_some_and(|s| s.success()),
         "ib_write_bw did not complete after the link failure ({client_done:?}):\n{}\nserver ({server_done:?}):\n{}",
@@ -510,7 +567,7 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
         .cloned()
         .collect();
     println!(
-        "RESULT link failure: s1 port {busiest} down under ib_write_bw -q 8 -n 400; {moved_qps} QPs were on it, {} failover decisions (to ports {:?}); the transfer completed",
+        "RESULT link failure: s1 port {busiest} down under ib_write_bw -q 8 -n 300; {moved_qps} QPs were on it, {} failover decisions (to ports {:?}); the transfer completed",
         failovers.len(),
         failovers.iter().map(|d| d.1).collect::<std::collections::BTreeSet<_>>()
     );

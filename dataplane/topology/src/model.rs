@@ -189,10 +189,19 @@ impl Port {
     }
 }
 
+/// The host-side interface name of a host link the file names none for.
+pub const DEFAULT_HOST_IFNAME: &str = "eth0";
+
 impl Host {
     /// The one-way delay in whole microseconds (rounded down).
     pub fn delay_us(&self) -> u64 {
         self.delay_ns / 1_000
+    }
+
+    /// The host-side interface: the file's name, else
+    /// [`DEFAULT_HOST_IFNAME`].
+    pub fn ifname_or_default(&self) -> &str {
+        self.ifname.as_deref().unwrap_or(DEFAULT_HOST_IFNAME)
     }
 }
 
