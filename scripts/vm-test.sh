@@ -131,8 +131,8 @@ run_suite() { # kernel suite
     rc=${PIPESTATUS[0]}
     set -e
     {
-        grep -m1 '^vm.sh: kernel' "$log" | sed 's/^vm.sh: //'
-        grep '^RESULT ' "$log" | sed 's/^RESULT /  /'
+        grep -m1 '^vm.sh: kernel' "$log" | sed 's/^vm.sh: //' || echo "kernel $k: the VM did not start"
+        grep '^RESULT ' "$log" | sed 's/^RESULT /  /' || true
         awk '/^TOTALS/ { p += $2; f += $3; i += $4 } END { printf "  %s tests: %d passed, %d failed, %d ignored", s, p, f, i }' s="$suite" "$log"
         echo " ($(($(date +%s) - t0)) s, exit $rc)"
     } >>"$summary"

@@ -32,7 +32,8 @@ mod rotor;
     qdiscs). A control socket (--control-socket) serves lcmp-ctl and \
     lcmp-agent: status, ports, flows, costs, and live changes of policy, \
     parameters, route tables and links between polls, hitless for cached \
-    flows. SIGINT/SIGTERM detach the XDP programs and exit.\n\n\
+    flows. SIGINT/SIGTERM detach the XDP programs and exit. Needs Linux \
+    6.1 or newer (older kernels are refused at start).\n\n\
     Rotor networks (Mars): given a rotor network file (a [rotor] table, \
     written by `lcmp-agent rotor-plan --schedule`), --switch rotorR runs \
     a bufferless circuit switch that connects port i to the port of its \
