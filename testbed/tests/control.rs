@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lcmp_netns_tests::{require_root, udp_send_flows, Testbed, UdpReceiver};
 use lcmp_testbed::state::State;
@@ -67,18 +67,6 @@ fn monotonic_ns() -> u64 {
     // SAFETY: clock_gettime writes one timespec to a valid pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Polls `f` every 20 ms until it gives `Some`, at most `timeout`.
-fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn testbed(name: &str) -> (State, Testbed) {

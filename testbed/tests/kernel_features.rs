@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use lcmp_netns_tests::{require_root, Testbed};
@@ -270,18 +270,6 @@ fn netem_emulates_the_host_to_switch_direction_of_host_links() {
     );
     ok(&["down", "--name", &name]);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Polls `f` until it returns `Some`, for at most `timeout`.
-fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The GID index of `dev`'s IPv4-mapped GID for `addr` (RoCEv2 over IPv4).

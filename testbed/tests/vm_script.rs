@@ -54,40 +54,27 @@ fn a_kernel_version_that_does_not_exist_is_named() {
     );
 }
 
-/// A PATH with every program of the usual directories but qemu's.
+/// A PATH with every program of the usual directories and of this PATH
+/// (pip's `vng` may live there) but qemu's.
 fn path_without_qemu() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("lcmp-noqemu-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    for d in [
+    let usual = [
         "/usr/local/sbin",
         "/usr/local/bin",
         "/usr/sbin",
         "/usr/bin",
         "/sbin",
         "/bin",
-    ] {
-        let Ok(entries) = std::fs::read_dir(d) else {
-            continue;
-        };
-        for e in entries.flatten() {
+    ]
+    .map(PathBuf::from);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for d in usual.into_iter().chain(std::env::split_paths(&path)) {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let name = e.file_name();
-            if name.to_string_lossy().starts_with("qemu-system") {
-                continue;
-            }
-            let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
-        }
-    }
-    // pip's scripts (vng) may live elsewhere on PATH.
-    if let Some(p) = std::env::var_os("PATH") {
-        for d in std::env::split_paths(&p) {
-            if let Ok(entries) = std::fs::read_dir(&d) {
-                for e in entries.flatten() {
-                    let name = e.file_name();
-                    if !name.to_string_lossy().starts_with("qemu-system") {
-                        let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
-                    }
-                }
+            if !name.to_string_lossy().starts_with("qemu-system") {
+                let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
             }
         }
     }

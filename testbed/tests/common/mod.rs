@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
 use lcmp_netns_tests::{release_binary, repo_root};
 use serde_json::Value;
@@ -120,4 +121,16 @@ pub fn our_xdp_programs() -> usize {
         .lines()
         .filter(|l| l.contains("name lcmp_xdp"))
         .count()
+}
+
+/// Polls `f` every 20 ms until it gives `Some`, at most `timeout`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
