@@ -24,33 +24,34 @@ fn error_lines(o: &Output) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn usage_errors_need_no_root_and_say_what_is_missing() {
-    let o = vm_sh(&["--kernel", "6.1"], None);
-    assert_eq!(o.status.code(), Some(2));
-    let e = error_lines(&o);
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert!(e[0].contains("no command"), "{e:?}");
-    let o = vm_sh(&["--accel", "hvf", "--", "true"], None);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(error_lines(&o)[0].contains("--accel must be auto, kvm or tcg"));
-}
-
-#[test]
-fn a_kernel_version_that_does_not_exist_is_named() {
-    require_root!();
-    let o = vm_sh(&["--kernel", "9.99", "--", "true"], None);
+/// The one error line of a run that failed with exit status 2.
+fn the_error(o: &Output) -> String {
     assert_eq!(
         o.status.code(),
         Some(2),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let e = error_lines(&o);
+    let e = error_lines(o);
     assert_eq!(e.len(), 1, "{e:?}");
+    e[0].clone()
+}
+
+#[test]
+fn usage_errors_need_no_root_and_say_what_is_missing() {
+    let e = the_error(&vm_sh(&["--kernel", "6.1"], None));
+    assert!(e.contains("no command"), "{e}");
+    let e = the_error(&vm_sh(&["--accel", "hvf", "--", "true"], None));
+    assert!(e.contains("--accel must be auto, kvm or tcg"), "{e}");
+}
+
+#[test]
+fn a_kernel_version_that_does_not_exist_is_named() {
+    require_root!();
+    let e = the_error(&vm_sh(&["--kernel", "9.99", "--", "true"], None));
     assert!(
-        e[0].contains("no Debian kernel package for version 9.99") && e[0].contains("6.1"),
-        "{e:?}"
+        e.contains("no Debian kernel package for version 9.99") && e.contains("6.1"),
+        "{e}"
     );
 }
 
@@ -87,13 +88,6 @@ fn without_qemu_it_says_so_in_one_line() {
     let dir = path_without_qemu();
     let o = vm_sh(&["--", "true"], Some(&dir));
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let e = error_lines(&o);
-    assert_eq!(e.len(), 1, "{e:?}");
-    assert!(e[0].contains("qemu-system-x86_64"), "{e:?}");
+    let e = the_error(&o);
+    assert!(e.contains("qemu-system-x86_64"), "{e}");
 }
