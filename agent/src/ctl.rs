@@ -645,7 +645,7 @@ pub fn render_status(snapshots: &[(&str, &Snapshot)]) -> String {
             s.pid.to_string(),
             duration(s.uptime_ms),
             policy(&s.policy),
-            ecn(s.policy.ecn.as_ref()),
+            ecn(&s.policy),
             s.counter("rx_frames").to_string(),
             s.counter("tx_frames").to_string(),
             s.drops_total.to_string(),
@@ -672,7 +672,7 @@ pub fn render_policy(snapshots: &[(&str, &Snapshot)]) -> String {
             s.policy.name.clone(),
             opt(s.policy.alpha),
             opt(s.policy.beta),
-            ecn(s.policy.ecn.as_ref()),
+            ecn(&s.policy),
         ]);
     }
     t.render("")
@@ -1124,9 +1124,19 @@ fn policy(p: &PolicyState) -> String {
     }
 }
 
-/// ECN thresholds in the syntax `set ecn` takes.
-fn ecn(e: Option<&EcnFractions>) -> String {
-    e.map_or_else(
+/// ECN thresholds in the syntax `set ecn` takes, or as time at link rate
+/// (`lcmp-switch --ecn-link-time`).
+fn ecn(p: &PolicyState) -> String {
+    if let Some(t) = &p.ecn_link_time {
+        return format!(
+            "link-time {}us,{}us,{},floor {}B",
+            t.kmin_ns as f64 / 1e3,
+            t.kmax_ns as f64 / 1e3,
+            t.pmax,
+            t.kmin_floor_bytes
+        );
+    }
+    p.ecn.as_ref().map_or_else(
         || "off".to_string(),
         |e| format!("{},{},{}", e.kmin, e.kmax, e.pmax),
     )
@@ -1340,6 +1350,7 @@ mod tests {
                 alpha,
                 beta: alpha.map(|_| 1),
                 ecn: alpha.map(|_| EcnFractions::default()),
+                ecn_link_time: None,
             },
             counters: BTreeMap::from([
                 ("rx_frames".to_string(), 123_456),

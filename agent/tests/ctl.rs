@@ -116,6 +116,7 @@ fn answer(request: &Request) -> Body {
                 alpha: Some(3),
                 beta: Some(1),
                 ecn: None,
+                ecn_link_time: None,
             },
             counters: BTreeMap::from([
                 ("rx_frames".to_string(), 1000),

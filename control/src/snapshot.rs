@@ -62,8 +62,12 @@ pub struct PolicyState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta: Option<u32>,
     /// ECN marking thresholds as fractions of each port's buffer; `None`:
-    /// marking is off.
+    /// marking is off (unless `ecn_link_time` is set).
     pub ecn: Option<EcnFractions>,
+    /// ECN thresholds as time at each port's link rate; when set, they
+    /// apply instead of `ecn`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_link_time: Option<EcnLinkTime>,
 }
 
 /// ECN marking thresholds as fractions of a port's buffer.
@@ -127,6 +131,69 @@ impl EcnFractions {
         } else {
             Err("ECN thresholds need 0 <= kmin < kmax <= 1 and 0 <= pmax <= 1".into())
         }
+    }
+}
+
+/// ECN thresholds as queueing time at each port's link rate. DCQCN's
+/// thresholds grow with the link rate (the LCMP simulator marks from 100 KB
+/// to 400 KB at 25 Gbit/s and from 400 KB to 1600 KB at 100 Gbit/s: 32 us
+/// to 128 us of transmission at any rate), so a testbed that scales rates
+/// keeps them by keeping the time. A scaled-down link would then mark with
+/// less than one frame queued; `kmin_floor_bytes` keeps a few frames, and
+/// `kmax` is floored in the same ratio so the ramp keeps its shape.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EcnLinkTime {
+    /// Marking starts above this much queueing, nanoseconds at link rate.
+    pub kmin_ns: u64,
+    /// Every ECT frame is marked above this, nanoseconds at link rate.
+    pub kmax_ns: u64,
+    /// Marking probability just below `kmax`.
+    pub pmax: f64,
+    /// `kmin` is at least this many bytes.
+    pub kmin_floor_bytes: u64,
+}
+
+impl EcnLinkTime {
+    /// `KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES` (e.g. `32,128,0.2,2000`).
+    pub fn parse(text: &str) -> Result<EcnLinkTime, String> {
+        let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+        let [kmin, kmax, pmax, floor] = parts.as_slice() else {
+            return Err(format!(
+                "{text:?} is not KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES (e.g. 32,128,0.2,2000)"
+            ));
+        };
+        let num = |name: &str, s: &str| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+                .ok_or_else(|| format!("{name} {s:?} is not a number >= 0"))
+        };
+        let (kmin_us, kmax_us) = (num("KMIN_US", kmin)?, num("KMAX_US", kmax)?);
+        let pmax = num("PMAX", pmax)?;
+        let floor = floor
+            .parse::<u64>()
+            .map_err(|_| format!("KMIN_FLOOR_BYTES {floor:?} is not a whole number of bytes"))?;
+        if !(kmin_us < kmax_us && kmax_us <= 1e9 && pmax <= 1.0) {
+            return Err(format!(
+                "ECN link times need KMIN_US < KMAX_US <= 1e9 and PMAX <= 1 (got {text:?})"
+            ));
+        }
+        Ok(EcnLinkTime {
+            kmin_ns: (kmin_us * 1e3).round() as u64,
+            kmax_ns: (kmax_us * 1e3).round() as u64,
+            pmax,
+            kmin_floor_bytes: floor,
+        })
+    }
+
+    /// `(kmin, kmax)` bytes at `rate_bps` (0: an unshaped port, floors only).
+    pub fn thresholds(&self, rate_bps: u64) -> (u64, u64) {
+        let at_rate = |ns: u64| (rate_bps as u128 * ns as u128 / 8_000_000_000) as u64;
+        let kmin = at_rate(self.kmin_ns).max(self.kmin_floor_bytes);
+        let kmax_floor = (self.kmin_floor_bytes as u128 * self.kmax_ns as u128
+            / self.kmin_ns.max(1) as u128) as u64;
+        let kmax = at_rate(self.kmax_ns).max(kmax_floor).max(kmin + 1);
+        (kmin, kmax)
     }
 }
 
@@ -339,5 +406,42 @@ impl PortSnapshot {
     /// A port drop counter, 0 if absent.
     pub fn dropped(&self, reason: &str) -> u64 {
         self.drops.get(reason).copied().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_time_thresholds_follow_the_rate_above_their_floors() {
+        let e = EcnLinkTime::parse("32,128,0.2,2000").unwrap();
+        assert_eq!(
+            (e.kmin_ns, e.kmax_ns, e.kmin_floor_bytes),
+            (32_000, 128_000, 2000)
+        );
+        // The simulator's 25G and 100G thresholds: 100/400 KB and 400/1600 KB.
+        assert_eq!(e.thresholds(25_000_000_000), (100_000, 400_000));
+        assert_eq!(e.thresholds(100_000_000_000), (400_000, 1_600_000));
+        // 200 Mbit/s: 800/3200 bytes at rate, floored to 2000 and 2000 x 4.
+        assert_eq!(e.thresholds(200_000_000), (2000, 8000));
+        // 1 Gbit/s: kmin 4000 at rate, kmax 16000 at rate.
+        assert_eq!(e.thresholds(1_000_000_000), (4000, 16000));
+        // An unshaped port: the floors.
+        assert_eq!(e.thresholds(0), (2000, 8000));
+    }
+
+    #[test]
+    fn link_time_parse_errors_name_the_field() {
+        for (text, needle) in [
+            ("32,128,0.2", "KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES"),
+            ("x,128,0.2,2000", "KMIN_US \"x\""),
+            ("32,128,0.2,1.5", "KMIN_FLOOR_BYTES"),
+            ("128,32,0.2,2000", "KMIN_US < KMAX_US"),
+            ("32,128,1.5,2000", "PMAX <= 1"),
+        ] {
+            let err = EcnLinkTime::parse(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
     }
 }

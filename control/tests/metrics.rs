@@ -32,6 +32,7 @@ fn snapshot_s1() -> Snapshot {
             alpha: Some(3),
             beta: Some(1),
             ecn: Some(EcnFractions::default()),
+            ecn_link_time: None,
         },
         counters: map(&[
             ("rx_frames", 100),

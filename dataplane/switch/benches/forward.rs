@@ -55,6 +55,7 @@ fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
         batch_size: 64,
         link_check_interval_ns: 1_000_000,
         ecn: None,
+        ecn_link_time: None,
     };
     let mut sw = Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap();
     if flow_log {

@@ -13,7 +13,7 @@ use crate::egress::EgressConfig;
 use crate::routing::Route;
 use crate::switch::{ecn_bytes, ConfigError, PortConfig, SwitchConfig};
 
-pub use lcmp_control::snapshot::EcnFractions;
+pub use lcmp_control::snapshot::{EcnFractions, EcnLinkTime};
 
 /// Every default of the switch, in one place: the command line and
 /// [`Options::default`] both take them from here.
@@ -61,8 +61,10 @@ pub struct Options {
     pub congestion: CongestionParams,
     /// Emulate each link's rate and delay (the testbed); off for real links.
     pub emulate_links: bool,
-    /// ECN marking; `None` disables it.
+    /// ECN marking; `None` disables it (unless `ecn_link_time` is set).
     pub ecn: Option<EcnFractions>,
+    /// ECN thresholds as time at each port's link rate, instead of `ecn`.
+    pub ecn_link_time: Option<EcnLinkTime>,
     /// Flow cache capacity.
     pub flow_capacity: usize,
     /// Flow idle timeout, ns. `None`: at least 1 s and at least twice the
@@ -90,6 +92,7 @@ impl Default for Options {
             congestion: CongestionParams::default(),
             emulate_links: true,
             ecn: Some(EcnFractions::default()),
+            ecn_link_time: None,
             flow_capacity: defaults::FLOW_CAPACITY,
             flow_idle_timeout_ns: None,
             seed: None,
@@ -155,7 +158,8 @@ pub fn from_topology(
         } else {
             (0, 0)
         };
-        let ecn = ecn_bytes(opts.ecn, p.buffer_bytes);
+        // Thresholds at link rate follow the link even when it is not emulated.
+        let ecn = ecn_bytes(opts.ecn, opts.ecn_link_time, p.rate_bps, p.buffer_bytes);
         ports.push(PortConfig {
             peer_mac: opts.peer_macs.get(&ifname).copied(),
             name: ifname,
@@ -200,6 +204,7 @@ pub fn from_topology(
         batch_size: opts.batch_size,
         link_check_interval_ns: opts.link_check_interval_ns,
         ecn: opts.ecn,
+        ecn_link_time: opts.ecn_link_time,
     })
 }
 
@@ -254,6 +259,29 @@ mod tests {
         assert!(e.0.contains("interfaces were given"), "{e}");
         let e = from_topology(&topo(), "nope", &Options::default(), mac).unwrap_err();
         assert!(e.0.contains("no switch named"), "{e}");
+    }
+
+    #[test]
+    fn ecn_at_link_time_follows_each_ports_rate() {
+        let t = topo();
+        let n = t.ports(t.switch_by_name("s1").unwrap().id).len();
+        let opts = Options {
+            ifnames: (0..n).map(|i| format!("p{i}")).collect(),
+            ecn_link_time: Some(EcnLinkTime::parse("32,128,0.2,2000").unwrap()),
+            ..Default::default()
+        };
+        let c = from_topology(&t, "s1", &opts, mac).unwrap();
+        let thresholds: Vec<(u64, u64)> = c.ports[..3]
+            .iter()
+            .map(|p| {
+                let e = p.egress.ecn.unwrap();
+                (e.kmin_bytes, e.kmax_bytes)
+            })
+            .collect();
+        // Ports 0..2 at 1 Gbit/s, 500 and 200 Mbit/s: 32 us is 4000, 2000
+        // and 800 bytes (floored to 2000), 128 us 16000, 8000 and 3200
+        // (floored to 8000).
+        assert_eq!(thresholds, vec![(4000, 16000), (2000, 8000), (2000, 8000)]);
     }
 
     #[test]

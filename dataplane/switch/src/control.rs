@@ -78,6 +78,7 @@ fn policy_state<IO: PacketIo>(sw: &Switch<IO>) -> PolicyState {
         alpha,
         beta,
         ecn: sw.ecn(),
+        ecn_link_time: sw.ecn_link_time(),
     }
 }
 

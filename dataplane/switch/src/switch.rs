@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use crate::icmp::{self, IcmpError, IcmpLimiter};
 
 use ipnet::IpNet;
-use lcmp_control::snapshot::EcnFractions;
+use lcmp_control::snapshot::{EcnFractions, EcnLinkTime};
 use lcmp_policy::{
     CongestionParams, FlowCache, FlowHasher, FlowKey, FlowRouter, Policy, PortSet, PortStates,
     PortView, RouteOutcome, RouterStats, Selector,
@@ -69,6 +69,9 @@ pub struct SwitchConfig {
     /// byte thresholds follow from them; kept to rescale them when a
     /// port's buffer changes). `None`: marking off.
     pub ecn: Option<EcnFractions>,
+    /// ECN thresholds as time at each port's link rate; when set, they
+    /// apply instead of `ecn`.
+    pub ecn_link_time: Option<EcnLinkTime>,
 }
 
 /// A configuration the switch cannot run.
@@ -167,6 +170,7 @@ pub struct Switch<IO: PacketIo> {
     table_generation: u64,
     congestion_params: CongestionParams,
     ecn: Option<EcnFractions>,
+    ecn_link_time: Option<EcnLinkTime>,
     /// Rate limit of the ICMP errors the switch sends.
     icmp: IcmpLimiter,
     /// Each port's own IPv4 and IPv6 address (the source of the ICMP
@@ -216,8 +220,22 @@ fn port_sets(routes: &[Route]) -> HashMap<IpNet, PortSet> {
         .collect()
 }
 
-/// ECN byte thresholds of a buffer.
-pub(crate) fn ecn_bytes(f: Option<EcnFractions>, buffer_bytes: u64) -> Option<EcnConfig> {
+/// ECN byte thresholds of a port: from its link rate when `link_time` is
+/// set, else as fractions of its buffer.
+pub(crate) fn ecn_bytes(
+    f: Option<EcnFractions>,
+    link_time: Option<EcnLinkTime>,
+    rate_bps: u64,
+    buffer_bytes: u64,
+) -> Option<EcnConfig> {
+    if let Some(t) = link_time {
+        let (kmin_bytes, kmax_bytes) = t.thresholds(rate_bps);
+        return Some(EcnConfig {
+            kmin_bytes,
+            kmax_bytes,
+            pmax: t.pmax,
+        });
+    }
     f.map(|f| EcnConfig {
         kmin_bytes: (buffer_bytes as f64 * f.kmin) as u64,
         kmax_bytes: (buffer_bytes as f64 * f.kmax) as u64,
@@ -422,6 +440,7 @@ impl<IO: PacketIo> Switch<IO> {
             table_generation: 1,
             congestion_params: config.congestion,
             ecn: config.ecn,
+            ecn_link_time: config.ecn_link_time,
             icmp: IcmpLimiter::new(ICMP_RATE_PER_S, ICMP_BURST),
             port_addrs: vec![(None, None); n],
             router_v4: Ipv4Addr::new(
@@ -894,12 +913,19 @@ impl<IO: PacketIo> Switch<IO> {
         self.ecn
     }
 
-    /// Sets every port's ECN thresholds (`None`: marking off).
+    /// The ECN thresholds in force as time at link rate, if they are.
+    pub fn ecn_link_time(&self) -> Option<EcnLinkTime> {
+        self.ecn_link_time
+    }
+
+    /// Sets every port's ECN thresholds as fractions of its buffer
+    /// (`None`: marking off); replaces thresholds at link rate.
     pub fn set_ecn(&mut self, ecn: Option<EcnFractions>) {
         self.ecn = ecn;
+        self.ecn_link_time = None;
         for p in &mut self.ports {
             let mut cfg = *p.egress.config();
-            cfg.ecn = ecn_bytes(ecn, cfg.buffer_bytes);
+            cfg.ecn = ecn_bytes(ecn, None, cfg.rate_bps, cfg.buffer_bytes);
             p.egress.reconfigure(cfg);
         }
     }
@@ -908,13 +934,13 @@ impl<IO: PacketIo> Switch<IO> {
     /// and buffer. Frames held keep their schedule; the congestion monitor
     /// restarts for the new link.
     pub fn set_link(&mut self, port: usize, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
-        let ecn = self.ecn;
+        let (ecn, link_time) = (self.ecn, self.ecn_link_time);
         let p = &mut self.ports[port];
         let mut cfg = *p.egress.config();
         cfg.rate_bps = rate_bps;
         cfg.delay_ns = delay_ns;
         cfg.buffer_bytes = buffer_bytes;
-        cfg.ecn = ecn_bytes(ecn, buffer_bytes);
+        cfg.ecn = ecn_bytes(ecn, link_time, rate_bps, buffer_bytes);
         cfg.max_in_flight = delay_line_frames(rate_bps, delay_ns);
         p.egress.reconfigure(cfg);
         self.congestion

@@ -535,6 +535,7 @@ fn a_flow_timeout_beyond_the_cache_limit_is_an_error_not_a_panic() {
         batch_size: 1,
         link_check_interval_ns: MS,
         ecn: None,
+        ecn_link_time: None,
     };
     let Err(e) = Switch::new(cfg, MemIo::new(0, 1)) else {
         panic!("accepted");

@@ -91,6 +91,7 @@ pub fn bed_with_cache(policy: Policy, egress: [EgressConfig; 4], flow_capacity: 
         batch_size: 64,
         link_check_interval_ns: 100 * US,
         ecn: None,
+        ecn_link_time: None,
     };
     Bed {
         sw: Switch::new(config, MemIo::new(4, 8192)).unwrap(),

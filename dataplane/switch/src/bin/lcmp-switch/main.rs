@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use clap::{Parser, ValueEnum};
 use lcmp_ebpf::{RouteSocket, XdpMode};
 use lcmp_policy::Policy;
-use lcmp_switch::config::{defaults, EcnFractions};
+use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime};
 use lcmp_switch::xsk::{XskConfig, XskIo};
 use lcmp_topology::rotor_net::RotorNetwork;
 use tracing::warn;
@@ -136,6 +136,13 @@ struct Args {
     /// ECN marking thresholds as fractions of the port buffer: KMIN,KMAX,PMAX.
     #[arg(long, default_value = "0.2,0.8,0.2", value_parser = parse_ecn)]
     ecn: EcnFractions,
+    /// ECN thresholds as queueing time at each port's link rate instead:
+    /// KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES. `32,128,0.2,2000` gives the
+    /// LCMP simulator's DCQCN marking (100-400 KB at 25 Gbit/s, 400-1600
+    /// KB at 100 Gbit/s) at any rate scale, with kmin at least 2000 bytes
+    /// and kmax floored in the same ratio (8000).
+    #[arg(long, value_name = "KMIN_US,KMAX_US,PMAX,FLOOR", value_parser = parse_ecn_link_time, conflicts_with = "no_ecn")]
+    ecn_link_time: Option<EcnLinkTime>,
     /// Disable ECN marking.
     #[arg(long)]
     no_ecn: bool,
@@ -297,6 +304,10 @@ fn parse_fraction(s: &str) -> Result<(u8, u8), String> {
 
 fn parse_ecn(s: &str) -> Result<EcnFractions, String> {
     EcnFractions::parse(s)
+}
+
+fn parse_ecn_link_time(s: &str) -> Result<EcnLinkTime, String> {
+    EcnLinkTime::parse(s)
 }
 
 fn parse_capacity(s: &str) -> Result<usize, String> {
