@@ -16,7 +16,7 @@
 //! - Quantiles use one method, [`quantile_sorted`] (type 7).
 //! - Reductions are `(lcmp - baseline) / baseline`: negative = LCMP better.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use lcmp_traffic::record::{FlowRecord, FlowStatus};
 use serde::{Deserialize, Serialize};
@@ -166,6 +166,11 @@ pub struct RunInput {
     /// vanishing from the tail.
     #[serde(default)]
     pub deadline_ns: Option<u64>,
+    /// The transport's counters summed over the run's senders (rocev2:
+    /// packets, retransmissions, naks, ecn_echoes, cnps, rate_cuts,
+    /// timeouts); empty under tcp.
+    #[serde(default)]
+    pub transport_counters: BTreeMap<String, u64>,
 }
 
 /// Use of one path in one run.
@@ -226,6 +231,9 @@ pub struct RunSummary {
     /// Non-warm-up flows with a minimum RTT that matched no path (flows
     /// without one never connected and are not counted here).
     pub flows_unassigned: u64,
+    /// As in [`RunInput`].
+    #[serde(default)]
+    pub transport_counters: BTreeMap<String, u64>,
 }
 
 /// One completed, non-warm-up flow: `(size_bytes, slowdown)`.
@@ -376,6 +384,7 @@ pub fn summarize_run(input: &RunInput, ideal: &IdealModel) -> RunSummary {
         calibration_notes: input.calibration_notes.clone(),
         paths,
         flows_unassigned: unassigned,
+        transport_counters: input.transport_counters.clone(),
     }
 }
 
@@ -955,6 +964,7 @@ pub(crate) mod tests {
             // The source switch put every flow on dc2.
             flow_paths: (0..fcts.len() as u64).map(|id| (id, 0)).collect(),
             deadline_ns: None,
+            transport_counters: BTreeMap::new(),
         }
     }
 
@@ -1071,6 +1081,7 @@ pub(crate) mod tests {
                 median_slowdown: Some(median),
             }],
             flows_unassigned: 0,
+            transport_counters: BTreeMap::new(),
         }
     }
 

@@ -30,6 +30,8 @@ pub struct UpOptions {
     pub topology: Option<PathBuf>,
     /// Hosts generated on every DC switch that has none in the file.
     pub hosts_per_dc: usize,
+    /// Generate them on these DC switches only (`None`: on every one).
+    pub host_switches: Option<Vec<String>>,
     /// Divide link rates (and buffers) by this.
     pub scale: f64,
     /// Policy and parameters of the switches.
@@ -141,23 +143,38 @@ pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
 }
 
 /// The effective topology of a testbed: the file, plus `hosts_per_dc`
-/// generated hosts on DC switches without hosts, rates divided by `scale`.
+/// generated hosts on DC switches without hosts (on `host_switches` only,
+/// if given), rates divided by `scale`.
 pub fn effective_topology(
     file: Option<&Path>,
     hosts_per_dc: usize,
+    host_switches: Option<&[String]>,
     scale: f64,
 ) -> Result<Topology> {
     crate::experiment::config::check_scale(scale)?;
     let topo = crate::experiment::config::load_topology(file)?;
     let source = topo.source().to_string();
+    let only = host_switches
+        .map(|names| {
+            names
+                .iter()
+                .map(|n| {
+                    topo.switch_by_name(n)
+                        .map(|s| s.id)
+                        .ok_or_else(|| Error::new(format!("{source}: no switch {n:?}")))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
     let topo = if hosts_per_dc > 0 {
-        topo.with_generated_hosts(
+        topo.with_generated_hosts_on(
             hosts_per_dc,
             HostTemplate {
                 rate_bps: None,
                 delay_ns: 10_000,
                 buffer_bytes: None,
             },
+            only.as_deref(),
         )
         .map_err(|e| Error::new(e.to_string()))?
     } else {
@@ -178,7 +195,12 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
     if let Some(cc) = &opts.cc {
         check_congestion_control(cc)?;
     }
-    let topo = effective_topology(opts.topology.as_deref(), opts.hosts_per_dc, opts.scale)?;
+    let topo = effective_topology(
+        opts.topology.as_deref(),
+        opts.hosts_per_dc,
+        opts.host_switches.as_deref(),
+        opts.scale,
+    )?;
     let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
     match up_inner(opts, &topo, &switch_bin, progress) {
         Ok(st) => Ok(st),

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use lcmp_testbed::bed::{self, UpOptions};
 use lcmp_testbed::state::{self, State, SwitchSettings};
-use lcmp_testbed::{experiment, rdma, rotor, status, Error, Result};
+use lcmp_testbed::{experiment, fidelity, rdma, rotor, status, Error, Result};
 use lcmp_topology::rotor_net::RotorNetwork;
 
 #[derive(Parser, Debug)]
@@ -92,6 +92,43 @@ enum Cmd {
     /// receiving host (complete schedule, direct routing; one ToR streams
     /// to another above line rate). Builds its own testbed and removes it.
     RotorTiming(RotorTimingArgs),
+    /// Compare a run's FCT slowdowns with a reference simulator's, by flow
+    /// size.
+    #[command(
+        long_about = "Compare an experiment's FCT slowdowns with a reference simulator's \
+        (the HPCC ns-3 FCT output of the LCMP artifact, e.g. experiments/reference/lcmp-artifact-8dc/), \
+        the way the paper compared its testbed with its simulator (Pearson r 0.95 at the median, \
+        0.97 at p99).\n\n\
+        Slowdown = max(1, FCT / ideal) on both sides (the reference's ideal is its standalone FCT, \
+        ours the run's ideal model). Each side is cut into 20 equal-count buckets of its own flow \
+        sizes; bucket k of ours is compared with bucket k of the reference, and r is the Pearson \
+        correlation of ln(slowdown) over the buckets at the median and at p99, per policy and \
+        pooled over the policies given. Ours pools the completed non-warm-up flows of a policy's \
+        runs (seeds) of one (workload, load): --load/--workload pick it when the run has several. \
+        Without runs/*/flows.csv, summary.json's size buckets are used (and the report says so).\n\n\
+        Prints a table, and writes DIR/fidelity.json, DIR/plots/fidelity.svg and .png, and a \
+        fidelity section of DIR/report.md (replaced, not added, on a second run). Needs no root."
+    )]
+    Fidelity(FidelityArgs),
+}
+
+/// `lcmp-testbed fidelity`.
+#[derive(Args, Debug, Clone)]
+struct FidelityArgs {
+    /// The experiment's output directory (summary.json, runs/*/flows.csv).
+    #[arg(long, value_name = "DIR")]
+    run: std::path::PathBuf,
+    /// A policy of the run and the reference's FCT file for it (format
+    /// hpcc-fct: `sip dip sport dport size_bytes start_ns fct_ns
+    /// standalone_ns`). Repeatable.
+    #[arg(long = "reference", value_name = "POLICY=FILE", required = true, value_parser = fidelity::parse_reference)]
+    references: Vec<(String, std::path::PathBuf)>,
+    /// The load to compare, where the run has several.
+    #[arg(long)]
+    load: Option<f64>,
+    /// The workload to compare, where the run has several.
+    #[arg(long)]
+    workload: Option<String>,
 }
 
 /// `lcmp-testbed rotor-timing`.
@@ -253,6 +290,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 name: a.name.clone(),
                 topology: a.topo.topology.clone(),
                 hosts_per_dc: a.topo.hosts_per_dc,
+                host_switches: None,
                 scale: a.topo.scale,
                 switches: SwitchSettings {
                     policy: a.policy.clone(),
@@ -401,6 +439,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Cmd::RotorExperiment(a) => {
             rotor::experiment::run_cli(&a, &say)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Fidelity(a) => {
+            let sel = fidelity::Selector {
+                workload: a.workload,
+                load: a.load,
+            };
+            let r = fidelity::run_fidelity_with(&a.run, &a.references, &sel)?;
+            print!("{}", fidelity::render_text(&r));
+            say(&format!(
+                "wrote {0}/fidelity.json, {0}/plots/fidelity.svg and .png, and the fidelity section of {0}/report.md",
+                a.run.display()
+            ));
             Ok(ExitCode::SUCCESS)
         }
         Cmd::RotorTiming(a) => {

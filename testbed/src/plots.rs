@@ -1,6 +1,7 @@
 //! The experiment's plots, each as SVG and PNG: per (workload, load) the
 //! slowdown CDF per policy, median and p99 slowdown by flow-size bucket,
-//! and per-path utilization per policy.
+//! and per-path utilization per policy; and the fidelity figure (ours
+//! against a reference simulator per size bucket, [`write_fidelity_plot`]).
 //!
 //! Text is drawn with DejaVu Sans (plotters' `ab_glyph` renderer needs a
 //! font file; SVG output names the family and lets the viewer draw it).
@@ -14,6 +15,7 @@ use plotters::prelude::*;
 use crate::analysis::{
     groups, pooled_slowdowns, Aggregate, BucketTable, IdealModel, RunInput, Summary,
 };
+use crate::fidelity::{FidelityReport, PolicyFidelity};
 use crate::report::fmt_bytes;
 
 /// The font file (Debian package `fonts-dejavu-core`).
@@ -109,6 +111,17 @@ enum Plot {
         table: BucketTable,
     },
     Bars(BarChart),
+    Fidelity(FidelityReport),
+}
+
+impl Plot {
+    /// Pixels; the fidelity figure grows a panel per policy.
+    fn size(&self) -> (u32, u32) {
+        match self {
+            Plot::Fidelity(r) => (SIZE.0, 80 + 330 * r.policies.len().max(1) as u32),
+            _ => SIZE,
+        }
+    }
 }
 
 /// A grouped bar chart: per group (x tick) one bar per series, side by
@@ -291,11 +304,11 @@ fn write_both(out_dir: &Path, stem: &str, plot: &Plot) -> Result<Vec<PathBuf>, S
     let svg = out_dir.join(format!("{stem}.svg"));
     let png = out_dir.join(format!("{stem}.png"));
     {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        let root = SVGBackend::new(&svg, plot.size()).into_drawing_area();
         draw(&root, plot).map_err(|e| format!("{}: {e}", svg.display()))?;
     }
     {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let root = BitMapBackend::new(&png, plot.size()).into_drawing_area();
         draw(&root, plot).map_err(|e| format!("{}: {e}", png.display()))?;
     }
     Ok(vec![svg, png])
@@ -307,6 +320,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &Plot) -> Resul
         Plot::Cdf { title, series } => draw_cdf(root, title, series)?,
         Plot::Buckets { title, table } => draw_buckets(root, title, table)?,
         Plot::Bars(chart) => draw_bars(root, chart)?,
+        Plot::Fidelity(r) => draw_fidelity(root, r)?,
     }
     root.present().map_err(err)
 }
@@ -694,6 +708,170 @@ fn draw_bars<DB: DrawingBackend>(
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
         .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+/// Writes the fidelity figure of `report` as `fidelity.svg` and
+/// `fidelity.png` into `out_dir` (created if needed): one panel per
+/// policy, ours and the reference's median and p99 slowdown per size
+/// bucket on a log axis.
+pub fn write_fidelity_plot(
+    report: &FidelityReport,
+    out_dir: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    ensure_font()?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    write_both(out_dir, "fidelity", &Plot::Fidelity(report.clone()))
+}
+
+fn r_label(r: Option<f64>) -> String {
+    r.map_or_else(|| "undefined".to_string(), |r| format!("{r:.2}"))
+}
+
+fn draw_fidelity<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &FidelityReport,
+) -> Result<(), String> {
+    let title = format!(
+        "{}, load {}: testbed vs reference by flow size (pooled r {} median, {} p99)",
+        r.workload,
+        r.load,
+        r_label(r.pooled_r_median),
+        r_label(r.pooled_r_p99)
+    );
+    let has_data = r.policies.iter().any(|p| {
+        p.buckets.iter().any(|b| {
+            [
+                b.ours_median,
+                b.ours_p99,
+                b.reference_median,
+                b.reference_p99,
+            ]
+            .iter()
+            .any(|v| v.is_some_and(|v| v > 0.0))
+        })
+    });
+    if !has_data {
+        return draw_empty(root, &title, "no buckets to compare");
+    }
+    let area = root.titled(&title, (FONT, 22)).map_err(err)?;
+    let panels = area.split_evenly((r.policies.len(), 1));
+    let names: Vec<&str> = r.policies.iter().map(|p| p.policy.as_str()).collect();
+    for ((panel, p), color) in panels.iter().zip(&r.policies).zip(colors(&names)) {
+        draw_fidelity_panel(panel, p, color)?;
+    }
+    Ok(())
+}
+
+fn draw_fidelity_panel<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    p: &PolicyFidelity,
+    color: RGBColor,
+) -> Result<(), String> {
+    let nb = p.buckets.len().max(1);
+    // Integer x, bucket k at 2k + 1 (see draw_buckets); ticks are bucket
+    // numbers: the two sides' size ranges differ when ours are scaled, and
+    // the report's table gives both.
+    let ticks: Vec<i32> = (0..nb).map(|i| 2 * i as i32 + 1).collect();
+    let label = |v: &i32| format!("{}", (v - 1) / 2 + 1);
+    type Pick = fn(&crate::fidelity::BucketPair) -> Option<f64>;
+    let series: [(&str, Pick, bool, bool); 4] = [
+        ("ours, median", |b| b.ours_median, true, false),
+        ("ours, p99", |b| b.ours_p99, true, true),
+        ("reference, median", |b| b.reference_median, false, false),
+        ("reference, p99", |b| b.reference_p99, false, true),
+    ];
+    let points = |pick: Pick| -> Vec<(i32, f64)> {
+        p.buckets
+            .iter()
+            .filter_map(|b| {
+                pick(b)
+                    .filter(|v| v.is_finite() && *v > 0.0)
+                    .map(|v| (2 * b.bucket as i32 + 1, v))
+            })
+            .collect()
+    };
+    let all: Vec<f64> = series
+        .iter()
+        .flat_map(|(_, pick, _, _)| points(*pick).into_iter().map(|(_, v)| v))
+        .collect();
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(0.0, f64::max);
+    let (lo, hi) = log_range(lo, hi);
+    let mut chart = ChartBuilder::on(panel)
+        .caption(
+            format!(
+                "{}: r {} (median), {} (p99); {} vs {} flows",
+                p.policy,
+                r_label(p.r_median),
+                r_label(p.r_p99),
+                p.ours_flows,
+                p.reference_flows
+            ),
+            (FONT, 18),
+        )
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(
+            (0..2 * nb as i32).with_key_points(ticks),
+            (lo..hi)
+                .log_scale()
+                .with_key_points(log_ticks(lo, hi))
+                .with_light_points(log_grid(lo, hi)),
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(BLACK.mix(0.04))
+        .bold_line_style(BLACK.mix(0.15))
+        .x_desc("flow-size bucket (equal-count, smallest first)")
+        .y_desc("slowdown max(1, FCT/ideal) (log)")
+        .x_label_formatter(&label)
+        .y_label_formatter(&|v| slowdown_label(*v))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    for (name, pick, ours, dashed) in series {
+        // Ours in the policy's colour, the reference in black; p99 dashed.
+        let c = if ours { color } else { BLACK };
+        let style = c.stroke_width(if ours { 3 } else { 2 });
+        let pts = points(pick);
+        if dashed {
+            chart
+                .draw_series(DashedLineSeries::new(pts.clone(), 8, 5, style))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 8, y)], c.stroke_width(3))
+                });
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts.clone(), style))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(3))
+                });
+        }
+        chart
+            .draw_series(pts.into_iter().map(|pt| {
+                if ours {
+                    Circle::new(pt, 3, c.filled())
+                } else {
+                    Circle::new(pt, 4, c.stroke_width(1))
+                }
+            }))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((FONT, 13))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()

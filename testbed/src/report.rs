@@ -1,10 +1,11 @@
 //! `report.md`: an experiment's [`Summary`] as markdown, next to the
-//! paper's numbers.
+//! paper's numbers; and its fidelity section ([`render_fidelity_section`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use crate::analysis::{groups, Aggregate, BucketTable, Reduction, RunSummary, Summary};
+use crate::fidelity::{FidelityReport, OursSource};
 
 /// One claim of the paper (EuroSys 2026, 8-DC testbed, RDMA with DCQCN):
 /// LCMP's change of the median and p99 slowdown against a baseline, in
@@ -696,6 +697,188 @@ pub fn render_report(summary: &Summary, plots: &[PathBuf]) -> String {
     out
 }
 
+/// Where the fidelity section starts and ends in `report.md`, so that a
+/// second `fidelity` run replaces it instead of adding another.
+pub const FIDELITY_BEGIN: &str = "<!-- lcmp-testbed fidelity: begin -->";
+pub const FIDELITY_END: &str = "<!-- lcmp-testbed fidelity: end -->";
+
+fn size_range(lo: u64, hi: u64) -> String {
+    if lo == hi {
+        fmt_bytes(lo)
+    } else {
+        format!("{} – {}", fmt_bytes(lo), fmt_bytes(hi))
+    }
+}
+
+fn r_cell(r: Option<f64>) -> String {
+    r.map_or_else(|| "undefined".to_string(), |r| format!("{r:.3}"))
+}
+
+fn pair_cell(a: Option<f64>, b: Option<f64>) -> String {
+    format!("{} / {}", opt_num(a), opt_num(b))
+}
+
+/// The fidelity section (between [`FIDELITY_BEGIN`] and [`FIDELITY_END`]):
+/// r per policy and pooled next to the paper's, a table per policy of
+/// ours and the reference per size bucket, notes, and `plots` (paths
+/// relative to the report) as images.
+pub fn render_fidelity_section(r: &FidelityReport, plots: &[PathBuf]) -> String {
+    let mut out = format!("{FIDELITY_BEGIN}\n## Fidelity: testbed vs reference simulator\n\n");
+    let _ = writeln!(
+        out,
+        "{}, load {}. Slowdown = max(1, FCT / ideal) (the LCMP artifact's; the reference's \
+         ideal is the simulator's standalone FCT); each side cut into {} equal-count buckets \
+         of its own flow sizes, bucket k of ours against bucket k of the reference; r = \
+         Pearson correlation of ln(slowdown) over the buckets. Ours: {}.\n",
+        cell(&r.workload),
+        r.load,
+        r.buckets,
+        match r.ours_source {
+            OursSource::Flows =>
+                "the completed non-warm-up flows of runs/*/flows.csv, pooled over seeds",
+            OursSource::SummaryBuckets =>
+                "summary.json's size buckets (the run directory has no flows.csv)",
+        }
+    );
+    let _ = writeln!(
+        out,
+        "Goal: the paper reports r = {} at the median and {} at p99 between its testbed and \
+         its simulator. Here, pooled over the policies: **{}** at the median, **{}** at p99.\n",
+        r.paper_r_median,
+        r.paper_r_p99,
+        r_cell(r.pooled_r_median),
+        r_cell(r.pooled_r_p99)
+    );
+    header(
+        &mut out,
+        &[
+            "policy".into(),
+            "reference".into(),
+            "runs".into(),
+            "flows ours / reference".into(),
+            "r median".into(),
+            "r p99".into(),
+            "median ours / reference".into(),
+            "p99 ours / reference".into(),
+        ],
+    );
+    for p in &r.policies {
+        row(
+            &mut out,
+            &[
+                cell(&p.policy),
+                format!("`{}`", cell(&p.reference_file)),
+                p.runs.to_string(),
+                format!("{} / {}", p.ours_flows, p.reference_flows),
+                r_cell(p.r_median),
+                r_cell(p.r_p99),
+                pair_cell(p.ours_median, p.reference_median),
+                pair_cell(p.ours_p99, p.reference_p99),
+            ],
+        );
+    }
+    row(
+        &mut out,
+        &[
+            "pooled".into(),
+            DASH.into(),
+            DASH.into(),
+            DASH.into(),
+            r_cell(r.pooled_r_median),
+            r_cell(r.pooled_r_p99),
+            DASH.into(),
+            DASH.into(),
+        ],
+    );
+    out.push('\n');
+    for p in &r.policies {
+        let _ = writeln!(out, "### {} by flow size\n", cell(&p.policy));
+        header(
+            &mut out,
+            &[
+                "bucket".into(),
+                "sizes ours".into(),
+                "sizes reference".into(),
+                "flows ours / ref".into(),
+                "median ours".into(),
+                "median ref".into(),
+                "p99 ours".into(),
+                "p99 ref".into(),
+            ],
+        );
+        for b in &p.buckets {
+            row(
+                &mut out,
+                &[
+                    (b.bucket + 1).to_string(),
+                    size_range(b.ours_lo, b.ours_hi),
+                    size_range(b.reference_lo, b.reference_hi),
+                    format!("{} / {}", b.ours_flows, b.reference_flows),
+                    opt_num(b.ours_median),
+                    opt_num(b.reference_median),
+                    opt_num(b.ours_p99),
+                    opt_num(b.reference_p99),
+                ],
+            );
+        }
+        out.push('\n');
+        for n in &p.notes {
+            let _ = writeln!(out, "- {}", n.replace('\n', " "));
+        }
+        if !p.notes.is_empty() {
+            out.push('\n');
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(out, "Note: {}\n", n.replace('\n', " "));
+    }
+    let link = |p: &PathBuf| p.to_string_lossy().replace(' ', "%20");
+    let png = plots
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "png"));
+    let svg = plots
+        .iter()
+        .find(|p| p.extension().is_some_and(|e| e == "svg"));
+    if let Some(png) = png {
+        let _ = writeln!(out, "![fidelity]({})\n", link(png));
+    }
+    if let Some(svg) = svg {
+        let _ = writeln!(out, "[SVG]({})\n", link(svg));
+    }
+    out.push_str(FIDELITY_END);
+    out.push('\n');
+    out
+}
+
+/// `report` with `section` (from [`render_fidelity_section`]) in place of
+/// its fidelity section, or inserted before the per-run table (`## Runs`)
+/// or at the end when it has none: a second run leaves one section.
+pub fn with_fidelity_section(report: &str, section: &str) -> String {
+    if let Some(b) = report.find(FIDELITY_BEGIN) {
+        if let Some(e) = report[b..].find(FIDELITY_END) {
+            let mut end = b + e + FIDELITY_END.len();
+            if report[end..].starts_with('\n') {
+                end += 1;
+            }
+            return format!("{}{section}{}", &report[..b], &report[end..]);
+        }
+    }
+    if let Some(at) = report.find("\n## Runs\n") {
+        return format!("{}{section}{}", &report[..at + 1], &report[at..]);
+    }
+    if report.is_empty() {
+        return section.to_string();
+    }
+    let sep = if report.ends_with("\n\n") {
+        ""
+    } else if report.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    };
+    format!("{report}{sep}{section}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -833,6 +1016,25 @@ mod tests {
         }
         let md = render_report(&s, &[]);
         assert!(md.contains("| wcmp | -50.0 % | — | -"), "{md}");
+    }
+
+    #[test]
+    fn fidelity_section_is_replaced_not_added() {
+        let sec = |n: u32| format!("{FIDELITY_BEGIN}\n## Fidelity {n}\n{FIDELITY_END}\n");
+        // No per-run table: appended after a blank line.
+        let once = with_fidelity_section("# R\n\ntext\n", &sec(1));
+        assert_eq!(once, format!("# R\n\ntext\n\n{}", sec(1)));
+        let twice = with_fidelity_section(&once, &sec(2));
+        assert_eq!(twice, format!("# R\n\ntext\n\n{}", sec(2)));
+        // Before `## Runs`, and kept there.
+        let md = "# R\n\nA\n\n## Runs\n\n| r |\n";
+        let once = with_fidelity_section(md, &sec(1));
+        assert_eq!(once, format!("# R\n\nA\n\n{}\n## Runs\n\n| r |\n", sec(1)));
+        assert_eq!(
+            with_fidelity_section(&once, &sec(2)),
+            format!("# R\n\nA\n\n{}\n## Runs\n\n| r |\n", sec(2))
+        );
+        assert_eq!(with_fidelity_section("", &sec(1)), sec(1));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 
 use crate::error::TopologyError;
-use crate::model::{build_ports, Host, HostId, Topology, MAX_PORTS};
+use crate::model::{build_ports, Host, HostId, SwitchId, Topology, MAX_PORTS};
 use crate::units::{format_bytes, format_delay, format_rate};
 
 /// The lowest rate [`Topology::scaled`] produces: 1 kbit/s. Scaling a rate
@@ -151,6 +151,18 @@ impl Topology {
         per_switch: usize,
         host: HostTemplate,
     ) -> Result<Topology, TopologyError> {
+        self.with_generated_hosts_on(per_switch, host, None)
+    }
+
+    /// [`Topology::with_generated_hosts`] on the switches in `only` alone
+    /// (`None`: every switch it would pick); a testbed that sends between
+    /// two DCs then creates the hosts of those two and no others.
+    pub fn with_generated_hosts_on(
+        &self,
+        per_switch: usize,
+        host: HostTemplate,
+        only: Option<&[SwitchId]>,
+    ) -> Result<Topology, TopologyError> {
         if host.rate_bps == Some(0) {
             return Err(self.transform_error(None, "host template: the rate must be positive"));
         }
@@ -174,7 +186,10 @@ impl Topology {
             .collect();
 
         for sw in &self.switches {
-            if sw.prefixes.is_empty() || self.hosts.iter().any(|h| h.switch == sw.id) {
+            if sw.prefixes.is_empty()
+                || self.hosts.iter().any(|h| h.switch == sw.id)
+                || only.is_some_and(|o| !o.contains(&sw.id))
+            {
                 continue;
             }
             let field = format!("switch[{}]", sw.id.0);

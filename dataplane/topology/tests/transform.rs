@@ -327,6 +327,26 @@ fn switches_with_hosts_are_left_alone() {
     assert_eq!(topo.with_generated_hosts(0, template()).unwrap(), topo);
 }
 
+#[test]
+fn hosts_generated_on_chosen_switches_only() {
+    let topo = load("8dc.toml");
+    let dc1 = topo.switch_by_name("dc1").unwrap().id;
+    let dc8 = topo.switch_by_name("dc8").unwrap().id;
+    let g = topo
+        .with_generated_hosts_on(3, template(), Some(&[dc8, dc1]))
+        .unwrap();
+    let names: Vec<&str> = g.hosts().iter().map(|h| h.name.as_str()).collect();
+    // Switch order, not the order given.
+    assert_eq!(
+        names,
+        ["dc1h1", "dc1h2", "dc1h3", "dc8h1", "dc8h2", "dc8h3"]
+    );
+    // dc8 keeps its six link ports (0..5); its hosts follow.
+    let dc8_ports: Vec<u8> = g.hosts()[3..].iter().map(|h| h.port).collect();
+    assert_eq!(dc8_ports, [6, 7, 8]);
+    assert_round_trips(&g);
+}
+
 const TWO: &str = r#"
 [[switch]]
 name = "s1"

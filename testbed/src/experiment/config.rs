@@ -94,6 +94,28 @@ pub enum LoadDefinition {
     HostNic,
 }
 
+/// How the flows are carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A TCP connection per flow (the kernel's congestion control).
+    #[default]
+    Tcp,
+    /// A RoCEv2 queue pair per flow with DCQCN, as the LCMP paper's
+    /// simulator runs RDMA (`lcmp-traffic --transport rocev2`).
+    Rocev2,
+}
+
+impl Transport {
+    /// The name `lcmp-traffic --transport` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Rocev2 => "rocev2",
+        }
+    }
+}
+
 /// A link taken down during every run (failure experiment).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -131,16 +153,19 @@ pub struct ExperimentConfig {
     /// Destination DC switch: its hosts receive.
     pub to: String,
     /// Workload names (websearch, alistorage, fbhadoop, googlerpc) or CDF
-    /// files.
+    /// files; not with `trace`.
+    #[serde(default)]
     pub workloads: Vec<String>,
-    /// Offered loads (fractions, > 0).
+    /// Offered loads (fractions, > 0); not with `trace`.
+    #[serde(default)]
     pub loads: Vec<f64>,
     /// Policies compared.
     pub policies: Vec<String>,
     /// Repetitions with different seeds (seeds 1..=seeds).
     #[serde(default = "one_u32")]
     pub seeds: u32,
-    /// Arrivals last this long, seconds.
+    /// Arrivals last this long, seconds (a trace: until its last start).
+    #[serde(default)]
     pub duration_s: f64,
     /// Flows starting in the first `warmup_s` are excluded.
     #[serde(default)]
@@ -170,6 +195,29 @@ pub struct ExperimentConfig {
     /// A link to fail mid-run.
     #[serde(default)]
     pub failure: Option<Failure>,
+    /// How flows are carried.
+    #[serde(default)]
+    pub transport: Transport,
+    /// Flow sizes are divided by this (at least one byte, i.e. one packet).
+    /// Default: `scale` under rocev2 (the paper's size/BDP and
+    /// transfer-time/RTT ratios), 1 under tcp.
+    #[serde(default)]
+    pub size_scale: Option<f64>,
+    /// Replay this trace's flows instead of Poisson arrivals (relative to
+    /// the config file).
+    #[serde(default)]
+    pub trace: Option<PathBuf>,
+    /// Format of `trace`: `hpcc-fct` or `hpcc-flow`.
+    #[serde(default)]
+    pub trace_format: Option<String>,
+    /// Extra `lcmp-traffic client` arguments under rocev2 (DCQCN
+    /// parameters, e.g. `--dcqcn-rate-ai=25M`).
+    #[serde(default)]
+    pub rocev2_args: Vec<String>,
+    /// Reference FCT files by policy (the simulator's `fct` output): a
+    /// fidelity section compares the runs with them.
+    #[serde(default)]
+    pub reference: std::collections::BTreeMap<String, PathBuf>,
 }
 
 fn default_name() -> String {
@@ -211,7 +259,7 @@ fn default_load_def() -> LoadDefinition {
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
     /// Flags given beside it are an error.
-    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "policies"])]
+    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "policies", "trace", "transport", "size_scale", "reference"])]
     pub config: Option<PathBuf>,
     /// Output directory.
     #[arg(long)]
@@ -228,20 +276,51 @@ pub struct ExperimentArgs {
     #[arg(long = "to", required_unless_present = "config")]
     pub to: Option<String>,
     /// Workload name or CDF file (comma-separated for several).
-    #[arg(long, value_delimiter = ',', required_unless_present = "config")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["config", "trace"], conflicts_with = "trace")]
     pub workload: Vec<String>,
     /// Offered load(s), e.g. 0.3,0.5,0.8.
-    #[arg(long, value_delimiter = ',', required_unless_present = "config")]
+    #[arg(long, value_delimiter = ',', required_unless_present_any = ["config", "trace"], conflicts_with = "trace")]
     pub load: Vec<f64>,
+    /// Replay the flows of this trace (source, destination, size, start)
+    /// instead of Poisson arrivals; every policy replays the same flows on
+    /// fresh switches. Host id i is host i % 16 + 1 of DC i / 16 + 1 (give
+    /// --hosts-per-dc 16 for the LCMP artifact's traces).
+    #[arg(long, value_name = "FILE", requires = "trace_format")]
+    pub trace: Option<PathBuf>,
+    /// Format of --trace: hpcc-fct (the simulator's FCT output, `sip dip
+    /// sport dport size start_ns fct_ns standalone_ns`) or hpcc-flow (its
+    /// flow file, `src dst pg dport size start_s`).
+    #[arg(long, value_name = "FORMAT", value_parser = ["hpcc-fct", "hpcc-flow"])]
+    pub trace_format: Option<String>,
+    /// How flows are carried: tcp (a connection per flow) or rocev2 (a
+    /// queue pair per flow with DCQCN, the paper's RDMA; the switches then
+    /// mark ECN at the simulator's 32-128 us of queueing at link rate).
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub transport: Transport,
+    /// Divide flow sizes by S (a flow is at least one packet). Default:
+    /// --scale under rocev2, which keeps the paper's size/BDP and
+    /// transfer-time/RTT ratios; 1 under tcp.
+    #[arg(long, value_name = "S")]
+    pub size_scale: Option<f64>,
+    /// Compare the runs of POLICY with the simulator's FCT file (a
+    /// fidelity section in report.md; see `lcmp-testbed fidelity`).
+    /// Repeatable.
+    #[arg(long, value_name = "POLICY=FILE")]
+    pub reference: Vec<String>,
+    /// Extra `lcmp-traffic client` argument under rocev2, e.g.
+    /// --rocev2-arg=--dcqcn-rate-ai=25M (repeatable).
+    #[arg(long = "rocev2-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub rocev2_args: Vec<String>,
     /// Policies to compare.
     #[arg(long, value_delimiter = ',', default_value = "lcmp,ecmp,ucmp,wcmp")]
     pub policies: Vec<String>,
     /// Repetitions (seeds 1..=K).
     #[arg(long, default_value_t = 1)]
     pub seeds: u32,
-    /// Arrival period per run, seconds.
-    #[arg(long, default_value_t = 30.0)]
-    pub duration: f64,
+    /// Arrival period per run, seconds (default 30; a trace lasts until
+    /// its last start).
+    #[arg(long, conflicts_with = "trace")]
+    pub duration: Option<f64>,
     /// Warm-up excluded from results, seconds. Default: 10% of the
     /// duration.
     #[arg(long)]
@@ -270,11 +349,18 @@ impl ExperimentArgs {
             let mut c: ExperimentConfig = toml::from_str(&text)
                 .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
             // A relative topology path is relative to the config file.
-            if let Some(t) = &c.topology {
-                if t.is_relative() {
-                    let base = file.parent().unwrap_or(Path::new("."));
-                    c.topology = Some(base.join(t));
+            let base = file.parent().unwrap_or(Path::new("."));
+            let rebase = |p: &PathBuf| {
+                if p.is_relative() {
+                    base.join(p)
+                } else {
+                    p.clone()
                 }
+            };
+            c.topology = c.topology.as_ref().map(rebase);
+            c.trace = c.trace.as_ref().map(rebase);
+            for f in c.reference.values_mut() {
+                *f = rebase(f);
             }
             if self.switch_processes.is_some() {
                 c.switch_processes = self.switch_processes.clone();
@@ -294,7 +380,10 @@ impl ExperimentArgs {
             loads: self.load.clone(),
             policies: self.policies.clone(),
             seeds: self.seeds,
-            duration_s: self.duration,
+            duration_s: match (&self.trace, self.duration) {
+                (Some(_), _) => 0.0,
+                (None, d) => d.unwrap_or(30.0),
+            },
             warmup_s: self.warmup,
             drain_s: self.drain,
             load_definition: self.load_definition,
@@ -304,6 +393,21 @@ impl ExperimentArgs {
             switch_processes: self.switch_processes.clone(),
             max_concurrent: None,
             failure: None,
+            transport: self.transport,
+            size_scale: self.size_scale,
+            trace: self.trace.clone(),
+            trace_format: self.trace_format.clone(),
+            rocev2_args: self.rocev2_args.clone(),
+            reference: self
+                .reference
+                .iter()
+                .map(|r| {
+                    let (policy, file) = r.split_once('=').ok_or_else(|| {
+                        Error::new(format!("--reference {r:?}: expected POLICY=FILE"))
+                    })?;
+                    Ok((policy.to_string(), PathBuf::from(file)))
+                })
+                .collect::<Result<_>>()?,
         })
     }
 }
@@ -321,9 +425,27 @@ pub fn check_policy(name: &str) -> Result<()> {
 }
 
 impl ExperimentConfig {
-    /// The warm-up, seconds.
+    /// The warm-up, seconds (none by default for a trace: every flow of it
+    /// counts, as in the simulator's output).
     pub fn warmup(&self) -> f64 {
-        self.warmup_s.unwrap_or(self.duration_s * 0.1)
+        match &self.trace {
+            Some(_) => self.warmup_s.unwrap_or(0.0),
+            None => self.warmup_s.unwrap_or(self.duration_s * 0.1),
+        }
+    }
+
+    /// Flow sizes are divided by this.
+    pub fn size_scale(&self) -> f64 {
+        self.size_scale.unwrap_or(match self.transport {
+            Transport::Rocev2 => self.scale,
+            Transport::Tcp => 1.0,
+        })
+    }
+
+    /// The DC switches that get generated hosts: the two that send and
+    /// receive.
+    pub fn host_switches(&self) -> Vec<String> {
+        vec![self.from.clone(), self.to.clone()]
     }
 
     /// Checks everything that can be checked without building anything:
@@ -332,8 +454,27 @@ impl ExperimentConfig {
     pub fn validate(&self) -> Result<Topology> {
         crate::state::validate_name(&self.name)?;
         check_scale(self.scale)?;
-        if self.loads.is_empty() {
-            return Err(Error::new("no load given"));
+        if self.trace.is_some() {
+            if !self.workloads.is_empty() || !self.loads.is_empty() {
+                return Err(Error::new(
+                    "a trace gives the flows: no workloads or loads beside it",
+                ));
+            }
+            if self.trace_format.is_none() {
+                return Err(Error::new(
+                    "a trace needs its format: trace_format = \"hpcc-fct\" or \"hpcc-flow\"",
+                ));
+            }
+        } else {
+            if self.loads.is_empty() {
+                return Err(Error::new("no load given"));
+            }
+            if self.workloads.is_empty() {
+                return Err(Error::new("no workload given"));
+            }
+            if self.trace_format.is_some() {
+                return Err(Error::new("a trace format without a trace"));
+            }
         }
         for &l in &self.loads {
             if !(l.is_finite() && l > 0.0) {
@@ -348,23 +489,61 @@ impl ExperimentConfig {
         for p in &self.policies {
             check_policy(p)?;
         }
-        if self.workloads.is_empty() {
-            return Err(Error::new("no workload given"));
-        }
         for w in &self.workloads {
             lcmp_traffic::cdf::Cdf::load(w).map_err(|e| Error::new(e.to_string()))?;
         }
         if self.seeds == 0 {
             return Err(Error::new("--seeds must be at least 1"));
         }
-        if !(self.duration_s.is_finite() && self.duration_s > 0.0) {
+        if let Some(s) = self.size_scale {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(Error::new(format!(
+                    "--size-scale must be a positive number (flow sizes are divided by it), not {s}"
+                )));
+            }
+        }
+        match self.transport {
+            Transport::Rocev2 => {
+                if self.cc.is_some() {
+                    return Err(Error::new(
+                        "cc (--cc) is a TCP option; rocev2 runs DCQCN (transport = \"tcp\" for TCP)",
+                    ));
+                }
+                if self.initcwnd.is_some() {
+                    return Err(Error::new(
+                        "initcwnd (--initcwnd) is a TCP option; not with transport rocev2",
+                    ));
+                }
+                if self.max_concurrent.is_some() {
+                    return Err(Error::new(
+                        "max_concurrent is a TCP option (a socket per flow); rocev2 has none",
+                    ));
+                }
+            }
+            Transport::Tcp => {
+                if let Some(a) = self.rocev2_args.first() {
+                    return Err(Error::new(format!(
+                        "rocev2 option {a:?} (--rocev2-arg) needs transport rocev2"
+                    )));
+                }
+            }
+        }
+        for p in self.reference.keys() {
+            if !self.policies.contains(p) {
+                return Err(Error::new(format!(
+                    "reference for policy {p:?}, which the experiment does not run ({})",
+                    self.policies.join(", ")
+                )));
+            }
+        }
+        if self.trace.is_none() && !(self.duration_s.is_finite() && self.duration_s > 0.0) {
             return Err(Error::new(format!(
                 "duration must be positive, not {}",
                 self.duration_s
             )));
         }
         let warm = self.warmup();
-        if !(warm.is_finite() && (0.0..self.duration_s).contains(&warm)) {
+        if self.trace.is_none() && !(warm.is_finite() && (0.0..self.duration_s).contains(&warm)) {
             return Err(Error::new(format!(
                 "warm-up ({warm} s) must be at least 0 and shorter than the duration ({} s)",
                 self.duration_s
@@ -379,11 +558,26 @@ impl ExperimentConfig {
         if let Some(cc) = &self.cc {
             crate::bed::check_congestion_control(cc)?;
         }
-        let topo = crate::bed::effective_topology(
-            self.topology.as_deref(),
-            self.hosts_per_dc,
-            self.scale,
-        )?;
+        // The names first: the hosts are generated on them.
+        let file_topo = load_topology(self.topology.as_deref())?;
+        let topo = if [&self.from, &self.to]
+            .iter()
+            .all(|n| file_topo.switch_by_name(n).is_some())
+        {
+            crate::bed::effective_topology(
+                self.topology.as_deref(),
+                self.hosts_per_dc,
+                Some(&self.host_switches()),
+                self.scale,
+            )?
+        } else {
+            crate::bed::effective_topology(
+                self.topology.as_deref(),
+                self.hosts_per_dc,
+                None,
+                self.scale,
+            )?
+        };
         let names: Vec<&str> = topo
             .switches()
             .iter()
@@ -463,7 +657,9 @@ mod tests {
         assert_eq!(c.warmup(), 1.0);
         assert_eq!(c.load_definition, LoadDefinition::InterDc);
         let topo = c.validate().unwrap();
-        assert_eq!(topo.hosts().len(), 8);
+        // Hosts on the sending and the receiving DC only.
+        let hosts: Vec<&str> = topo.hosts().iter().map(|h| h.name.as_str()).collect();
+        assert_eq!(hosts, ["dc1h1", "dc8h1"]);
 
         let bad = |f: &dyn Fn(&mut ExperimentConfig), msg: &str| {
             let mut c = base();
@@ -494,6 +690,98 @@ mod tests {
             },
             "no link \"dc1-dc8\"",
         );
+    }
+
+    #[test]
+    fn transport_and_trace_options_are_checked() {
+        let bad = |f: &dyn Fn(&mut ExperimentConfig), msg: &str| {
+            let mut c = base();
+            f(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(msg), "{e:?} lacks {msg:?}");
+        };
+        bad(
+            &|c| c.size_scale = Some(0.0),
+            "--size-scale must be a positive",
+        );
+        bad(
+            &|c| {
+                c.transport = Transport::Rocev2;
+                c.cc = Some("cubic".into());
+            },
+            "cc (--cc) is a TCP option",
+        );
+        bad(
+            &|c| c.rocev2_args = vec!["--dcqcn-rate-ai=25M".into()],
+            "\"--dcqcn-rate-ai=25M\" (--rocev2-arg) needs transport rocev2",
+        );
+        bad(
+            &|c| {
+                c.reference
+                    .insert("wcmp".into(), PathBuf::from("fct_wcmp.txt"));
+            },
+            "reference for policy \"wcmp\", which the experiment does not run",
+        );
+        bad(
+            &|c| {
+                c.trace = Some("t.txt".into());
+                c.trace_format = Some("hpcc-fct".into());
+            },
+            "no workloads or loads beside it",
+        );
+        bad(
+            &|c| {
+                c.workloads.clear();
+                c.loads.clear();
+                c.trace = Some("t.txt".into());
+            },
+            "a trace needs its format",
+        );
+        // Sizes follow the rate scale under rocev2 unless given.
+        let mut c = base();
+        c.scale = 1000.0;
+        assert_eq!(c.size_scale(), 1.0);
+        c.transport = Transport::Rocev2;
+        assert_eq!(c.size_scale(), 1000.0);
+        c.size_scale = Some(10.0);
+        assert_eq!(c.size_scale(), 10.0);
+    }
+
+    #[test]
+    fn shipped_experiments_are_valid() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../experiments");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            // The rotor experiments have their own format.
+            if !name.ends_with(".toml") || name.starts_with("rotor") {
+                continue;
+            }
+            #[derive(clap::Parser)]
+            struct Cli {
+                #[command(flatten)]
+                args: ExperimentArgs,
+            }
+            let Cli { args } = <Cli as clap::Parser>::try_parse_from([
+                "x",
+                "--config",
+                path.to_str().unwrap(),
+                "--out",
+                "/nonexistent",
+            ])
+            .unwrap();
+            let c = args.to_config().unwrap();
+            c.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+            if let Some(t) = &c.trace {
+                assert!(t.is_file(), "{name}: trace {} missing", t.display());
+            }
+            for f in c.reference.values() {
+                assert!(f.is_file(), "{name}: reference {} missing", f.display());
+            }
+            checked += 1;
+        }
+        assert!(checked >= 6, "only {checked} experiment files");
     }
 
     #[test]

@@ -17,15 +17,76 @@ use lcmp_topology::Topology;
 use lcmp_traffic::record::FlowRecord;
 use serde_json::json;
 
-pub use config::{check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs};
+pub use config::{
+    check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs, Transport,
+};
 
 use crate::analysis::{self, IdealModel, PathSpec, RunInput};
 use crate::bed::{self, AgentOptions, UpOptions};
 use crate::state::{State, SwitchSettings};
-use crate::{plots, report, Error, Result};
+use crate::{plots, report, trace, Error, Result};
 
 /// TCP port of the traffic servers.
 pub const SERVER_PORT: u16 = 5001;
+
+/// UDP port of RoCEv2 (the rocev2 traffic servers listen on it).
+pub const ROCEV2_PORT: u16 = 4791;
+
+/// The switches' ECN marking under rocev2: the simulator's DCQCN
+/// thresholds (100-400 KB at 25 Gbit/s, i.e. 32-128 us at link rate at any
+/// rate), kmin at least 2000 bytes (about two 1000-byte packets).
+pub const ROCEV2_ECN_LINK_TIME: &str = "32,128,0.2,2000";
+
+/// The switch arguments of an experiment: the configured ones, plus the
+/// simulator's ECN marking under rocev2 unless the configuration sets ECN.
+pub fn switch_args(cfg: &ExperimentConfig) -> Vec<String> {
+    let mut args = cfg.switch_args.clone();
+    let sets_ecn = args
+        .iter()
+        .any(|a| a.starts_with("--ecn") || a == "--no-ecn");
+    if cfg.transport == Transport::Rocev2 && !sets_ecn {
+        args.push(format!("--ecn-link-time={ROCEV2_ECN_LINK_TIME}"));
+    }
+    args
+}
+
+/// Each sender's flows of a trace replay.
+type Schedules = std::collections::BTreeMap<String, Vec<trace::ScheduleRow>>;
+
+/// A trace's flows per sender, checked against the testbed: every sender
+/// a host of `from`, every receiver one of `to`.
+fn trace_schedules(
+    cfg: &ExperimentConfig,
+    topo: &Topology,
+    senders: &[String],
+    receivers: &[String],
+) -> Result<Option<(trace::Trace, Schedules)>> {
+    let (Some(file), Some(format)) = (&cfg.trace, &cfg.trace_format) else {
+        return Ok(None);
+    };
+    let format: trace::TraceFormat = format.parse()?;
+    let t = trace::load(file, format)?;
+    let schedules = t.schedules(&trace::HostMap::new(topo, trace::ARTIFACT_HOSTS_PER_DC))?;
+    for (sender, rows) in &schedules {
+        if !senders.contains(sender) {
+            return Err(Error::new(format!(
+                "{}: host {sender} sends, but the experiment sends from {}'s hosts only",
+                file.display(),
+                cfg.from
+            )));
+        }
+        if let Some(r) = rows.iter().find(|r| !receivers.contains(&r.receiver)) {
+            return Err(Error::new(format!(
+                "{}: flow {} goes to {}, but the experiment receives at {}'s hosts only",
+                file.display(),
+                r.id,
+                r.receiver,
+                cfg.to
+            )));
+        }
+    }
+    Ok(Some((t, schedules)))
+}
 
 /// Runs the experiment the command line describes.
 pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
@@ -122,17 +183,20 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         .map(|h| h.name.clone())
         .collect();
 
-    let first = &cfg.policies[0];
+    // A bad trace is refused before anything is built.
+    let replay = trace_schedules(cfg, &topo, &senders, &receivers)?;
+    let switch_args = switch_args(cfg);
     let up = UpOptions {
         name: cfg.name.clone(),
         topology: cfg.topology.clone(),
         hosts_per_dc: cfg.hosts_per_dc,
+        host_switches: Some(cfg.host_switches()),
         scale: cfg.scale,
         switches: SwitchSettings {
             policy: "ecmp".into(),
             alpha: cfg.alpha,
             beta: cfg.beta,
-            extra_args: cfg.switch_args.clone(),
+            extra_args: switch_args.clone(),
         },
         // Set per connection by the clients (`lcmp-traffic --cc`): the
         // kernel may refuse it as a namespace default.
@@ -173,10 +237,16 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             .map(std::net::IpAddr::V4)
             .or(h.ipv6().map(std::net::IpAddr::V6))
             .ok_or_else(|| Error::new(format!("host {r} has no address")))?;
-        let sa = std::net::SocketAddr::new(addr, SERVER_PORT);
+        let port = match cfg.transport {
+            Transport::Tcp => SERVER_PORT,
+            Transport::Rocev2 => ROCEV2_PORT,
+        };
+        let sa = std::net::SocketAddr::new(addr, port);
         let bg = h.netns.spawn(&[
             &traffic_bin.display().to_string(),
             "server",
+            "--transport",
+            cfg.transport.name(),
             "--listen",
             &sa.to_string(),
         ])?;
@@ -195,10 +265,21 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             bottleneck_bps: p.bottleneck_bps,
         })
         .collect();
-    let ideal = IdealModel {
-        base_rtt_ns: cal.base_rtt_ns,
-        bottleneck_bps: cal.bottleneck_bps,
-        ..IdealModel::default()
+    let ideal = match cfg.transport {
+        Transport::Tcp => IdealModel {
+            base_rtt_ns: cal.base_rtt_ns,
+            bottleneck_bps: cal.bottleneck_bps,
+            ..IdealModel::default()
+        },
+        // The simulator's `standalone`: one base RTT + size over the
+        // bottleneck (no handshake; the payload alone, per byte).
+        Transport::Rocev2 => IdealModel {
+            base_rtt_ns: cal.base_rtt_ns,
+            bottleneck_bps: cal.bottleneck_bps,
+            rtts: 1.0,
+            mss_bytes: 1,
+            wire_bytes_per_segment: 1,
+        },
     };
     let failure = match &cfg.failure {
         Some(f) => {
@@ -208,38 +289,92 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         None => None,
     };
 
+    let base_spec = |policy: &str, seed: u64| run::RunSpec {
+        id: String::new(),
+        policy: policy.to_string(),
+        alpha: cfg.alpha,
+        beta: cfg.beta,
+        switch_args: switch_args.clone(),
+        workload: String::new(),
+        rate_bps_per_sender: 0.0,
+        seed,
+        duration_s: cfg.duration_s,
+        warmup_s: cfg.warmup(),
+        drain_s: cfg.drain_s,
+        max_concurrent: cfg.max_concurrent,
+        cc: cfg.cc.clone(),
+        failure,
+        transport: cfg.transport,
+        size_scale: cfg.size_scale(),
+        rate_scale: cfg.scale,
+        rocev2_args: cfg.rocev2_args.clone(),
+        schedules: None,
+    };
     let mut specs = Vec::new();
-    for w in &cfg.workloads {
-        for &load in &cfg.loads {
-            for seed in 1..=u64::from(cfg.seeds) {
-                for policy in &cfg.policies {
-                    let wname = workload_label(w);
-                    specs.push((
-                        load,
-                        run::RunSpec {
-                            id: format!("{wname}-load{load}-{policy}-seed{seed}"),
-                            policy: policy.clone(),
-                            alpha: cfg.alpha,
-                            beta: cfg.beta,
-                            switch_args: cfg.switch_args.clone(),
-                            workload: w.clone(),
-                            rate_bps_per_sender: rate_per_sender(&topo, cfg, &senders, load),
-                            seed,
-                            duration_s: cfg.duration_s,
-                            warmup_s: cfg.warmup(),
-                            drain_s: cfg.drain_s,
-                            max_concurrent: cfg.max_concurrent,
-                            cc: cfg.cc.clone(),
-                            failure,
-                        },
-                    ));
+    let mut trace_echo = serde_json::Value::Null;
+    if let Some((t, schedules)) = &replay {
+        let dir = out.join("trace");
+        std::fs::create_dir_all(&dir)?;
+        let mut files = std::collections::BTreeMap::new();
+        for (sender, rows) in schedules {
+            let f = dir.join(format!("schedule-{sender}.csv"));
+            trace::write_schedule(&f, rows)?;
+            files.insert(sender.clone(), f);
+        }
+        let rel = t.relative();
+        let span_ns = rel.flows.iter().map(|f| f.start_ns).max().unwrap_or(0);
+        let bytes: f64 = rel
+            .flows
+            .iter()
+            .map(|f| (f.size_bytes as f64 / cfg.size_scale()).round().max(1.0))
+            .sum();
+        // Offered payload over the source DC's inter-DC capacity while the
+        // flows arrive (the load definition of the Poisson experiments).
+        let capacity = rate_per_sender(&topo, cfg, &["x".to_string()], 1.0);
+        let load = if span_ns > 0 {
+            bytes * 8.0 / (span_ns as f64 / 1e9) / capacity
+        } else {
+            0.0
+        };
+        let label = workload_label(&t.file);
+        for seed in 1..=u64::from(cfg.seeds) {
+            for policy in &cfg.policies {
+                let mut s = base_spec(policy, seed);
+                s.id = format!("{label}-{policy}-seed{seed}");
+                s.workload = label.clone();
+                s.duration_s = (span_ns as f64 / 1e9).max(1e-3);
+                s.schedules = Some(files.clone());
+                specs.push((load, s));
+            }
+        }
+        trace_echo = json!({
+            "file": t.file,
+            "format": t.format.name(),
+            "flows": t.flows.len(),
+            "span_s": span_ns as f64 / 1e9,
+            "offered_load": load,
+            "hosts": format!("host id i is host i % {n} + 1 of DC i / {n} + 1", n = trace::ARTIFACT_HOSTS_PER_DC),
+        });
+    } else {
+        for w in &cfg.workloads {
+            for &load in &cfg.loads {
+                for seed in 1..=u64::from(cfg.seeds) {
+                    for policy in &cfg.policies {
+                        let wname = workload_label(w);
+                        let mut s = base_spec(policy, seed);
+                        s.id = format!("{wname}-load{load}-{policy}-seed{seed}");
+                        s.workload = w.clone();
+                        s.rate_bps_per_sender = rate_per_sender(&topo, cfg, &senders, load);
+                        specs.push((load, s));
+                    }
                 }
             }
         }
     }
-    let _ = first;
+    let run_s = |s: &run::RunSpec| s.duration_s.max(0.1);
 
-    let bar = ProgressBar::new((specs.len() as f64 * cfg.duration_s * 10.0) as u64);
+    let total_s: f64 = specs.iter().map(|(_, s)| run_s(s)).sum();
+    let bar = ProgressBar::new((total_s * 10.0) as u64);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg} (ETA {eta})")
             .expect("valid template")
@@ -257,12 +392,12 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let mut inputs = Vec::new();
     let mut failures = Vec::new();
     let started = Instant::now();
+    let mut base = 0.0;
     for (k, (load, spec)) in specs.iter().enumerate() {
         let dir = out.join("runs").join(&spec.id);
-        let base = k as f64 * cfg.duration_s * 10.0;
         let n = specs.len();
         let tick = |elapsed: f64, p: run::Progress| {
-            bar.set_position((base + elapsed.min(cfg.duration_s) * 10.0) as u64);
+            bar.set_position(((base + elapsed.min(run_s(spec))) * 10.0) as u64);
             bar.set_message(format!(
                 "run {}/{n} {}: {} flows started, {} done, {} active",
                 k + 1,
@@ -297,7 +432,9 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
                 .collect(),
             deadline_ns: Some(((spec.duration_s + spec.drain_s) * 1e9) as u64),
             flows,
+            transport_counters: meas.transport_counters.clone(),
         };
+        base += run_s(spec);
         let line = run_line(&input, &ideal);
         bar.println(line.clone());
         if bar.is_hidden() {
@@ -330,10 +467,16 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             "base_rtt_ns": ideal.base_rtt_ns,
             "bottleneck_bps": ideal.bottleneck_bps,
             "path": cal.paths[cal.min_path].name,
-            "definition": "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+            "definition": match cfg.transport {
+                Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+                Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+            },
         },
         "calibration": cal,
         "failures": failures,
+        "transport": cfg.transport.name(),
+        "size_scale": cfg.size_scale(),
+        "trace": trace_echo,
     });
     let summary = analysis::build_summary(echo, &inputs, &ideal);
     std::fs::write(
@@ -349,6 +492,31 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         .filter_map(|p| p.strip_prefix(out).ok().map(Path::to_path_buf))
         .collect();
     std::fs::write(out.join("report.md"), report::render_report(&summary, &rel))?;
+    if !cfg.reference.is_empty() {
+        let refs: Vec<(String, PathBuf)> = cfg
+            .reference
+            .iter()
+            .map(|(p, f)| (p.clone(), f.clone()))
+            .collect();
+        let f = crate::fidelity::run_fidelity(out, &refs)?;
+        let r = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        for p in &f.policies {
+            say(&format!(
+                "fidelity {}: r median {}, r p99 {} against {}",
+                p.policy,
+                r(p.r_median),
+                r(p.r_p99),
+                p.reference_file
+            ));
+        }
+        say(&format!(
+            "fidelity pooled: r median {}, r p99 {} (the paper: {} and {})",
+            r(f.pooled_r_median),
+            r(f.pooled_r_p99),
+            f.paper_r_median,
+            f.paper_r_p99
+        ));
+    }
     Ok(summary)
 }
 

@@ -3,7 +3,7 @@
 //! switch counters and CPU, and the checks that flag a run whose emulation
 //! was not faithful.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +14,7 @@ use lcmp_netns_tests::{Bg, PortPeer, Testbed};
 use lcmp_traffic::record::FlowRecord;
 use serde_json::Value;
 
+use super::config::Transport;
 use crate::bed;
 use crate::state::{State, SwitchSettings};
 use crate::{Error, Result};
@@ -55,6 +56,8 @@ pub struct RunMeasurements {
     /// The port the source switch first chose for each flow it logged, by
     /// flow (source, destination).
     pub decisions: HashMap<(SocketAddr, SocketAddr), u8>,
+    /// The transport's counters, summed over the senders.
+    pub transport_counters: BTreeMap<String, u64>,
 }
 
 /// One line of `lcmp-switch --flow-log`.
@@ -66,6 +69,24 @@ struct Decision {
     dport: u16,
     port: u8,
     reason: String,
+}
+
+/// The counters of the client's final progress line (`"done":true`) under
+/// its transport's key (`"rocev2": {...}`); empty for TCP.
+fn transport_counters_of(log: &str) -> BTreeMap<String, u64> {
+    log.lines()
+        .rev()
+        .filter(|l| l.starts_with('{'))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["done"] == Value::Bool(true))
+        .and_then(|v| {
+            v["rocev2"].as_object().map(|o| {
+                o.iter()
+                    .filter_map(|(k, n)| Some((k.clone(), n.as_u64()?)))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// The first port the switch chose for each flow in its decision log (a
@@ -267,6 +288,18 @@ pub struct RunSpec {
     pub cc: Option<String>,
     /// Link to take down mid-run: (switch index, port index, at seconds).
     pub failure: Option<(usize, u8, f64)>,
+    /// How flows are carried.
+    pub transport: Transport,
+    /// Flow sizes are divided by this.
+    pub size_scale: f64,
+    /// The testbed's rate scale (rocev2 scales its line rate and DCQCN's
+    /// rate steps by it).
+    pub rate_scale: f64,
+    /// Extra client arguments under rocev2.
+    pub rocev2_args: Vec<String>,
+    /// A trace replay: each sender's schedule file (`lcmp-traffic client
+    /// --schedule`), by sender; the senders without one send nothing.
+    pub schedules: Option<BTreeMap<String, PathBuf>>,
 }
 
 /// Runs one run; writes `<dir>/flows.csv` and returns the flows and
@@ -322,27 +355,45 @@ pub fn run_one(
         let mut args: Vec<String> = vec![
             env.traffic_bin.display().to_string(),
             "client".into(),
+            "--transport".into(),
+            spec.transport.name().into(),
             "--name".into(),
             s.clone(),
-            "--workload".into(),
-            spec.workload.clone(),
-            "--rate-bps".into(),
-            format!("{:.0}", spec.rate_bps_per_sender),
-            "--duration".into(),
-            spec.duration_s.to_string(),
+        ];
+        match &spec.schedules {
+            Some(files) => {
+                let Some(file) = files.get(s) else { continue };
+                args.extend(["--schedule".into(), file.display().to_string()]);
+            }
+            None => args.extend([
+                "--workload".into(),
+                spec.workload.clone(),
+                "--rate-bps".into(),
+                format!("{:.0}", spec.rate_bps_per_sender),
+                "--duration".into(),
+                spec.duration_s.to_string(),
+                "--seed".into(),
+                (spec.seed * 1_000_003 + i as u64).to_string(),
+                "--id-base".into(),
+                (i as u64 * 1_000_000_000).to_string(),
+            ]),
+        }
+        args.extend([
+            "--size-scale".into(),
+            spec.size_scale.to_string(),
             "--warmup".into(),
             spec.warmup_s.to_string(),
             "--drain".into(),
             spec.drain_s.to_string(),
-            "--seed".into(),
-            (spec.seed * 1_000_003 + i as u64).to_string(),
-            "--id-base".into(),
-            (i as u64 * 1_000_000_000).to_string(),
             "--out".into(),
             out.display().to_string(),
             "--progress-ms".into(),
             "250".into(),
-        ];
+        ]);
+        if spec.transport == Transport::Rocev2 {
+            args.extend(["--rate-scale".into(), spec.rate_scale.to_string()]);
+            args.extend(spec.rocev2_args.iter().cloned());
+        }
         if let Some(cc) = &spec.cc {
             args.extend(["--cc".into(), cc.clone()]);
         }
@@ -413,10 +464,17 @@ pub fn run_one(
         }
     }
     let end = end.unwrap_or_else(snapshot);
+    let mut transport_counters = BTreeMap::new();
+    for (bg, _) in &clients {
+        for (k, v) in transport_counters_of(&bg.log()) {
+            *transport_counters.entry(k).or_insert(0) += v;
+        }
+    }
 
     let mut meas = RunMeasurements {
         window_s: end.at.duration_since(start.at).as_secs_f64(),
         failure_at_s: failure_at,
+        transport_counters,
         ..Default::default()
     };
     if let Some((sw, port, _)) = spec.failure {
@@ -554,6 +612,22 @@ mod tests {
         let p = last_progress(log);
         assert_eq!((p.started, p.completed, p.failed, p.active), (9, 7, 1, 1));
         assert_eq!(last_progress("").started, 0);
+    }
+
+    #[test]
+    fn transport_counters_come_from_the_done_line() {
+        let log = "{\"t_s\":1.0,\"started\":5}\n{\"done\":true,\"started\":5,\"rocev2\":{\"packets\":120,\"naks\":2,\"rate_cuts\":7}}\n";
+        let c = transport_counters_of(log);
+        assert_eq!(
+            c.into_iter().collect::<Vec<_>>(),
+            [
+                ("naks".to_string(), 2),
+                ("packets".to_string(), 120),
+                ("rate_cuts".to_string(), 7)
+            ]
+        );
+        // TCP's done line has no transport counters.
+        assert!(transport_counters_of("{\"done\":true,\"started\":5}\n").is_empty());
     }
 
     #[test]

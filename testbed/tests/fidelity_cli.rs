@@ -1,0 +1,403 @@
+//! `lcmp-testbed fidelity` on a run directory made by hand (no root, no
+//! testbed): the printed r values against numbers worked out by hand, the
+//! files it writes, and one-line errors for bad inputs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use lcmp_testbed::analysis::{build_summary, IdealModel, RunInput};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_lcmp-testbed");
+
+/// Base RTT 10 ms and 12.112 Gbit/s: one 1514-byte segment takes exactly
+/// 1 us, so the ideal of k full segments is 20 ms + k us.
+fn ideal() -> IdealModel {
+    IdealModel::new(10_000_000, 12_112_000_000)
+}
+
+/// Ideal FCTs of 1, 2 and 3 segments (1448, 2896, 4344 bytes).
+const SIZES: [u64; 3] = [1448, 2896, 4344];
+const IDEALS: [u64; 3] = [20_001_000, 20_002_000, 20_003_000];
+
+fn flow(id: u64, size: u64, fct: Option<u64>, warmup: bool) -> Value {
+    json!({
+        "id": id, "sender": "dc1h1", "receiver": "dc8h1",
+        "src": "10.1.0.2:40000", "dst": "10.8.0.2:5001",
+        "size_bytes": size, "start_ns": id * 1000, "fct_ns": fct,
+        "min_rtt_us": null,
+        "status": if fct.is_some() { "ok" } else { "unfinished" },
+        "error": "", "warmup": warmup, "path": null
+    })
+}
+
+/// Two flows per size with slowdown `slowdowns[k]` each, plus a warm-up
+/// flow and an unfinished one that must not count.
+fn flows(slowdowns: [u64; 3]) -> Vec<Value> {
+    let mut v = Vec::new();
+    for k in 0..3 {
+        for j in 0..2 {
+            let id = (2 * k + j) as u64;
+            v.push(flow(id, SIZES[k], Some(slowdowns[k] * IDEALS[k]), false));
+        }
+    }
+    v.push(flow(10, 1448, Some(1), true));
+    v.push(flow(11, 4344, None, false));
+    v
+}
+
+fn run_input(policy: &str, flows: Vec<Value>) -> RunInput {
+    // Through JSON, so fields other crates add with defaults do not break
+    // this test.
+    serde_json::from_value(json!({
+        "policy": policy, "workload": "websearch", "load": 0.3, "seed": 1,
+        "flows": flows, "paths": [], "port_tx_bytes": [], "window_s": 1.0,
+        "calibration_ok": true, "calibration_notes": []
+    }))
+    .expect("RunInput from JSON")
+}
+
+fn write_flows_csv(path: &Path, flows: &[Value]) {
+    let mut text =
+        String::from("id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path\n");
+    for f in flows {
+        let opt = |v: &Value| {
+            if v.is_null() {
+                String::new()
+            } else {
+                v.to_string()
+            }
+        };
+        text += &format!(
+            "{},{},{},{},{},{},{},{},,{},,{},\n",
+            f["id"],
+            f["sender"].as_str().unwrap(),
+            f["receiver"].as_str().unwrap(),
+            f["src"].as_str().unwrap(),
+            f["dst"].as_str().unwrap(),
+            f["size_bytes"],
+            f["start_ns"],
+            opt(&f["fct_ns"]),
+            f["status"].as_str().unwrap(),
+            f["warmup"],
+        );
+    }
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A reference FCT file: per size 1000/2000/3000 bytes two flows with the
+/// given slowdowns (standalone 1 ms).
+fn reference(path: &Path, slowdowns: [(u64, u64); 3]) {
+    let mut text = String::new();
+    for (k, (a, b)) in slowdowns.iter().enumerate() {
+        for s in [a, b] {
+            text += &format!(
+                "0b000101 0b007a01 10000 100 {} 2000000000 {} 1000000\n",
+                1000 * (k + 1),
+                s * 1_000_000
+            );
+        }
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lcmp-fidelity-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The run directory: lcmp and ecmp, one seed each; and both references.
+fn setup(dir: &Path) {
+    // Ours: lcmp 2, 4, 8 per size bucket; ecmp 2, 8, 4.
+    let lcmp = flows([2, 4, 8]);
+    let ecmp = flows([2, 8, 4]);
+    let inputs = vec![
+        run_input("lcmp", lcmp.clone()),
+        run_input("ecmp", ecmp.clone()),
+    ];
+    let summary = build_summary(json!({"name": "hand"}), &inputs, &ideal());
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("report.md"),
+        "# FCT experiment report\n\nBody.\n\n## Runs\n\n| x |\n",
+    )
+    .unwrap();
+    write_flows_csv(
+        &dir.join("runs/websearch-load0.3-lcmp-seed1/flows.csv"),
+        &lcmp,
+    );
+    write_flows_csv(
+        &dir.join("runs/websearch-load0.3-ecmp-seed1/flows.csv"),
+        &ecmp,
+    );
+    // Reference: lcmp (1, 3), (3, 5), (5, 11): medians 2, 4, 8, p99s
+    // 2.98, 4.98, 10.94; ecmp (2, 2), (4, 4), (8, 8).
+    reference(&dir.join("ref_lcmp.txt"), [(1, 3), (3, 5), (5, 11)]);
+    reference(&dir.join("ref_ecmp.txt"), [(2, 2), (4, 4), (8, 8)]);
+}
+
+fn fidelity(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .arg("fidelity")
+        .args(args)
+        .output()
+        .expect("lcmp-testbed runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The whitespace-separated cells of the printed row starting with `name`.
+fn row(out: &str, name: &str) -> Vec<String> {
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{out}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn fidelity_of_a_hand_made_run() {
+    let dir = temp("ok");
+    setup(&dir);
+    let run = dir.to_str().unwrap();
+    let lcmp_ref = format!("lcmp={}", dir.join("ref_lcmp.txt").display());
+    let ecmp_ref = format!("ecmp={}", dir.join("ref_ecmp.txt").display());
+    // Given ecmp first: the output still lists lcmp first.
+    let args = [
+        "--run",
+        run,
+        "--reference",
+        &ecmp_ref,
+        "--reference",
+        &lcmp_ref,
+    ];
+    let o = fidelity(&args);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+
+    // Three buckets a side (one per size; the warm-up flow and the
+    // unfinished one do not count).
+    // lcmp: ln of 2, 4, 8 vs 2, 4, 8: r = 1 at the median. At p99, x = ln 2
+    // (1, 2, 3), y = ln 2.98, ln 4.98, ln 10.94 = 1.091923, 1.605430,
+    // 2.392426 (dy = -0.604670, -0.091163, 0.695833, sum dy^2 = 0.858119):
+    // r = 1.300503 / sqrt(2 x 0.858119) = 0.99271.
+    // Overall: ours 2, 2, 4, 4, 8, 8 (median 4, p99 8); the reference's
+    // 1, 3, 3, 5, 5, 11 (median 4, p99 5 + 0.95 x 6 = 10.7).
+    assert_eq!(
+        row(&out, "lcmp"),
+        ["lcmp", "3", "1.000", "0.993", "4.00", "4.00", "8.00", "10.70"],
+        "{out}"
+    );
+    // ecmp: ln2 (1, 3, 2) vs ln2 (1, 2, 3): sum dx dy = 1, sum dx^2 =
+    // sum dy^2 = 2: r = 0.5 at both.
+    assert_eq!(
+        row(&out, "ecmp"),
+        ["ecmp", "3", "0.500", "0.500", "4.00", "4.00", "8.00", "8.00"],
+        "{out}"
+    );
+    // Pooled median: x = (1, 2, 3, 1, 3, 2), y = (1, 2, 3, 1, 2, 3) ln 2:
+    // sum dx dy = 3, sum dx^2 = sum dy^2 = 4: r = 0.75. Pooled p99:
+    // x = ln(2, 4, 8, 2, 8, 4), y = ln(2.98, 4.98, 10.94, 2, 4, 8):
+    // r = 0.71139 (worked with a calculator).
+    assert_eq!(
+        row(&out, "pooled"),
+        ["pooled", "6", "0.750", "0.711"],
+        "{out}"
+    );
+    assert!(out.contains("r median 0.95, r p99 0.97"), "{out}");
+
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("fidelity.json")).unwrap()).unwrap();
+    assert_eq!(json["ours_source"], "flows");
+    assert_eq!(json["policies"][0]["policy"], "lcmp");
+    assert_eq!(json["policies"][0]["ours_flows"], 6);
+    assert_eq!(json["policies"][0]["ours_not_completed"], 1);
+    assert_eq!(json["policies"][0]["buckets"][2]["ours_lo"], 4344);
+    assert_eq!(json["policies"][0]["buckets"][2]["reference_hi"], 3000);
+    assert!((json["policies"][0]["r_p99"].as_f64().unwrap() - 0.99271).abs() < 1e-5);
+    assert!((json["pooled_r_p99"].as_f64().unwrap() - 0.71139).abs() < 1e-5);
+    for f in ["plots/fidelity.svg", "plots/fidelity.png"] {
+        assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
+    }
+
+    // Twice: still one section, before the per-run table.
+    let o = fidelity(&args);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert_eq!(md.matches("## Fidelity").count(), 1, "{md}");
+    assert!(
+        md.starts_with(
+            "# FCT experiment report\n\nBody.\n\n<!-- lcmp-testbed fidelity: begin -->\n"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("<!-- lcmp-testbed fidelity: end -->\n\n## Runs\n"),
+        "{md}"
+    );
+    assert!(md.contains("| lcmp | `"), "{md}");
+    assert!(
+        md.contains("| 1.000 | 0.993 | 4.00 / 4.00 | 8.00 / 10.7 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| 3 | 4344 B | 3000 B | 2 / 2 | 8.00 | 8.00 | 8.00 | 10.9 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**0.750** at the median, **0.711** at p99"),
+        "{md}"
+    );
+    assert!(md.contains("![fidelity](plots/fidelity.png)"), "{md}");
+
+    // Without runs/ (results/ keeps only summary.json): its buckets, here
+    // the same three sizes and slowdowns (the unfinished flow has no
+    // deadline, so no lower bound either); our overall median and p99 are
+    // the one seed's.
+    std::fs::remove_dir_all(dir.join("runs")).unwrap();
+    let o = fidelity(&args);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(out.contains("ours from summary.json's buckets"), "{out}");
+    assert_eq!(
+        row(&out, "lcmp"),
+        ["lcmp", "3", "1.000", "0.993", "4.00", "4.00", "8.00", "10.70"],
+        "{out}"
+    );
+    assert_eq!(
+        row(&out, "pooled"),
+        ["pooled", "6", "0.750", "0.711"],
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Exit code non-zero, nothing on stdout, exactly one line on stderr.
+fn one_line_error(o: &Output) -> String {
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    err.trim_end().to_string()
+}
+
+#[test]
+fn bad_inputs_give_one_line() {
+    let dir = temp("bad");
+    setup(&dir);
+    let run = dir.to_str().unwrap();
+    let r = |p: &str, f: &str| format!("{p}={}", dir.join(f).display());
+
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--reference",
+        &r("wcmp", "ref_lcmp.txt"),
+    ]));
+    assert_eq!(
+        e,
+        "lcmp-testbed: reference policy \"wcmp\" is not among the run's policies (lcmp, ecmp)"
+    );
+
+    let bad = dir.join("bad.txt");
+    std::fs::write(
+        &bad,
+        "0b000101 0b007a01 10000 100 1000 2000000000 3000000 1000000\n\
+         0b000101 0b007a01 10000 100 1000 2000000000 3000000\n",
+    )
+    .unwrap();
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--reference",
+        &r("lcmp", "bad.txt"),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: {}:2: expected 8 fields (sip dip sport dport size_bytes start_ns \
+             fct_ns standalone_ns), found 7",
+            bad.display()
+        )
+    );
+
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--reference",
+        &r("lcmp", "none.txt"),
+    ]));
+    assert!(
+        e.starts_with(&format!(
+            "lcmp-testbed: {}: ",
+            dir.join("none.txt").display()
+        )),
+        "{e}"
+    );
+
+    let missing = dir.join("no-such-run");
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        missing.to_str().unwrap(),
+        "--reference",
+        &r("lcmp", "ref_lcmp.txt"),
+    ]));
+    assert!(
+        e.starts_with(&format!(
+            "lcmp-testbed: {}: not a run directory: cannot read summary.json (",
+            missing.display()
+        )),
+        "{e}"
+    );
+
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--load",
+        "0.5",
+        "--reference",
+        &r("lcmp", "ref_lcmp.txt"),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: {run}: no runs of the selected workload/load (the run has websearch load 0.3)"
+        )
+    );
+
+    // A trace replay's run directory (no load in its name) is found too.
+    std::fs::rename(
+        dir.join("runs/websearch-load0.3-lcmp-seed1"),
+        dir.join("runs/websearch-lcmp-seed1"),
+    )
+    .unwrap();
+    let o = fidelity(&["--run", run, "--reference", &r("lcmp", "ref_lcmp.txt")]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(row(&text(&o.stdout), "lcmp")[2..4], ["1.000", "0.993"]);
+    // One run's flows.csv missing while others have theirs.
+    std::fs::remove_file(dir.join("runs/websearch-load0.3-ecmp-seed1/flows.csv")).unwrap();
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--reference",
+        &r("ecmp", "ref_ecmp.txt"),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: {}: missing (runs/ has other runs' flows.csv; ecmp websearch seed 1 has none)",
+            dir.join("runs/websearch-load0.3-ecmp-seed1/flows.csv").display()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
