@@ -1,5 +1,6 @@
-//! The flow source: Poisson arrivals, one TCP connection per flow, one CSV
-//! row per flow.
+//! The flow source: Poisson arrivals (or a schedule), one TCP connection
+//! per flow, one CSV row per flow; [`prepare`] also validates the runs of
+//! the RoCEv2 transport ([`crate::rocev2::client`]).
 //!
 //! An arrival thread sleeps until each arrival's absolute time (a plain
 //! thread sleeps with microsecond precision; tokio's timer has a 1 ms
@@ -20,17 +21,18 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
 use tokio::net::TcpSocket;
 use tokio::runtime::Handle;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 
-use crate::arrivals::PoissonArrivals;
 use crate::cdf::Cdf;
+use crate::flows::{self, Arrivals, FlowSource};
 use crate::protocol::{read_ack, send_flow, Header};
 use crate::record::{FlowRecord, FlowStatus};
-use crate::{seeded_rng, sockopt, stream};
+use crate::rocev2::client::{Endpoint, RoceOptions};
+use crate::rocev2::sender::SenderConfig;
+use crate::sockopt;
 
 /// Descriptors kept free for stdio, the runtime, the output file, ...
 const RESERVED_FDS: u64 = 64;
@@ -81,9 +83,14 @@ pub enum Load {
 pub struct ClientConfig {
     pub name: String,
     pub dsts: Vec<Destination>,
-    pub workload: String,
-    pub load: Load,
-    pub duration_s: f64,
+    /// With `load` and `duration_s`, unless `schedule` is given.
+    pub workload: Option<String>,
+    pub load: Option<Load>,
+    pub duration_s: Option<f64>,
+    /// A schedule file instead of Poisson arrivals ([`crate::flows`]).
+    pub schedule: Option<PathBuf>,
+    /// Every size is divided by this (at least one byte remains).
+    pub size_scale: f64,
     pub warmup_s: f64,
     pub drain_s: f64,
     pub seed: u64,
@@ -92,19 +99,25 @@ pub struct ClientConfig {
     pub cc: Option<String>,
     pub max_concurrent: usize,
     pub progress_ms: u64,
+    /// `Some`: the RoCEv2 transport with these options; `None`: TCP.
+    pub rocev2: Option<RoceOptions>,
 }
 
 /// A validated run, ready to start.
 #[derive(Debug)]
 pub struct Plan {
     pub config: ClientConfig,
-    pub cdf: Cdf,
-    /// Arrival rate, flows/s.
+    pub arrivals: Arrivals,
+    /// Mean arrival rate, flows/s (a schedule's: flows / last start).
     pub lambda: f64,
     /// `config.max_concurrent`, lowered to what the descriptor limit holds.
     pub max_concurrent: usize,
     out: File,
+    rocev2: Option<(Endpoint, SenderConfig, crate::rocev2::net::Signals)>,
 }
+
+/// The largest flow of the RoCEv2 transport: the RETH's 32-bit length.
+const MAX_ROCE_FLOW: u64 = u32::MAX as u64;
 
 /// Checks every input before anything starts; the output file is created
 /// last, so a rejected run leaves no file behind. Errors are one line.
@@ -122,27 +135,99 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
             Err(format!("{flag} must be a number > 0, got {v}"))
         }
     };
-    match config.load {
-        Load::FlowsPerSecond(r) => positive(r, "--flows-per-s")?,
-        Load::BitsPerSecond(r) => positive(r, "--rate-bps")?,
-    }
-    positive(config.duration_s, "--duration")?;
-    if !(config.warmup_s >= 0.0 && config.warmup_s < config.duration_s) {
+    if !(config.size_scale.is_finite() && config.size_scale > 0.0) {
         return Err(format!(
-            "--warmup must be >= 0 and shorter than --duration ({} s), got {}",
-            config.duration_s, config.warmup_s
+            "--size-scale must be a number > 0, got {}",
+            config.size_scale
         ));
     }
+    let (arrivals, lambda, max_size) = match &config.schedule {
+        Some(path) => {
+            if config.workload.is_some() || config.load.is_some() || config.duration_s.is_some() {
+                return Err(
+                    "--schedule replaces --workload, --rate-bps/--flows-per-s and --duration; give one or the other"
+                        .into(),
+                );
+            }
+            if !(config.warmup_s.is_finite() && config.warmup_s >= 0.0) {
+                return Err(format!("--warmup must be >= 0, got {}", config.warmup_s));
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --schedule {}: {e}", path.display()))?;
+            let list = flows::parse_schedule(
+                &text,
+                &path.display().to_string(),
+                &config.dsts,
+                config.size_scale,
+            )?;
+            let last_s = list.last().map_or(0.0, |f| f.start_ns as f64 / 1e9);
+            let max_size = list.iter().map(|f| f.size).max().unwrap_or(0);
+            let lambda = if last_s > 0.0 {
+                list.len() as f64 / last_s
+            } else {
+                list.len() as f64
+            };
+            (Arrivals::Schedule(list), lambda, max_size)
+        }
+        None => {
+            let (Some(workload), Some(load), Some(duration_s)) =
+                (&config.workload, config.load, config.duration_s)
+            else {
+                return Err(
+                    "give --workload, --rate-bps or --flows-per-s, and --duration (or --schedule)"
+                        .into(),
+                );
+            };
+            match load {
+                Load::FlowsPerSecond(r) => positive(r, "--flows-per-s")?,
+                Load::BitsPerSecond(r) => positive(r, "--rate-bps")?,
+            }
+            positive(duration_s, "--duration")?;
+            if !(config.warmup_s >= 0.0 && config.warmup_s < duration_s) {
+                return Err(format!(
+                    "--warmup must be >= 0 and shorter than --duration ({} s), got {}",
+                    duration_s, config.warmup_s
+                ));
+            }
+            if duration_s > MAX_SECS {
+                return Err(format!(
+                    "--duration must be at most {MAX_SECS} s, got {duration_s}"
+                ));
+            }
+            let cdf = Cdf::load(workload).map_err(|e| format!("bad --workload: {e}"))?;
+            let lambda = match load {
+                Load::FlowsPerSecond(r) => r,
+                Load::BitsPerSecond(bps) => {
+                    bps / (8.0 * flows::mean_scaled_size(&cdf, config.size_scale))
+                }
+            };
+            // Every flow keeps a record until the end; refuse to exhaust memory.
+            let expected_flows = lambda * duration_s;
+            if expected_flows > MAX_EXPECTED_FLOWS {
+                return Err(format!(
+                    "this rate and duration would start ~{expected_flows:.3e} flows; at most {MAX_EXPECTED_FLOWS:.0e} per run"
+                ));
+            }
+            let max_size = flows::scale_size(cdf.max_size(), config.size_scale);
+            (
+                Arrivals::Poisson {
+                    cdf,
+                    lambda,
+                    duration_s,
+                },
+                lambda,
+                max_size,
+            )
+        }
+    };
     if !(config.drain_s.is_finite() && config.drain_s >= 0.0) {
         return Err(format!("--drain must be >= 0, got {}", config.drain_s));
     }
-    for (v, flag) in [
-        (config.duration_s, "--duration"),
-        (config.drain_s, "--drain"),
-    ] {
-        if v > MAX_SECS {
-            return Err(format!("{flag} must be at most {MAX_SECS} s, got {v}"));
-        }
+    if config.drain_s > MAX_SECS {
+        return Err(format!(
+            "--drain must be at most {MAX_SECS} s, got {}",
+            config.drain_s
+        ));
     }
     if config.max_concurrent == 0 {
         return Err("--max-concurrent must be >= 1".into());
@@ -153,34 +238,49 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
             config.progress_ms
         ));
     }
-    let cdf = Cdf::load(&config.workload).map_err(|e| format!("bad --workload: {e}"))?;
-    let lambda = match config.load {
-        Load::FlowsPerSecond(r) => r,
-        Load::BitsPerSecond(bps) => bps / (8.0 * cdf.mean()),
+    let rocev2 = match &config.rocev2 {
+        Some(opts) => {
+            let sender = opts.sender_config()?;
+            if max_size > MAX_ROCE_FLOW {
+                return Err(format!(
+                    "flows of up to {max_size} bytes exceed the RETH's 32-bit length ({MAX_ROCE_FLOW}); raise --size-scale"
+                ));
+            }
+            crate::rocev2::gbn::GbnSender::new(max_size.max(1), opts.payload).map_err(|e| {
+                format!("the largest flow does not fit: {e}; raise --payload or --size-scale")
+            })?;
+            // Blocked before anything else (the run is single-threaded).
+            let signals = crate::rocev2::net::Signals::new()
+                .map_err(|e| format!("cannot set up signal handling: {e}"))?;
+            let endpoint = Endpoint::open(&config.dsts)?;
+            Some((endpoint, sender, signals))
+        }
+        None => {
+            if let Some(cc) = &config.cc {
+                check_congestion_control(cc)?;
+            }
+            None
+        }
     };
-    // Every flow keeps a record until the end; refuse to exhaust memory.
-    let expected_flows = lambda * config.duration_s;
-    if expected_flows > MAX_EXPECTED_FLOWS {
-        return Err(format!(
-            "this rate and duration would start ~{expected_flows:.3e} flows; at most {MAX_EXPECTED_FLOWS:.0e} per run"
-        ));
-    }
-    if let Some(cc) = &config.cc {
-        check_congestion_control(cc)?;
-    }
     let out = File::create(&config.out)
         .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
     // Notes from here on: the run is accepted.
-    let max_concurrent = fit_concurrency(config.max_concurrent);
-    if let Some(warning) = port_warning(&config.dsts, lambda) {
-        eprintln!("lcmp-traffic client: warning: {warning}");
-    }
+    let max_concurrent = if rocev2.is_some() {
+        config.max_concurrent
+    } else {
+        let m = fit_concurrency(config.max_concurrent);
+        if let Some(warning) = port_warning(&config.dsts, lambda) {
+            eprintln!("lcmp-traffic client: warning: {warning}");
+        }
+        m
+    };
     Ok(Plan {
         config,
-        cdf,
+        arrivals,
         lambda,
         max_concurrent,
         out,
+        rocev2,
     })
 }
 
@@ -279,6 +379,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// The signal (SIGINT/SIGTERM) that cut the run short.
     pub interrupted: Option<i32>,
+    /// The RoCEv2 sender's totals, a JSON object (`None` under TCP).
+    pub rocev2: Option<String>,
 }
 
 /// State shared by the arrival thread, the flow tasks and the coordinator.
@@ -309,7 +411,28 @@ impl Shared {
 }
 
 /// Runs the plan: arrivals, drain, CSV. Progress goes to stdout.
-pub fn run(plan: Plan) -> Result<Summary, String> {
+pub fn run(mut plan: Plan) -> Result<Summary, String> {
+    if let Some((endpoint, sender, signals)) = plan.rocev2.take() {
+        let source = FlowSource::new(
+            plan.arrivals,
+            plan.config.seed,
+            plan.config.id_base,
+            plan.config.warmup_s,
+            plan.config.size_scale,
+            plan.config.dsts.len(),
+        );
+        let run = crate::rocev2::client::Run {
+            name: plan.config.name,
+            dsts: plan.config.dsts,
+            out: plan.out,
+            out_path: plan.config.out.display().to_string(),
+            progress_ms: plan.config.progress_ms,
+            drain_s: plan.config.drain_s,
+            source,
+            config: sender,
+        };
+        return crate::rocev2::client::run(run, endpoint, signals);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("lcmp-traffic")
@@ -324,11 +447,19 @@ pub fn run(plan: Plan) -> Result<Summary, String> {
 async fn drive(plan: Plan) -> Result<Summary, String> {
     let Plan {
         config,
-        cdf,
-        lambda,
+        arrivals,
         max_concurrent,
         out,
+        ..
     } = plan;
+    let source = FlowSource::new(
+        arrivals,
+        config.seed,
+        config.id_base,
+        config.warmup_s,
+        config.size_scale,
+        config.dsts.len(),
+    );
     let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
     let shared = Arc::new(Shared {
@@ -350,7 +481,7 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
         thread::Builder::new()
             .name("arrivals".into())
             .spawn(move || {
-                let lag = arrival_loop(&shared, &config, &cdf, lambda, &handle, t0, &stop);
+                let lag = arrival_loop(&shared, &config, source, &handle, t0, &stop);
                 let _ = done_tx.send(());
                 lag
             })
@@ -424,30 +555,21 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
 fn arrival_loop(
     shared: &Arc<Shared>,
     config: &ClientConfig,
-    cdf: &Cdf,
-    lambda: f64,
+    mut source: FlowSource,
     handle: &Handle,
     t0: Instant,
     stop: &AtomicBool,
 ) -> Duration {
-    let mut arrivals = PoissonArrivals::new(lambda, config.seed);
-    let mut sizes = seeded_rng(config.seed, stream::SIZES);
-    let mut dsts = seeded_rng(config.seed, stream::DESTINATIONS);
     let mut max_lag = Duration::ZERO;
-    for k in 0u64.. {
-        let offset_s = arrivals.next_offset_s();
-        if offset_s >= config.duration_s {
-            break;
-        }
-        let offset = Duration::from_secs_f64(offset_s);
+    while let Some(f) = source.next_flow() {
+        let offset = f.offset;
         let at = t0 + offset;
         if !sleep_until(at, stop) {
             break;
         }
         max_lag = max_lag.max(at.elapsed());
-        let size = cdf.sample(&mut sizes);
-        let dst = &config.dsts[dsts.random_range(0..config.dsts.len())];
-        let id = config.id_base.wrapping_add(k);
+        let (size, id) = (f.size, f.id);
+        let dst = &config.dsts[f.dst];
         let record = FlowRecord {
             id,
             sender: config.name.clone(),
@@ -460,7 +582,7 @@ fn arrival_loop(
             min_rtt_us: None,
             status: FlowStatus::Unfinished,
             error: String::new(),
-            warmup: offset_s < config.warmup_s,
+            warmup: f.warmup,
             path: None,
         };
         let index = {
@@ -594,7 +716,7 @@ fn connect_error(e: io::Error) -> String {
     }
 }
 
-fn write_csv(out: File, records: &[FlowRecord]) -> io::Result<()> {
+pub(crate) fn write_csv(out: File, records: &[FlowRecord]) -> io::Result<()> {
     let mut w = BufWriter::new(out);
     if records.is_empty() {
         // csv writes the header with the first record; readers still need it.
@@ -654,8 +776,12 @@ fn print_progress(shared: &Shared, t0: Instant) {
 
 /// The final JSON line.
 pub fn done_line(s: &Summary) -> String {
+    let rocev2 = s
+        .rocev2
+        .as_ref()
+        .map_or(String::new(), |r| format!(",\"rocev2\":{r}"));
     format!(
-        "{{\"done\":true,\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"unfinished\":{},\"deferred\":{},\"warmup\":{},\"bytes_completed\":{},\"max_arrival_lag_ms\":{:.3},\"interrupted\":{}}}",
+        "{{\"done\":true,\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"unfinished\":{},\"deferred\":{},\"warmup\":{},\"bytes_completed\":{},\"max_arrival_lag_ms\":{:.3},\"interrupted\":{}{rocev2}}}",
         s.elapsed.as_secs_f64(),
         s.flows,
         s.completed,
@@ -670,7 +796,7 @@ pub fn done_line(s: &Summary) -> String {
 }
 
 /// Writes one stdout line; a reader that went away must not kill the run.
-fn print_line(line: &str) {
+pub(crate) fn print_line(line: &str) {
     let mut out = io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
@@ -696,9 +822,11 @@ mod tests {
         ClientConfig {
             name: "h1".into(),
             dsts: vec!["h2=127.0.0.1:9".parse().unwrap()],
-            workload: "websearch".into(),
-            load: Load::BitsPerSecond(1e9),
-            duration_s: 1.0,
+            workload: Some("websearch".into()),
+            load: Some(Load::BitsPerSecond(1e9)),
+            duration_s: Some(1.0),
+            schedule: None,
+            size_scale: 1.0,
             warmup_s: 0.0,
             drain_s: 1.0,
             seed: 1,
@@ -707,6 +835,7 @@ mod tests {
             cc: None,
             max_concurrent: 16,
             progress_ms: 0,
+            rocev2: None,
         }
     }
 
@@ -718,6 +847,15 @@ mod tests {
         // 1 Gb/s of 1_711_250-byte flows on average.
         assert!((plan.lambda - 1e9 / (8.0 * 1_711_250.0)).abs() < 1e-9);
         drop(plan);
+        // At --size-scale 1000 the mean scaled size is about 1711 bytes
+        // (a bit more: flows below 500 bytes round up to one byte... and
+        // the truncation to whole bytes before scaling is negligible).
+        let mut c = config(out.clone());
+        c.size_scale = 1000.0;
+        let plan = prepare(c).unwrap();
+        let mean = 1e9 / (8.0 * plan.lambda);
+        assert!((mean - 1711.25).abs() < 2.0, "{mean}");
+        drop(plan);
         let _ = std::fs::remove_file(out);
     }
 
@@ -727,21 +865,37 @@ mod tests {
             std::env::temp_dir().join(format!("lcmp-traffic-unit-bad-{}.csv", std::process::id()));
         type Edit = fn(&mut ClientConfig);
         let cases: Vec<(Edit, &str)> = vec![
-            (|c| c.load = Load::BitsPerSecond(0.0), "--rate-bps"),
-            (|c| c.load = Load::FlowsPerSecond(-1.0), "--flows-per-s"),
-            (|c| c.load = Load::FlowsPerSecond(f64::NAN), "--flows-per-s"),
-            (|c| c.duration_s = 0.0, "--duration"),
+            (|c| c.load = Some(Load::BitsPerSecond(0.0)), "--rate-bps"),
+            (
+                |c| c.load = Some(Load::FlowsPerSecond(-1.0)),
+                "--flows-per-s",
+            ),
+            (
+                |c| c.load = Some(Load::FlowsPerSecond(f64::NAN)),
+                "--flows-per-s",
+            ),
+            (|c| c.duration_s = Some(0.0), "--duration"),
             (|c| c.warmup_s = 1.0, "--warmup"),
             (|c| c.drain_s = -1.0, "--drain"),
             (|c| c.dsts.clear(), "--dst"),
-            (|c| c.workload = "/nonexistent.txt".into(), "--workload"),
+            (
+                |c| c.workload = Some("/nonexistent.txt".into()),
+                "--workload",
+            ),
             (|c| c.cc = Some("no-such-cc".into()), "available"),
             (|c| c.max_concurrent = 0, "--max-concurrent"),
             (|c| c.name.clear(), "--name"),
             (|c| c.drain_s = 1e30, "--drain"),
-            (|c| c.duration_s = f64::INFINITY, "--duration"),
+            (|c| c.duration_s = Some(f64::INFINITY), "--duration"),
             (|c| c.progress_ms = u64::MAX, "--progress-ms"),
-            (|c| c.load = Load::FlowsPerSecond(1e300), "flows"),
+            (|c| c.load = Some(Load::FlowsPerSecond(1e300)), "flows"),
+            (|c| c.size_scale = 0.0, "--size-scale"),
+            (|c| c.size_scale = -2.0, "--size-scale"),
+            (|c| c.duration_s = None, "--duration"),
+            (
+                |c| c.schedule = Some("/nonexistent.csv".into()),
+                "--schedule",
+            ),
         ];
         for (edit, needle) in cases {
             let mut c = config(out.clone());

@@ -2,19 +2,27 @@
 //!
 //! A server in one host namespace accepts flows; a client in another
 //! starts flows at Poisson arrival times with sizes drawn from an empirical
-//! CDF, one TCP connection (a new 5-tuple) per flow, and records each
-//! flow's completion time ([`record::FlowRecord`]).
+//! CDF (or at the times of a schedule file), sizes optionally divided by
+//! `--size-scale`, and records each flow's completion time
+//! ([`record::FlowRecord`]). Two transports: TCP, one connection (a new
+//! 5-tuple) per flow; and RoCEv2, one RC queue pair per flow sending one
+//! RDMA WRITE as real RoCEv2 packets, paced by DCQCN as the LCMP paper's
+//! simulator runs it, reliable by go-back-N, no handshake ([`rocev2`]).
 //!
 //! Modules: [`cdf`] (flow sizes), [`arrivals`] (Poisson arrival times),
-//! [`protocol`] (the wire format), [`server`], [`client`], [`sockopt`]
+//! [`flows`] (which flows start when: Poisson or schedule, size scaling),
+//! [`protocol`] (the TCP wire format), [`server`], [`client`] (TCP, and the
+//! validation of every run), [`rocev2`] (the RoCEv2 transport), [`sockopt`]
 //! (TCP_INFO, TCP_CONGESTION, file-descriptor limits), [`record`] (the CSV
 //! row).
 
 pub mod arrivals;
 pub mod cdf;
 pub mod client;
+pub mod flows;
 pub mod protocol;
 pub mod record;
+pub mod rocev2;
 pub mod server;
 pub mod sockopt;
 

@@ -1,21 +1,27 @@
 //! `lcmp-traffic`: command-line front end (see `lcmp-traffic --help`).
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
-use clap::{ArgGroup, Args, Parser, Subcommand};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use lcmp_traffic::cdf::{Cdf, BUILTIN};
 use lcmp_traffic::client::{self, ClientConfig, Destination, Load};
+use lcmp_traffic::rocev2::client::RoceOptions;
+use lcmp_traffic::rocev2::dcqcn::DcqcnParams;
+use lcmp_traffic::rocev2::net::Signals;
+use lcmp_traffic::rocev2::server::{self as roce_server, Notify, RoceServerConfig};
+use lcmp_traffic::rocev2::wire::ROCEV2_PORT;
 use lcmp_traffic::server::{self, ServerConfig};
 use lcmp_traffic::sockopt;
 
-const ABOUT: &str = "Workload generator for DCI testbeds: Poisson flow arrivals, flow sizes from \
-an empirical CDF, one TCP connection per flow, per-flow completion times.";
+const ABOUT: &str = "Workload generator for DCI testbeds: Poisson flow arrivals (or a schedule), \
+flow sizes from an empirical CDF, one TCP connection or one RoCEv2 queue pair (DCQCN, \
+go-back-N) per flow, per-flow completion times.";
 
 const PROTOCOL_HELP: &str = "\
 Protocol: every flow is a new TCP connection (a new 5-tuple). The client sends a 16-byte \
@@ -26,7 +32,24 @@ and waits for the client to close. Sizes above 1 TiB are refused.
 FCT (flow completion time): measured by the client from just before connect() to the moment \
 it reads the acknowledgement byte, i.e. handshake + transfer + one round trip for the last \
 byte and the ack. A flow that had to wait for a free --max-concurrent slot is timed from its \
-arrival instead, so the wait counts. min_rtt_us is the kernel's tcpi_min_rtt of the connection.";
+arrival instead, so the wait counts. min_rtt_us is the kernel's tcpi_min_rtt of the connection.
+
+--transport rocev2: every flow is one RC RDMA WRITE message on its own queue pair (QP number \
+from the flow id, UDP source port from the QP number, 49152-65535), sent as real RoCEv2: IPv4 \
+(ECT(0), DF) + UDP to port 4791 (checksum 0) + InfiniBand BTH (P_Key 0xffff, A bit set) + RETH \
+on the first packet (VA = flow id, R_Key, DMA length = the flow's size) + payload (--payload \
+bytes per packet, the last one shorter; a pattern of (QP, offset) the receiver checks) + the \
+4-byte ICRC. No handshake. The receiver answers every packet to the sender's port 4791 with an \
+RC Acknowledge (AETH ACK, PSN = next expected) whose BECN bit echoes a CE mark, or a NAK (PSN \
+sequence error, the expected PSN; at most once per --nak-interval-us for one PSN) for a packet \
+ahead of it; with --notify cnp a CE mark is signalled by a CNP (opcode 0x81) instead of the \
+echo. The sender paces each QP at its DCQCN rate (the LCMP simulator's Mellanox DCQCN, timers \
+evaluated lazily), serializes all QPs at --line-rate, goes back to the NAKed PSN, and after \
+--rto-ms without progress goes back to the first unacknowledged packet.
+
+rocev2 FCT: from the flow's arrival (when its QP may send: the simulator's startTime) to the \
+ACK of its last packet. min_rtt_us: the smallest data -> ACK time of the flow's timed packets. \
+src is senderIP:udp_sport of the QP, dst the receiver's ADDR:PORT.";
 
 #[derive(Parser)]
 #[command(name = "lcmp-traffic", version, about = ABOUT, after_long_help = PROTOCOL_HELP)]
@@ -62,18 +85,69 @@ enum Command {
     /// 1 if the CSV cannot be written; 128+signal after SIGINT/SIGTERM (the
     /// CSV is still written, open flows as unfinished).
     #[command(after_long_help = PROTOCOL_HELP)]
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
     /// List the built-in workloads (points, mean, median, max).
     Workloads,
 }
 
+/// The flows' transport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Transport {
+    /// One TCP connection per flow.
+    Tcp,
+    /// One RoCEv2 queue pair per flow (DCQCN, go-back-N).
+    Rocev2,
+}
+
+/// How the rocev2 receiver signals a CE mark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum NotifyArg {
+    /// The ECN echo (BECN bit) of the packet's ACK, as the simulator.
+    Echo,
+    /// A CNP (opcode 0x81); the ACK carries no echo.
+    Cnp,
+}
+
+/// ADDR:PORT, or ADDR alone (rocev2: port 4791).
+#[derive(Debug, Clone, Copy)]
+struct ListenAddr {
+    ip: IpAddr,
+    port: Option<u16>,
+}
+
+fn parse_listen(s: &str) -> Result<ListenAddr, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(ListenAddr {
+            ip: a.ip(),
+            port: Some(a.port()),
+        });
+    }
+    s.parse::<IpAddr>()
+        .map(|ip| ListenAddr { ip, port: None })
+        .map_err(|_| format!("expected ADDR:PORT or ADDR (IPv6: [ADDR]:PORT), got {s:?}"))
+}
+
 #[derive(Args)]
 struct ServerArgs {
+    /// The transport: tcp or rocev2 (see the protocol notes below).
+    #[arg(long, value_enum, default_value_t = Transport::Tcp)]
+    transport: Transport,
     /// Address to accept flows on, ADDR:PORT (IPv6: [ADDR]:PORT); repeat
     /// for several. Port 0 picks a free port; the `listening` line shows it.
-    #[arg(long, value_name = "ADDR:PORT", required = true)]
-    listen: Vec<SocketAddr>,
-    /// Close a connection that sends nothing for this long.
+    /// rocev2: a specific IPv4 address, the port defaults to 4791.
+    #[arg(long, value_name = "ADDR:PORT", required = true, value_parser = parse_listen)]
+    listen: Vec<ListenAddr>,
+    /// rocev2: signal CE marks by the ACK's ECN echo (default) or by CNPs.
+    #[arg(long, value_enum)]
+    notify: Option<NotifyArg>,
+    /// rocev2: at most one NAK per this interval for the same expected PSN.
+    #[arg(long, value_name = "US")]
+    nak_interval_us: Option<f64>,
+    /// rocev2: write the receiver's counters as JSON to FILE at exit.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// Close a connection that sends nothing for this long (rocev2: drop the
+    /// state of a message that received nothing for this long).
     #[arg(
         long,
         value_name = "SECS",
@@ -84,8 +158,11 @@ struct ServerArgs {
 }
 
 #[derive(Args)]
-#[command(group(ArgGroup::new("load").required(true).args(["flows_per_s", "rate_bps"])))]
+#[command(group(ArgGroup::new("load").args(["flows_per_s", "rate_bps"])))]
 struct ClientArgs {
+    /// The transport: tcp or rocev2 (see the protocol notes below).
+    #[arg(long, value_enum, default_value_t = Transport::Tcp)]
+    transport: Transport,
     /// Name of this (sending) host, written to every row.
     #[arg(long, value_name = "HOST")]
     name: String,
@@ -96,17 +173,32 @@ struct ClientArgs {
     /// Flow-size CDF: websearch, alistorage, fbhadoop, googlerpc (built in;
     /// file stems work too) or the path of a file in the same format.
     #[arg(long, value_name = "NAME|FILE")]
-    workload: String,
+    workload: Option<String>,
+    /// Instead of --workload, --rate-bps/--flows-per-s and --duration: a CSV
+    /// file with the header id,receiver,size_bytes,start_ns (receiver: a
+    /// NAME of a --dst; start_ns after the client's start). Flow ids come
+    /// from the file; arrivals end at the last start; --warmup defaults 0.
+    #[arg(long, value_name = "FILE.csv")]
+    schedule: Option<PathBuf>,
+    /// Divide every flow size by S: max(1, round(size / S)) bytes.
+    /// --rate-bps is then the offered payload after scaling.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
+    size_scale: f64,
     /// Mean flow arrival rate (Poisson), flows per second.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     flows_per_s: Option<f64>,
     /// Offered payload rate, bits per second (suffixes k, M, G: 2.5G);
-    /// flows/s = rate / (8 * mean flow size).
+    /// flows/s = rate / (8 * mean (scaled) flow size).
     #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
     rate_bps: Option<f64>,
     /// Seconds during which flows arrive.
     #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
-    duration: f64,
+    duration: Option<f64>,
     /// Flows arriving in the first SECS are marked warmup=true (analysis
     /// excludes them); must be shorter than --duration.
     #[arg(
@@ -139,17 +231,133 @@ struct ClientArgs {
     out: PathBuf,
     /// TCP congestion control for every flow (TCP_CONGESTION); must be in
     /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the
-    /// system's.
+    /// system's. tcp only.
     #[arg(long, value_name = "NAME")]
     cc: Option<String>,
     /// At most N flows in flight (each holds a socket); an arrival beyond it
     /// waits for a slot and is counted as deferred. Lowered to fit the
-    /// open-file limit, with a note on stderr.
-    #[arg(long, value_name = "N", default_value_t = 4096)]
-    max_concurrent: usize,
+    /// open-file limit, with a note on stderr. tcp only; default 4096.
+    #[arg(long, value_name = "N")]
+    max_concurrent: Option<usize>,
     /// Progress line interval, milliseconds (0: only the final line).
     #[arg(long, value_name = "MS", default_value_t = 500)]
     progress_ms: u64,
+    /// rocev2: rate flags are in simulator units and divided by S (the
+    /// testbed's link-rate scale), as is the default line rate. Default 1.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    rate_scale: Option<f64>,
+    /// rocev2: the host NIC's rate (and DCQCN's line rate), divided by
+    /// --rate-scale. Default 100G.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    line_rate: Option<f64>,
+    /// rocev2: payload bytes per packet (the last one of a flow is
+    /// shorter). Default 1000.
+    #[arg(long, value_name = "BYTES")]
+    payload: Option<u32>,
+    /// rocev2: DCQCN additive increase step. Default 50M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    dcqcn_rate_ai: Option<f64>,
+    /// rocev2: DCQCN hyper increase step. Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    dcqcn_rate_hai: Option<f64>,
+    /// rocev2: DCQCN minimum rate. Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    dcqcn_min_rate: Option<f64>,
+    /// rocev2: DCQCN alpha gain g. Default 1/256 = 0.00390625.
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
+    dcqcn_g: Option<f64>,
+    /// rocev2: alpha update interval. Default 55.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    dcqcn_alpha_interval_us: Option<f64>,
+    /// rocev2: rate decrease check interval. Default 4.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    dcqcn_decrease_interval_us: Option<f64>,
+    /// rocev2: rate increase timer. Default 900.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    dcqcn_increase_interval_us: Option<f64>,
+    /// rocev2: fast recovery steps before additive increase. Default 1.
+    #[arg(long, value_name = "N")]
+    dcqcn_fast_recovery: Option<u32>,
+    /// rocev2: go back to the first unacknowledged packet after this long
+    /// without progress; keep it well above the longest RTT. Default 4000.
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    rto_ms: Option<f64>,
+}
+
+impl ClientArgs {
+    /// The rocev2-only flags that were given.
+    fn rocev2_flags(&self) -> Vec<&'static str> {
+        [
+            (self.rate_scale.is_some(), "--rate-scale"),
+            (self.line_rate.is_some(), "--line-rate"),
+            (self.payload.is_some(), "--payload"),
+            (self.dcqcn_rate_ai.is_some(), "--dcqcn-rate-ai"),
+            (self.dcqcn_rate_hai.is_some(), "--dcqcn-rate-hai"),
+            (self.dcqcn_min_rate.is_some(), "--dcqcn-min-rate"),
+            (self.dcqcn_g.is_some(), "--dcqcn-g"),
+            (
+                self.dcqcn_alpha_interval_us.is_some(),
+                "--dcqcn-alpha-interval-us",
+            ),
+            (
+                self.dcqcn_decrease_interval_us.is_some(),
+                "--dcqcn-decrease-interval-us",
+            ),
+            (
+                self.dcqcn_increase_interval_us.is_some(),
+                "--dcqcn-increase-interval-us",
+            ),
+            (self.dcqcn_fast_recovery.is_some(), "--dcqcn-fast-recovery"),
+            (self.rto_ms.is_some(), "--rto-ms"),
+        ]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect()
+    }
+
+    /// The rocev2 options (defaults for what was not given).
+    fn rocev2_options(&self) -> Result<RoceOptions, String> {
+        let d = RoceOptions::default();
+        let us = |v: Option<f64>, default_ns: u64, flag: &str| -> Result<u64, String> {
+            match v {
+                None => Ok(default_ns),
+                Some(us) if us.is_finite() && us > 0.0 && us <= 1e12 => {
+                    Ok((us * 1e3).round() as u64)
+                }
+                Some(us) => Err(format!("{flag} must be a number in (0, 1e12], got {us}")),
+            }
+        };
+        let p = DcqcnParams::default();
+        Ok(RoceOptions {
+            rate_scale: self.rate_scale.unwrap_or(d.rate_scale),
+            line_rate: self.line_rate.unwrap_or(d.line_rate),
+            payload: self.payload.unwrap_or(d.payload),
+            rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
+            dcqcn: DcqcnParams {
+                rate_ai: self.dcqcn_rate_ai.unwrap_or(p.rate_ai),
+                rate_hai: self.dcqcn_rate_hai.unwrap_or(p.rate_hai),
+                min_rate: self.dcqcn_min_rate.unwrap_or(p.min_rate),
+                g: self.dcqcn_g.unwrap_or(p.g),
+                alpha_interval_ns: us(
+                    self.dcqcn_alpha_interval_us,
+                    p.alpha_interval_ns,
+                    "--dcqcn-alpha-interval-us",
+                )?,
+                decrease_interval_ns: us(
+                    self.dcqcn_decrease_interval_us,
+                    p.decrease_interval_ns,
+                    "--dcqcn-decrease-interval-us",
+                )?,
+                increase_interval_ns: us(
+                    self.dcqcn_increase_interval_us,
+                    p.increase_interval_ns,
+                    "--dcqcn-increase-interval-us",
+                )?,
+                fast_recovery_times: self.dcqcn_fast_recovery.unwrap_or(p.fast_recovery_times),
+                ..p
+            },
+        })
+    }
 }
 
 /// A rate in bit/s: a number with an optional k/M/G/T suffix (powers of 1000).
@@ -192,7 +400,7 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Server(args) => server_main(args),
-        Command::Client(args) => client_main(args),
+        Command::Client(args) => client_main(*args),
         Command::Workloads => workloads_main(),
     }
 }
@@ -212,20 +420,44 @@ fn first_paragraph(rendered: &str) -> String {
 }
 
 fn server_main(args: ServerArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("lcmp-traffic server: {m}");
+        ExitCode::from(2)
+    };
+    if args.transport == Transport::Tcp {
+        for (given, flag) in [
+            (args.notify.is_some(), "--notify"),
+            (args.nak_interval_us.is_some(), "--nak-interval-us"),
+            (args.stats.is_some(), "--stats"),
+        ] {
+            if given {
+                return usage(format!("{flag} is a rocev2 option (--transport rocev2)"));
+            }
+        }
+    }
     // The bound keeps deadlines representable (~31 years).
     if !(args.idle_timeout > 0.0 && args.idle_timeout <= 1e9) {
-        eprintln!(
-            "lcmp-traffic server: --idle-timeout must be a number in (0, 1e9] seconds, got {}",
+        return usage(format!(
+            "--idle-timeout must be a number in (0, 1e9] seconds, got {}",
             args.idle_timeout
-        );
-        return ExitCode::from(2);
+        ));
+    }
+    if args.transport == Transport::Rocev2 {
+        return rocev2_server_main(args);
+    }
+    let mut listen = Vec::new();
+    for l in &args.listen {
+        match l.port {
+            Some(port) => listen.push(SocketAddr::new(l.ip, port)),
+            None => return usage(format!("--listen {}: tcp needs ADDR:PORT", l.ip)),
+        }
     }
     // Each concurrent connection holds a descriptor.
     if let Err(e) = sockopt::raise_nofile_limit() {
         eprintln!("lcmp-traffic server: cannot raise RLIMIT_NOFILE: {e}");
     }
     let config = ServerConfig {
-        listen: args.listen,
+        listen,
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -253,14 +485,105 @@ fn server_main(args: ServerArgs) -> ExitCode {
     }
 }
 
+fn rocev2_server_main(args: ServerArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("lcmp-traffic server: {m}");
+        ExitCode::from(2)
+    };
+    let mut listen = Vec::new();
+    for l in &args.listen {
+        match l.ip {
+            IpAddr::V4(ip) if !ip.is_unspecified() => {
+                listen.push(SocketAddrV4::new(ip, l.port.unwrap_or(ROCEV2_PORT)))
+            }
+            _ => {
+                return usage(format!(
+                    "--listen {}: rocev2 needs a specific IPv4 address (its ACKs are sent from it)",
+                    l.ip
+                ))
+            }
+        }
+    }
+    let nak_interval_ns = match args.nak_interval_us {
+        None => 500_000,
+        Some(us) if (0.0..=1e12).contains(&us) => (us * 1e3).round() as u64,
+        Some(us) => return usage(format!("--nak-interval-us must be in [0, 1e12], got {us}")),
+    };
+    let config = RoceServerConfig {
+        listen,
+        notify: match args.notify {
+            Some(NotifyArg::Cnp) => Notify::Cnp,
+            _ => Notify::Echo,
+        },
+        nak_interval_ns,
+        idle_timeout: Duration::from_secs_f64(args.idle_timeout),
+    };
+    // Blocked before anything else: the server is this one thread.
+    let signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lcmp-traffic server: signal handling: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let sockets = match roce_server::bind(&config.listen) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lcmp-traffic server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match roce_server::run(&config, sockets, signals) {
+        Ok(stats) => {
+            eprintln!("lcmp-traffic server: {}", stats.summary());
+            if let Some(path) = &args.stats {
+                if let Err(e) = std::fs::write(path, stats.json() + "\n") {
+                    eprintln!(
+                        "lcmp-traffic server: cannot write --stats {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("lcmp-traffic server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn client_main(args: ClientArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("lcmp-traffic client: {m}");
+        ExitCode::from(2)
+    };
     let load = match (args.flows_per_s, args.rate_bps) {
-        (Some(r), _) => Load::FlowsPerSecond(r),
-        (None, Some(b)) => Load::BitsPerSecond(b),
-        // clap's `load` group requires one of them.
-        (None, None) => {
-            eprintln!("lcmp-traffic client: give --flows-per-s or --rate-bps");
-            return ExitCode::from(2);
+        (Some(r), _) => Some(Load::FlowsPerSecond(r)),
+        (None, Some(b)) => Some(Load::BitsPerSecond(b)),
+        (None, None) => None,
+    };
+    let rocev2 = match args.transport {
+        Transport::Tcp => {
+            if let Some(flag) = args.rocev2_flags().first() {
+                return usage(format!("{flag} is a rocev2 option (--transport rocev2)"));
+            }
+            None
+        }
+        Transport::Rocev2 => {
+            for (given, flag) in [
+                (args.cc.is_some(), "--cc"),
+                (args.max_concurrent.is_some(), "--max-concurrent"),
+            ] {
+                if given {
+                    return usage(format!("{flag} is a tcp option (--transport tcp)"));
+                }
+            }
+            match args.rocev2_options() {
+                Ok(o) => Some(o),
+                Err(e) => return usage(e),
+            }
         }
     };
     let config = ClientConfig {
@@ -269,21 +592,21 @@ fn client_main(args: ClientArgs) -> ExitCode {
         workload: args.workload,
         load,
         duration_s: args.duration,
+        schedule: args.schedule,
+        size_scale: args.size_scale,
         warmup_s: args.warmup,
         drain_s: args.drain,
         seed: args.seed,
         id_base: args.id_base,
         out: args.out,
         cc: args.cc,
-        max_concurrent: args.max_concurrent,
+        max_concurrent: args.max_concurrent.unwrap_or(4096),
         progress_ms: args.progress_ms,
+        rocev2,
     };
     let plan = match client::prepare(config) {
         Ok(plan) => plan,
-        Err(e) => {
-            eprintln!("lcmp-traffic client: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return usage(e),
     };
     match client::run(plan) {
         Ok(summary) => match summary.interrupted {

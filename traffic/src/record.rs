@@ -26,6 +26,12 @@ pub enum FlowStatus {
 ///
 /// A flow that found all `--max-concurrent` slots taken is timed from its
 /// arrival (`start_ns`) instead, so its wait for a slot counts.
+///
+/// Under `--transport rocev2` (no handshake): FCT runs from the arrival
+/// (when the flow's queue pair may send) to the ACK of its last packet;
+/// `src` is `senderIP:udp_sport` of the queue pair, `dst` the receiver's
+/// `IP:4791`, `min_rtt_us` the smallest data -> ACK time of the flow's
+/// timed packets, `size_bytes` the size after `--size-scale`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowRecord {
     /// Unique within a run (clients get disjoint id ranges).

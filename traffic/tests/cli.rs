@@ -442,3 +442,424 @@ fn workloads_and_help() {
         assert!(help.contains(needle), "{needle}: {help}");
     }
 }
+
+/// The one-line usage errors of the new flags: exit 2, nothing on stdout,
+/// no output file.
+#[test]
+fn schedule_scale_and_transport_errors() {
+    let dir = scratch("bad-rocev2");
+    let out = dir.join("never.csv");
+    let out_s = out.to_str().unwrap().to_string();
+    let bad_row = dir.join("bad-row.csv");
+    std::fs::write(
+        &bad_row,
+        "id,receiver,size_bytes,start_ns\n1,h2,100,0\n2,h2,x,5\n",
+    )
+    .unwrap();
+    let unknown = dir.join("unknown.csv");
+    std::fs::write(
+        &unknown,
+        "id,receiver,size_bytes,start_ns\n1,h2,100,0\n2,h9,100,5\n",
+    )
+    .unwrap();
+    let poisson = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--name",
+            "h1",
+            "--dst",
+            "h2=127.0.0.1:9",
+            "--workload",
+            "websearch",
+            "--rate-bps",
+            "1G",
+            "--duration",
+            "1",
+            "--out",
+            &out_s,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let scheduled = |file: &Path, extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "--name",
+            "h1",
+            "--dst",
+            "h2=127.0.0.1:9",
+            "--schedule",
+            file.to_str().unwrap(),
+            "--out",
+            &out_s,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (scheduled(&bad_row, &[]), "bad-row.csv:3: size_bytes \"x\""),
+        (
+            scheduled(&unknown, &[]),
+            "unknown.csv:3: unknown receiver \"h9\"",
+        ),
+        (
+            poisson(&["--size-scale", "0"]),
+            "--size-scale must be a number > 0",
+        ),
+        (
+            poisson(&["--size-scale", "-1"]),
+            "--size-scale must be a number > 0",
+        ),
+        (
+            poisson(&["--dcqcn-rate-ai", "10M"]),
+            "--dcqcn-rate-ai is a rocev2 option (--transport rocev2)",
+        ),
+        (poisson(&["--rto-ms", "10"]), "--rto-ms is a rocev2 option"),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "reno"]),
+            "--cc is a tcp option (--transport tcp)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--max-concurrent", "4"]),
+            "--max-concurrent is a tcp option",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--rate-scale", "0"]),
+            "--rate-scale must be a number > 0",
+        ),
+        (
+            scheduled(&unknown, &["--duration", "3"]),
+            "--schedule replaces",
+        ),
+    ];
+    for (args, needle) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let r = client(&args);
+        let stderr = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(r.stdout.is_empty(), "{args:?} started something");
+        assert!(!out.exists(), "{args:?} created the output");
+    }
+    // The server's rocev2 flags under tcp.
+    let r = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0", "--notify", "cnp"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--notify is a rocev2 option"), "{stderr}");
+}
+
+/// A TCP run from a schedule, with sizes scaled: ids and sizes from the file.
+#[test]
+fn tcp_schedule_with_size_scale() {
+    let dir = scratch("tcp-schedule");
+    let out = dir.join("flows.csv");
+    let sched = dir.join("s.csv");
+    std::fs::write(
+        &sched,
+        "id,receiver,size_bytes,start_ns\n42,ha,1000000,0\n7,ha,400,20000000\n",
+    )
+    .unwrap();
+    let server = Server::start(&["127.0.0.1:0"]);
+    let dst = format!("ha={}", server.addrs[0]);
+    let r = client(&[
+        "--name",
+        "h1",
+        "--dst",
+        &dst,
+        "--schedule",
+        sched.to_str().unwrap(),
+        "--size-scale",
+        "1000",
+        "--progress-ms",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_, records) = read_csv(&out);
+    let got: Vec<(u64, u64, u64, FlowStatus)> = records
+        .iter()
+        .map(|r| (r.id, r.size_bytes, r.start_ns, r.status))
+        .collect();
+    // 1_000_000 / 1000 = 1000 bytes; 400 / 1000 = 0.4 -> at least 1 byte.
+    assert_eq!(
+        got,
+        vec![
+            (42, 1000, 0, FlowStatus::Ok),
+            (7, 1, 20_000_000, FlowStatus::Ok)
+        ]
+    );
+    drop(server);
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A rocev2 server on `addr` (port 4791) with extra flags.
+fn roce_server(addr: &str, extra: &[&str]) -> Server {
+    let mut cmd = Command::new(BIN);
+    cmd.args(["server", "--transport", "rocev2", "--listen", addr]);
+    cmd.args(extra);
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("server did not start: {line:?}"))
+        .parse()
+        .unwrap();
+    Server {
+        child,
+        addrs: vec![addr],
+        _stdout: stdout,
+    }
+}
+
+/// A UDP relay between a rocev2 client and server that drops every
+/// `drop_data`-th data packet and every `drop_acks`-th answer, re-encoding
+/// the packets for its own addresses (the ICRC covers them). Stops when a
+/// datagram arrives from anyone else.
+fn relay(
+    me: std::net::Ipv4Addr,
+    client_ip: std::net::Ipv4Addr,
+    server: std::net::SocketAddrV4,
+    drop_data: u64,
+    drop_acks: u64,
+) -> std::thread::JoinHandle<(u64, u64)> {
+    use lcmp_traffic::rocev2::net::{recv_tos, udp_socket, wait_readable};
+    use lcmp_traffic::rocev2::wire::{encode_udp_payload, parse_udp_payload, Endpoints};
+    use std::net::SocketAddrV4;
+    use std::os::fd::AsRawFd;
+    let sock = udp_socket(SocketAddrV4::new(me, 4791)).unwrap();
+    std::thread::spawn(move || {
+        let (mut data, mut acks, mut dropped_data, mut dropped_acks) = (0u64, 0u64, 0, 0);
+        let mut buf = vec![0u8; 65536];
+        let mut out = Vec::new();
+        loop {
+            wait_readable(&[sock.as_raw_fd()], None).unwrap();
+            while let Some(r) = recv_tos(&sock, &mut buf).unwrap() {
+                let from = *r.from.ip();
+                let (to, back) = if from == client_ip {
+                    (*server.ip(), true)
+                } else if from == *server.ip() {
+                    (client_ip, false)
+                } else {
+                    return (dropped_data, dropped_acks);
+                };
+                let rx = Endpoints {
+                    src: from,
+                    dst: me,
+                    sport: r.from.port(),
+                    dport: 4791,
+                };
+                let m = parse_udp_payload(&rx, &buf[..r.len]).unwrap();
+                let drop = if back {
+                    data += 1;
+                    data % drop_data == 0
+                } else {
+                    acks += 1;
+                    acks % drop_acks == 0
+                };
+                if drop {
+                    if back {
+                        dropped_data += 1
+                    } else {
+                        dropped_acks += 1
+                    }
+                    continue;
+                }
+                let tx = Endpoints {
+                    src: me,
+                    dst: to,
+                    sport: 4791,
+                    dport: 4791,
+                };
+                out.clear();
+                encode_udp_payload(&mut out, &tx, &m).unwrap();
+                sock.send_to(&out, SocketAddrV4::new(to, 4791)).unwrap();
+            }
+        }
+    })
+}
+
+/// rocev2 over loopback (needs root for the raw socket): flows of 1, 999,
+/// 1000, 1001 and 50_000 bytes, every byte checked by the server; the same
+/// through a relay that drops packets; then 5000 concurrent flows. One test
+/// because every client binds 127.0.0.1:4791 for its ACKs.
+#[test]
+fn rocev2_over_loopback() {
+    if !is_root() {
+        eprintln!("skipped: rocev2_over_loopback needs root (a raw socket)");
+        return;
+    }
+    use std::net::Ipv4Addr;
+    let dir = scratch("rocev2");
+    let sched = dir.join("s.csv");
+    std::fs::write(
+        &sched,
+        "id,receiver,size_bytes,start_ns\n1,r,1,0\n2,r,999,1000\n3,r,1000,2000\n4,r,1001,3000\n5,r,50000,4000\n",
+    )
+    .unwrap();
+    let run = |dst: &str, out: &Path, extra: &[&str]| -> (String, Vec<FlowRecord>) {
+        let mut args = vec![
+            "--transport",
+            "rocev2",
+            "--name",
+            "h1",
+            "--dst",
+            dst,
+            "--schedule",
+            sched.to_str().unwrap(),
+            "--rate-scale",
+            "1000",
+            "--drain",
+            "60",
+            "--progress-ms",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let r = client(&args);
+        let stdout = String::from_utf8_lossy(&r.stdout).to_string();
+        assert!(
+            r.status.success(),
+            "{stdout} {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        (stdout, read_csv(out).1)
+    };
+    let check = |records: &[FlowRecord], dst: &str| {
+        let sizes: Vec<(u64, u64)> = records.iter().map(|r| (r.id, r.size_bytes)).collect();
+        assert_eq!(
+            sizes,
+            vec![(1, 1), (2, 999), (3, 1000), (4, 1001), (5, 50_000)]
+        );
+        for r in records {
+            assert_eq!(r.status, FlowStatus::Ok, "{r:?}");
+            assert!(
+                r.fct_ns.is_some_and(|f| f > 0) && r.min_rtt_us.is_some(),
+                "{r:?}"
+            );
+            assert_eq!(r.dst, dst);
+            let port: u16 = r.src.strip_prefix("127.0.0.1:").unwrap().parse().unwrap();
+            assert!(port >= 49152, "{r:?}");
+        }
+    };
+
+    // Directly.
+    let stats = dir.join("server.json");
+    let server = roce_server("127.0.0.2", &["--stats", stats.to_str().unwrap()]);
+    assert_eq!(server.addrs[0].to_string(), "127.0.0.2:4791");
+    let (stdout, records) = run("r=127.0.0.2:4791", &dir.join("direct.csv"), &[]);
+    check(&records, "127.0.0.2:4791");
+    // 1 + 1 + 1 + 2 + 50 packets, none lost.
+    assert!(
+        stdout.contains("\"rocev2\":{\"packets\":55,\"retransmissions\":0,\"naks\":0,"),
+        "{stdout}"
+    );
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("served 5 flows (53001 payload bytes)"),
+        "{err}"
+    );
+    let json = std::fs::read_to_string(&stats).unwrap();
+    assert!(
+        json.contains("\"flows_completed\":5,\"bytes\":53001"),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"payload_errors\":0,\"malformed\":0"),
+        "{json}"
+    );
+
+    // Through a relay dropping every 7th data packet and every 5th answer;
+    // a short RTO recovers lost last ACKs.
+    let server = roce_server("127.0.0.2", &["--stats", stats.to_str().unwrap()]);
+    let relay_ip = Ipv4Addr::new(127, 0, 0, 3);
+    let relay_thread = relay(
+        relay_ip,
+        Ipv4Addr::LOCALHOST,
+        "127.0.0.2:4791".parse().unwrap(),
+        7,
+        5,
+    );
+    let (stdout, records) = run(
+        "r=127.0.0.3:4791",
+        &dir.join("lossy.csv"),
+        &["--rto-ms", "50"],
+    );
+    check(&records, "127.0.0.3:4791");
+    assert!(!stdout.contains("\"retransmissions\":0,"), "{stdout}");
+    // Stop the relay: a datagram from an address it does not serve.
+    let stopper = std::net::UdpSocket::bind("127.0.0.9:0").unwrap();
+    stopper.send_to(b"stop", "127.0.0.3:4791").unwrap();
+    let (dropped_data, dropped_acks) = relay_thread.join().unwrap();
+    assert!(dropped_data > 0 && dropped_acks > 0);
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+    let json = std::fs::read_to_string(&stats).unwrap();
+    assert!(
+        json.contains("\"flows_completed\":5,\"bytes\":53001"),
+        "{json}"
+    );
+    assert!(
+        json.contains("\"payload_errors\":0,\"malformed\":0"),
+        "{json}"
+    );
+
+    // 5000 concurrent flows of 2000 bytes (2 packets each), all at once.
+    let many = dir.join("many.csv");
+    let mut text = String::from("id,receiver,size_bytes,start_ns\n");
+    for id in 0..5000 {
+        text.push_str(&format!("{id},r,2000,0\n"));
+    }
+    std::fs::write(&many, text).unwrap();
+    let server = roce_server("127.0.0.2", &["--stats", stats.to_str().unwrap()]);
+    let out = dir.join("many-out.csv");
+    let r = client(&[
+        "--transport",
+        "rocev2",
+        "--name",
+        "h1",
+        "--dst",
+        "r=127.0.0.2:4791",
+        "--schedule",
+        many.to_str().unwrap(),
+        "--rate-scale",
+        "1000",
+        "--drain",
+        "120",
+        "--progress-ms",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let (_, records) = read_csv(&out);
+    assert_eq!(records.len(), 5000);
+    assert!(records.iter().all(|r| r.status == FlowStatus::Ok));
+    let (status, err) = server.stop();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains("served 5000 flows (10000000 payload bytes)"),
+        "{err}"
+    );
+}

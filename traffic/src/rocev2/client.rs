@@ -1,0 +1,432 @@
+//! The RoCEv2 sender's event loop (`lcmp-traffic client --transport rocev2`).
+//!
+//! One thread, one raw socket for every QP's data (each QP its own UDP
+//! source port), one UDP socket on (local address, 4791) for ACKs, NAKs and
+//! CNPs. Each turn: take pending signals, process every waiting ACK (ACKs
+//! first, as the NIC gives them priority), start the flows whose arrival
+//! time has come, send what [`SenderCore`] releases, print progress; then
+//! wait for a datagram or the earliest deadline (a pacing time, a timeout,
+//! the next arrival, the next progress line, the end of the drain) with a
+//! nanosecond ppoll. Nothing sleeps a fixed time.
+//!
+//! FCT: from the flow's arrival (when its QP may send; the first packet
+//! leaves then unless the host NIC is busy, the simulator's startTime) to
+//! the ACK of its last packet. min_rtt_us: the smallest data -> ACK time of
+//! the packets timed (one at a time, never a retransmitted one).
+
+use std::fs::File;
+use std::io;
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use super::dcqcn::DcqcnParams;
+use super::net::{self, RawSender, Signals};
+use super::pattern;
+use super::sender::{Departure, NewFlow, SenderConfig, SenderCore, SenderStats};
+use super::wire::{self, Aeth, Endpoints, Message, Reth, ECN_ECT0, MAX_PAYLOAD, ROCEV2_PORT};
+use super::{qpn_of, udp_sport_of};
+use crate::client::{done_line, print_line, write_csv, Destination, Summary};
+use crate::flows::FlowSource;
+use crate::record::{FlowRecord, FlowStatus};
+
+/// Datagrams handled per turn before the loop looks at the others again.
+const BATCH: usize = 256;
+
+/// The rocev2 options as given: rates in simulator units (bit/s), divided
+/// by `rate_scale` when used.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RoceOptions {
+    pub rate_scale: f64,
+    /// The host NIC's rate (before scaling); also DCQCN's line rate.
+    pub line_rate: f64,
+    pub payload: u32,
+    pub dcqcn: DcqcnParams,
+    pub rto_ms: f64,
+}
+
+impl Default for RoceOptions {
+    fn default() -> Self {
+        RoceOptions {
+            rate_scale: 1.0,
+            line_rate: 100e9,
+            payload: 1000,
+            dcqcn: DcqcnParams::default(),
+            rto_ms: 4000.0,
+        }
+    }
+}
+
+impl RoceOptions {
+    /// The sender's configuration: rates divided by the scale, validated.
+    pub fn sender_config(&self) -> Result<SenderConfig, String> {
+        if !(self.rate_scale.is_finite() && self.rate_scale > 0.0) {
+            return Err(format!(
+                "--rate-scale must be a number > 0, got {}",
+                self.rate_scale
+            ));
+        }
+        if !(1..=MAX_PAYLOAD as u32).contains(&self.payload) {
+            return Err(format!(
+                "--payload must be in [1, {MAX_PAYLOAD}] bytes, got {}",
+                self.payload
+            ));
+        }
+        if !(self.rto_ms.is_finite() && self.rto_ms > 0.0 && self.rto_ms <= 1e9) {
+            return Err(format!(
+                "--rto-ms must be a number in (0, 1e9], got {}",
+                self.rto_ms
+            ));
+        }
+        if !(self.line_rate.is_finite() && self.line_rate > 0.0) {
+            return Err(format!("--line-rate must be > 0, got {}", self.line_rate));
+        }
+        let dcqcn = DcqcnParams {
+            line_rate: self.line_rate,
+            ..self.dcqcn
+        }
+        .scaled(self.rate_scale);
+        dcqcn.validate()?;
+        Ok(SenderConfig {
+            dcqcn,
+            payload: self.payload,
+            rto_ns: (self.rto_ms * 1e6) as u64,
+        })
+    }
+}
+
+/// The sockets of a sender, opened before the run is accepted so that a
+/// missing privilege or a taken port is a usage error.
+#[derive(Debug)]
+pub struct Endpoint {
+    raw: RawSender,
+    acks: UdpSocket,
+    local: Ipv4Addr,
+}
+
+impl Endpoint {
+    /// The local address is the routing table's source for the receivers
+    /// (one for all of them).
+    pub fn open(dsts: &[Destination]) -> Result<Endpoint, String> {
+        let mut local = None;
+        for d in dsts {
+            let SocketAddr::V4(a) = d.addr else {
+                return Err(format!("--dst {}: rocev2 runs over IPv4 only", d.name));
+            };
+            let src = net::source_for(*a.ip())
+                .map_err(|e| format!("--dst {}: no route to {}: {e}", d.name, a.ip()))?;
+            match local {
+                None => local = Some(src),
+                Some(l) if l != src => {
+                    return Err(format!(
+                        "the receivers need different source addresses ({l}, {src}); one client sends from one address"
+                    ))
+                }
+                Some(_) => {}
+            }
+        }
+        let local = local.ok_or("no --dst given")?;
+        let raw = RawSender::new()
+            .map_err(|e| format!("rocev2 needs a raw socket (CAP_NET_RAW, e.g. root): {e}"))?;
+        let acks = net::udp_socket(SocketAddrV4::new(local, ROCEV2_PORT)).map_err(|e| {
+            format!(
+                "cannot bind {local}:{ROCEV2_PORT} for ACKs ({e}); a rocev2 server or another client on this address?"
+            )
+        })?;
+        Ok(Endpoint { raw, acks, local })
+    }
+
+    pub fn local(&self) -> Ipv4Addr {
+        self.local
+    }
+}
+
+/// Everything a run needs besides the sockets.
+pub struct Run {
+    pub name: String,
+    pub dsts: Vec<Destination>,
+    pub out: File,
+    pub out_path: String,
+    pub progress_ms: u64,
+    pub drain_s: f64,
+    pub source: FlowSource,
+    pub config: SenderConfig,
+}
+
+/// Counters of the loop that the sender core does not keep.
+#[derive(Debug, Default)]
+struct LoopStats {
+    started: u64,
+    completed: u64,
+    failed: u64,
+    malformed: u64,
+    send_drops: u64,
+}
+
+/// The final JSON line's "rocev2" object.
+pub fn totals_json(s: &SenderStats, malformed: u64, send_drops: u64) -> String {
+    format!(
+        "{{\"packets\":{},\"retransmissions\":{},\"naks\":{},\"ecn_echoes\":{},\"cnps\":{},\"rate_cuts\":{},\"timeouts\":{},\"malformed\":{},\"send_drops\":{}}}",
+        s.packets, s.retransmissions, s.naks, s.ecn_echoes, s.cnps, s.rate_cuts, s.timeouts, malformed, send_drops
+    )
+}
+
+/// Runs the flows; progress and the final line go to stdout.
+pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> {
+    net::precise_timers();
+    let Run {
+        name,
+        dsts,
+        out,
+        out_path,
+        progress_ms,
+        drain_s,
+        mut source,
+        config,
+    } = run;
+    // Tells this process's messages from an earlier run's at the receiver.
+    let rkey = std::process::id()
+        ^ (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos()));
+    let mut core = SenderCore::new(config);
+    let mut records: Vec<FlowRecord> = Vec::new();
+    let mut st = LoopStats::default();
+    let mut max_lag = Duration::ZERO;
+    let mut interrupted = None;
+    let t0 = Instant::now();
+    let clock = || u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let progress_ns = progress_ms.saturating_mul(1_000_000);
+    let mut next_progress = (progress_ns > 0).then_some(progress_ns);
+    let mut next = source.next_flow();
+    let mut drain_deadline: Option<u64> = None;
+    let mut rx = vec![0u8; 65_536];
+    let mut tx = Vec::with_capacity(MAX_PAYLOAD + 128);
+    let mut payload = vec![0u8; MAX_PAYLOAD];
+    let fds = [ep.acks.as_raw_fd(), signals.fd()];
+
+    loop {
+        if let Some(sig) = signals.take() {
+            interrupted = Some(sig);
+            break;
+        }
+        let mut busy = false;
+        // ACKs first.
+        let now = clock();
+        for i in 0..=BATCH {
+            if i == BATCH {
+                busy = true;
+                break;
+            }
+            let r = match net::recv_tos(&ep.acks, &mut rx) {
+                Ok(Some(r)) => r,
+                Ok(None) => break,
+                // ICMP errors queued on the socket, and the like.
+                Err(_) => continue,
+            };
+            let from = Endpoints {
+                src: *r.from.ip(),
+                dst: ep.local,
+                sport: r.from.port(),
+                dport: ROCEV2_PORT,
+            };
+            match wire::parse_udp_payload(&from, &rx[..r.len]) {
+                Ok(Message::Ack {
+                    qp,
+                    psn,
+                    becn,
+                    aeth,
+                }) => {
+                    let nak = matches!(aeth, Aeth::Nak { .. });
+                    if let Some(done) = core.on_ack(now, qp, psn, nak, becn) {
+                        if let Some(rec) = records.get_mut(done.tag) {
+                            rec.status = FlowStatus::Ok;
+                            rec.fct_ns = Some(done.fct_ns);
+                            rec.min_rtt_us = done.min_rtt_ns.map(|n| (n + 500) / 1000);
+                        }
+                        st.completed += 1;
+                    }
+                }
+                Ok(Message::Cnp { qp }) => core.on_cnp(now, qp),
+                Ok(Message::Data { .. }) | Err(_) => st.malformed += 1,
+            }
+        }
+        // Arrivals.
+        let now = clock();
+        while let Some(f) = next.take() {
+            let at = u64::try_from(f.offset.as_nanos()).unwrap_or(u64::MAX);
+            if at > now {
+                next = Some(f);
+                break;
+            }
+            max_lag = max_lag.max(Duration::from_nanos(now - at));
+            let dst = &dsts[f.dst];
+            let addr = match dst.addr {
+                SocketAddr::V4(a) => a,
+                // Endpoint::open refused IPv6 receivers.
+                SocketAddr::V6(_) => SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+            };
+            let qpn = qpn_of(f.id);
+            let sport = udp_sport_of(qpn);
+            let mut rec = FlowRecord {
+                id: f.id,
+                sender: name.clone(),
+                receiver: dst.name.clone(),
+                src: format!("{}:{sport}", ep.local),
+                dst: addr.to_string(),
+                size_bytes: f.size,
+                start_ns: at,
+                fct_ns: None,
+                min_rtt_us: None,
+                status: FlowStatus::Unfinished,
+                error: String::new(),
+                warmup: f.warmup,
+                path: None,
+            };
+            let added = core.add_flow(NewFlow {
+                qpn,
+                size: f.size,
+                arrival_ns: at,
+                tag: records.len(),
+                dst: addr,
+                sport,
+                va: f.id,
+            });
+            if let Err(e) = added {
+                rec.status = FlowStatus::Failed;
+                rec.error = e;
+                st.failed += 1;
+            }
+            st.started += 1;
+            records.push(rec);
+            next = source.next_flow();
+        }
+        if next.is_none() && drain_deadline.is_none() {
+            drain_deadline = Some(now.saturating_add((drain_s * 1e9) as u64));
+        }
+        // Departures.
+        let now = clock();
+        core.expire(now);
+        for i in 0..=BATCH {
+            if i == BATCH {
+                busy = true;
+                break;
+            }
+            let Some(d) = core.pop_departure(now) else {
+                break;
+            };
+            if let Err(e) = send(&ep, &d, rkey, &mut tx, &mut payload) {
+                match e.raw_os_error() {
+                    // The queue below us is full: the packet is lost, and
+                    // go-back-N recovers it.
+                    Some(libc::ENOBUFS | libc::EAGAIN) => st.send_drops += 1,
+                    _ => {
+                        if let Some(tag) = core.abort(d.qpn) {
+                            if let Some(rec) = records.get_mut(tag) {
+                                rec.status = FlowStatus::Failed;
+                                rec.error = format!("send: {e}");
+                            }
+                            st.failed += 1;
+                        }
+                    }
+                }
+            }
+        }
+        let now = clock();
+        if let Some(p) = next_progress.filter(|&p| p <= now) {
+            print_progress(&st, core.active(), now);
+            next_progress = Some(p.saturating_add(progress_ns).max(now + 1));
+        }
+        if let Some(d) = drain_deadline {
+            if core.active() == 0 || now >= d {
+                break;
+            }
+        }
+        if busy {
+            continue;
+        }
+        let deadline = [
+            core.next_deadline(),
+            next.as_ref()
+                .map(|f| u64::try_from(f.offset.as_nanos()).unwrap_or(u64::MAX)),
+            next_progress,
+            drain_deadline,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let timeout = deadline.map(|d| d.saturating_sub(clock()));
+        net::wait_readable(&fds, timeout).map_err(|e| format!("ppoll: {e}"))?;
+    }
+    let elapsed = t0.elapsed();
+    let stats = core.stats();
+    let mut summary = Summary {
+        flows: records.len() as u64,
+        max_arrival_lag: max_lag,
+        elapsed,
+        interrupted,
+        rocev2: Some(totals_json(&stats, st.malformed, st.send_drops)),
+        ..Summary::default()
+    };
+    for r in &records {
+        match r.status {
+            FlowStatus::Ok => {
+                summary.completed += 1;
+                summary.bytes_completed += r.size_bytes;
+            }
+            FlowStatus::Failed => summary.failed += 1,
+            FlowStatus::Unfinished => summary.unfinished += 1,
+        }
+        summary.warmup += u64::from(r.warmup);
+    }
+    write_csv(out, &records).map_err(|e| format!("cannot write --out {out_path}: {e}"))?;
+    print_line(&done_line(&summary));
+    Ok(summary)
+}
+
+/// Encodes and sends one data packet.
+fn send(
+    ep: &Endpoint,
+    d: &Departure,
+    rkey: u32,
+    tx: &mut Vec<u8>,
+    payload: &mut [u8],
+) -> io::Result<()> {
+    let seg = d.segment;
+    let body = &mut payload[..seg.len as usize];
+    pattern::fill(d.qpn, seg.offset, body);
+    let msg = Message::Data {
+        opcode: seg.opcode,
+        qp: d.qpn,
+        psn: seg.psn,
+        fecn: false,
+        ack_req: true,
+        reth: seg.opcode.has_reth().then_some(Reth {
+            va: d.va,
+            rkey,
+            // The client refuses flows above u32::MAX bytes.
+            dma_len: u32::try_from(d.size).unwrap_or(u32::MAX),
+        }),
+        payload: body,
+    };
+    let endpoints = Endpoints {
+        src: ep.local,
+        dst: *d.dst.ip(),
+        sport: d.sport,
+        dport: d.dst.port(),
+    };
+    tx.clear();
+    wire::encode_datagram(tx, &endpoints, ECN_ECT0, &msg).map_err(io::Error::other)?;
+    ep.raw.send(tx, *d.dst.ip())
+}
+
+fn print_progress(st: &LoopStats, active: usize, now_ns: u64) {
+    print_line(&format!(
+        "{{\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"active\":{},\"deferred\":0}}",
+        now_ns as f64 / 1e9,
+        st.started,
+        st.completed,
+        st.failed,
+        active,
+    ));
+}
