@@ -14,6 +14,9 @@
 //! result as a complete topology file that parses back to an equal
 //! `Topology`.
 //!
+//! [`import`] converts real WAN topologies (Internet Topology Zoo GraphML,
+//! NetworkX node-link JSON) into topology files (`lcmp-topology import`).
+//!
 //! ```
 //! use lcmp_topology::Topology;
 //!
@@ -46,6 +49,7 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod import;
 mod model;
 mod raw;
 pub mod rotor;
