@@ -171,6 +171,10 @@ pub struct RunInput {
     /// timeouts); empty under tcp.
     #[serde(default)]
     pub transport_counters: BTreeMap<String, u64>,
+    /// Frames the switches dropped in the run, by reason (summed over the
+    /// switches; AF_XDP ring drops as `xsk_*`).
+    #[serde(default)]
+    pub switch_drops: BTreeMap<String, u64>,
 }
 
 /// Use of one path in one run.
@@ -234,6 +238,10 @@ pub struct RunSummary {
     /// As in [`RunInput`].
     #[serde(default)]
     pub transport_counters: BTreeMap<String, u64>,
+    /// Frames the switches dropped in the run, by reason (summed over the
+    /// switches; AF_XDP ring drops as `xsk_*`).
+    #[serde(default)]
+    pub switch_drops: BTreeMap<String, u64>,
 }
 
 /// One completed, non-warm-up flow: `(size_bytes, slowdown)`.
@@ -385,6 +393,7 @@ pub fn summarize_run(input: &RunInput, ideal: &IdealModel) -> RunSummary {
         paths,
         flows_unassigned: unassigned,
         transport_counters: input.transport_counters.clone(),
+        switch_drops: input.switch_drops.clone(),
     }
 }
 
@@ -965,6 +974,7 @@ pub(crate) mod tests {
             flow_paths: (0..fcts.len() as u64).map(|id| (id, 0)).collect(),
             deadline_ns: None,
             transport_counters: BTreeMap::new(),
+            switch_drops: BTreeMap::new(),
         }
     }
 
@@ -1082,6 +1092,7 @@ pub(crate) mod tests {
             }],
             flows_unassigned: 0,
             transport_counters: BTreeMap::new(),
+            switch_drops: BTreeMap::new(),
         }
     }
 

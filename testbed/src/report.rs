@@ -345,11 +345,31 @@ fn setup(out: &mut String, s: &Summary) {
         list(distinct(runs.iter().map(|r| r.seed.to_string()))),
     );
     let m = &s.ideal;
+    // Per byte (a message transport, the simulator's standalone FCT) or
+    // per TCP segment with its handshake and acknowledgement.
+    let ideal = if m.mss_bytes == 1 && m.wire_bytes_per_segment == 1 {
+        format!(
+            "{} x base RTT ({:.3} ms) + size x 8 / {} Mbit/s",
+            m.rtts,
+            m.base_rtt_ns as f64 / 1e6,
+            num(m.bottleneck_bps as f64 / 1e6)
+        )
+    } else {
+        format!(
+            "{} x base RTT ({:.3} ms) + ceil(size / {} B) x {} B x 8 / {} Mbit/s",
+            m.rtts,
+            m.base_rtt_ns as f64 / 1e6,
+            m.mss_bytes,
+            m.wire_bytes_per_segment,
+            num(m.bottleneck_bps as f64 / 1e6)
+        )
+    };
+    let definition = s.experiment["ideal"]["definition"]
+        .as_str()
+        .unwrap_or("the flow alone on the minimum-delay path");
     let _ = writeln!(
         out,
-        "Ideal FCT = {} x base RTT ({:.3} ms) + ceil(size / {} B) x {} B x 8 / {} Mbit/s: \
-         the flow alone on the minimum-delay path, handshake and final \
-         acknowledgement included. Slowdown = FCT / ideal, not clamped at 1 \
+        "Ideal FCT = {ideal}: {definition}. Slowdown = FCT / ideal, not clamped at 1 \
          (\"below ideal\" counts completed flows under 1: a flow on a fatter \
          path than the minimum-delay one can beat the ideal). Flows still \
          unfinished when the drain bound ran out count at FCT = deadline - \
@@ -357,11 +377,6 @@ fn setup(out: &mut String, s: &Summary) {
          lower bounds. Quantiles interpolate linearly between closest \
          ranks; the CI is the 95 % Student-t interval of the mean over seeds. \
          Warm-up flows are excluded.\n",
-        m.rtts,
-        m.base_rtt_ns as f64 / 1e6,
-        m.mss_bytes,
-        m.wire_bytes_per_segment,
-        num(m.bottleneck_bps as f64 / 1e6),
     );
 }
 

@@ -331,11 +331,13 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         // Offered payload over the source DC's inter-DC capacity while the
         // flows arrive (the load definition of the Poisson experiments).
         let capacity = rate_per_sender(&topo, cfg, &["x".to_string()], 1.0);
-        let load = if span_ns > 0 {
+        let offered = if span_ns > 0 {
             bytes * 8.0 / (span_ns as f64 / 1e9) / capacity
         } else {
             0.0
         };
+        // The label of the runs; the echo keeps the exact figure.
+        let load = (offered * 1000.0).round() / 1000.0;
         let label = workload_label(&t.file);
         for seed in 1..=u64::from(cfg.seeds) {
             for policy in &cfg.policies {
@@ -352,7 +354,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             "format": t.format.name(),
             "flows": t.flows.len(),
             "span_s": span_ns as f64 / 1e9,
-            "offered_load": load,
+            "offered_load": offered,
             "hosts": format!("host id i is host i % {n} + 1 of DC i / {n} + 1", n = trace::ARTIFACT_HOSTS_PER_DC),
         });
     } else {
@@ -433,6 +435,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             deadline_ns: Some(((spec.duration_s + spec.drain_s) * 1e9) as u64),
             flows,
             transport_counters: meas.transport_counters.clone(),
+            switch_drops: meas.switch_drops.clone(),
         };
         base += run_s(spec);
         let line = run_line(&input, &ideal);
@@ -545,8 +548,25 @@ fn wait_log(bg: &Bg, needle: &str, timeout: Duration) -> Result<()> {
 fn run_line(input: &RunInput, ideal: &IdealModel) -> String {
     let s = analysis::summarize_run(input, ideal);
     let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    let drops: u64 = s
+        .switch_drops
+        .iter()
+        .filter(|(k, _)| !k.contains('@'))
+        .map(|(_, n)| n)
+        .sum();
+    let c = |k: &str| s.transport_counters.get(k).copied().unwrap_or(0);
+    let transport = if s.transport_counters.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", {} rate cuts, {} retransmitted, {} timeouts",
+            c("rate_cuts"),
+            c("retransmissions"),
+            c("timeouts")
+        )
+    };
     format!(
-        "{:<8} {:<12} load {:<4} seed {}: {}/{} flows, slowdown median {} p99 {}{}",
+        "{:<8} {:<12} load {:<4} seed {}: {}/{} flows, slowdown median {} p99 {}, {drops} switch drops{transport}{}",
         s.policy,
         s.workload,
         s.load,

@@ -58,6 +58,10 @@ pub struct RunMeasurements {
     pub decisions: HashMap<(SocketAddr, SocketAddr), u8>,
     /// The transport's counters, summed over the senders.
     pub transport_counters: BTreeMap<String, u64>,
+    /// Frames the switches dropped in the run, by reason, summed over the
+    /// switches; `xsk_rx_ring_full` and `xsk_rx_dropped` are the kernel's
+    /// AF_XDP drops before a switch saw the frame.
+    pub switch_drops: BTreeMap<String, u64>,
 }
 
 /// One line of `lcmp-switch --flow-log`.
@@ -145,6 +149,33 @@ fn last_progress(log: &str) -> Progress {
 /// CPU time (user + system) of a process, seconds.
 fn process_cpu_s(pid: u32) -> Option<f64> {
     cpu_s_of_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Switches busy at most this share of a core count as settled.
+const SETTLED_CPU: f64 = 0.5;
+
+/// Waits until the switch processes' start-up work is over: a switch that
+/// has written its first stats file may still be faulting in its rings'
+/// memory and loading programs for its other ports for a second or two,
+/// which would fall into a run whose load comes at once (a trace replay).
+/// Settled: below [`SETTLED_CPU`] of a core over 200 ms, at most 20 s.
+/// Returns the seconds waited.
+fn wait_until_settled(pids: &[u32]) -> f64 {
+    let mut unique = pids.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let total = || unique.iter().filter_map(|&p| process_cpu_s(p)).sum::<f64>();
+    let start = Instant::now();
+    let mut before = total();
+    while start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = total();
+        if (now - before) / 0.2 < SETTLED_CPU {
+            break;
+        }
+        before = now;
+    }
+    start.elapsed().as_secs_f64()
 }
 
 /// CPU seconds of each event loop of a process that runs several switches:
@@ -321,6 +352,8 @@ pub fn run_one(
         extra_args: spec.switch_args.clone(),
     };
     bed::start_switches(env.state, env.tb, env.switch_bin)?;
+    let pids: Vec<u32> = env.state.procs.iter().map(|p| p.pid).collect();
+    let settle = wait_until_settled(&pids);
 
     let src_node = env.tb.switch(env.from);
     let src_ifnames: Vec<String> = src_node.ports.iter().map(|p| p.ifname.clone()).collect();
@@ -331,7 +364,6 @@ pub fn run_one(
         .find(|p| p.name == env.from)
         .map(|p| p.stats.clone())
         .ok_or_else(|| Error::new(format!("no switch process for {}", env.from)))?;
-    let pids: Vec<u32> = env.state.procs.iter().map(|p| p.pid).collect();
     let shared: Vec<bool> = env.state.procs.iter().map(|p| p.shared).collect();
     let snapshot = || Snapshot {
         at: Instant::now(),
@@ -477,6 +509,12 @@ pub fn run_one(
         transport_counters,
         ..Default::default()
     };
+    if settle >= 20.0 {
+        meas.notes.push(format!(
+            "the switches still used over {:.0}% of a core {settle:.0} s after they started",
+            SETTLED_CPU * 100.0
+        ));
+    }
     if let Some((sw, port, _)) = spec.failure {
         let node = &env.tb.switches[sw];
         node.netns
@@ -500,6 +538,9 @@ pub fn run_one(
         .find(|p| p.name == env.from)
         .map(|p| bed::flow_log_path(&p.stats));
     bed::stop_switches(env.state)?;
+    // Their final stats, written at shutdown: the whole run (they started
+    // fresh).
+    meas.switch_drops = switch_drops(env.state);
     if let Some(log) = src_log {
         if log.is_file() {
             meas.decisions = read_decisions(&log)?;
@@ -543,6 +584,32 @@ pub fn run_one(
     }
 
     Ok((flows, meas))
+}
+
+/// Every drop of every switch by reason, with the AF_XDP sockets' own.
+fn switch_drops(st: &State) -> BTreeMap<String, u64> {
+    let mut total = BTreeMap::new();
+    for p in &st.procs {
+        let Some(s) = read_stats(&p.stats) else {
+            continue;
+        };
+        for (reason, &n) in &s.drops {
+            *total.entry(reason.clone()).or_insert(0) += n;
+        }
+        // Where the buffers overflowed: `queue_full@<switch>:<port>`.
+        for port in &s.ports {
+            let n = port.dropped("queue_full");
+            if n > 0 {
+                total.insert(format!("queue_full@{}:{}", p.name, port.name), n);
+            }
+        }
+        for x in s.ports.iter().filter_map(|p| p.xsk.as_ref()) {
+            *total.entry("xsk_rx_ring_full".into()).or_insert(0) += x.rx_ring_full;
+            *total.entry("xsk_rx_dropped".into()).or_insert(0) += x.rx_dropped;
+        }
+    }
+    total.retain(|_, n| *n > 0);
+    total
 }
 
 /// Flags the run if a switch or the machine ran out of CPU, or switches
@@ -589,13 +656,20 @@ fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut R
     for p in &st.procs {
         if let Some(s) = read_stats(&p.stats) {
             artifact += s.dropped("tx_ring_full") + s.dropped("emulation_overflow");
+            // Frames the kernel could not hand to a switch that fell behind.
+            artifact += s
+                .ports
+                .iter()
+                .filter_map(|p| p.xsk.as_ref())
+                .map(|x| x.rx_ring_full + x.rx_dropped)
+                .sum::<u64>();
             forwarded += s.counter("tx_frames");
         }
     }
     if artifact as f64 > MAX_ARTIFACT_DROP_SHARE * forwarded.max(1) as f64 {
         meas.notes.push(format!(
-            "switches dropped {artifact} frames at the AF_XDP TX ring or the emulation's delay \
-             line ({:.2}% of {forwarded} forwarded; limit {:.1}%)",
+            "switches dropped {artifact} frames at the AF_XDP RX or TX ring or the emulation's \
+             delay line ({:.2}% of {forwarded} forwarded; limit {:.1}%)",
             100.0 * artifact as f64 / forwarded.max(1) as f64,
             MAX_ARTIFACT_DROP_SHARE * 100.0
         ));
