@@ -31,6 +31,8 @@ APT_PACKAGES=(
     bpftool
     fonts-dejavu-core
     prometheus
+    jq
+    time
 )
 # With --vm, also what scripts/vm.sh and scripts/vm-test.sh need: the VM
 # (qemu, kmod's depmod, udev for the guest's serial ports) and what the

@@ -34,6 +34,8 @@ pub struct UpOptions {
     pub host_switches: Option<Vec<String>>,
     /// Divide link rates (and buffers) by this.
     pub scale: f64,
+    /// Divide buffers by this instead of `scale`.
+    pub buffer_scale: Option<f64>,
     /// Policy and parameters of the switches.
     pub switches: SwitchSettings,
     /// Hosts' TCP congestion control (`None`: the kernel's default).
@@ -144,14 +146,21 @@ pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
 
 /// The effective topology of a testbed: the file, plus `hosts_per_dc`
 /// generated hosts on DC switches without hosts (on `host_switches` only,
-/// if given), rates divided by `scale`.
+/// if given), rates divided by `scale` and buffers by `buffer_scale` (by
+/// default `scale` too).
 pub fn effective_topology(
     file: Option<&Path>,
     hosts_per_dc: usize,
     host_switches: Option<&[String]>,
     scale: f64,
+    buffer_scale: Option<f64>,
 ) -> Result<Topology> {
     crate::experiment::config::check_scale(scale)?;
+    if let Some(b) = buffer_scale {
+        crate::experiment::config::check_scale(b).map_err(|_| {
+            Error::new(format!("--buffer-scale must be a positive number, not {b}"))
+        })?;
+    }
     let topo = crate::experiment::config::load_topology(file)?;
     let source = topo.source().to_string();
     let only = host_switches
@@ -185,7 +194,8 @@ pub fn effective_topology(
             "{source}: the topology has no hosts; give --hosts-per-dc N (N >= 1)"
         )));
     }
-    topo.scaled(scale).map_err(|e| Error::new(e.to_string()))
+    topo.scaled_apart(scale, buffer_scale.unwrap_or(scale))
+        .map_err(|e| Error::new(e.to_string()))
 }
 
 /// Brings testbed `opts.name` up and returns its state. On any failure
@@ -200,6 +210,7 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
         opts.hosts_per_dc,
         opts.host_switches.as_deref(),
         opts.scale,
+        opts.buffer_scale,
     )?;
     let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
     match up_inner(opts, &topo, &switch_bin, progress) {

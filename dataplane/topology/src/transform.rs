@@ -306,16 +306,26 @@ impl Topology {
     /// the message names the link or host); a rate or buffer would not fit
     /// in 64 bits.
     pub fn scaled(&self, s: f64) -> Result<Topology, TopologyError> {
-        let factor = Factor::new(s).ok_or_else(|| {
-            self.transform_error(
-                None,
-                format!("cannot scale by {s}: the factor must be finite and greater than 0"),
-            )
-        })?;
+        self.scaled_apart(s, s)
+    }
+
+    /// [`Topology::scaled`] with rates divided by `rate_s` and buffers by
+    /// `buffer_s`: a testbed that scales rates but stands in for a lossless
+    /// (PFC) fabric keeps deeper buffers than the rate alone would give.
+    pub fn scaled_apart(&self, rate_s: f64, buffer_s: f64) -> Result<Topology, TopologyError> {
+        let factor = |s: f64| {
+            Factor::new(s).ok_or_else(|| {
+                self.transform_error(
+                    None,
+                    format!("cannot scale by {s}: the factor must be finite and greater than 0"),
+                )
+            })
+        };
+        let (factor, buffer_factor) = (factor(rate_s)?, factor(buffer_s)?);
         let mut topo = self.clone();
         topo.default_buffer_bytes = self.scale_buffer(
             self.default_buffer_bytes,
-            &factor,
+            &buffer_factor,
             "defaults.buffer",
             "the default buffer",
         )?;
@@ -327,14 +337,16 @@ impl Topology {
             let id = l.id.0;
             let field = |f: &str| format!("link[{id}].{f}");
             l.rate_bps = self.scale_rate(l.rate_bps, &factor, &field("rate"), &what)?;
-            l.buffer_bytes = self.scale_buffer(l.buffer_bytes, &factor, &field("buffer"), &what)?;
+            l.buffer_bytes =
+                self.scale_buffer(l.buffer_bytes, &buffer_factor, &field("buffer"), &what)?;
         }
         for h in &mut topo.hosts {
             let what = format!("host {} on {}", h.name, self.switches[h.switch.0].name);
             let id = h.id.0;
             let field = |f: &str| format!("host[{id}].{f}");
             h.rate_bps = self.scale_rate(h.rate_bps, &factor, &field("rate"), &what)?;
-            h.buffer_bytes = self.scale_buffer(h.buffer_bytes, &factor, &field("buffer"), &what)?;
+            h.buffer_bytes =
+                self.scale_buffer(h.buffer_bytes, &buffer_factor, &field("buffer"), &what)?;
         }
         topo.ports = build_ports(&topo.switches, &topo.links, &topo.hosts);
         Ok(topo)

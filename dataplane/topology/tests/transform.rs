@@ -328,6 +328,20 @@ fn switches_with_hosts_are_left_alone() {
 }
 
 #[test]
+fn rates_and_buffers_scale_apart() {
+    let topo = load("8dc.toml");
+    let t = topo.scaled_apart(1000.0, 10.0).unwrap();
+    let l = &t.links()[0];
+    // dc1 - dc2: 200 Gbit/s / 1000; 128 MiB (134217728 bytes) / 10.
+    assert_eq!(l.rate_bps, 200_000_000);
+    assert_eq!(l.buffer_bytes, 13_421_772);
+    assert_eq!(
+        topo.scaled_apart(7.0, 7.0).unwrap(),
+        topo.scaled(7.0).unwrap()
+    );
+}
+
+#[test]
 fn hosts_generated_on_chosen_switches_only() {
     let topo = load("8dc.toml");
     let dc1 = topo.switch_by_name("dc1").unwrap().id;

@@ -29,6 +29,11 @@ pub struct TopologyArgs {
     /// Divide every link's rate (and buffer) by S; delays stay real.
     #[arg(long, default_value_t = 1.0)]
     pub scale: f64,
+    /// Divide buffers by B instead of --scale: deeper buffers stand in for
+    /// a lossless (PFC) fabric, which holds back what a scaled buffer
+    /// would drop.
+    #[arg(long, value_name = "B")]
+    pub buffer_scale: Option<f64>,
     /// LCMP weight of the path cost C_path.
     #[arg(long, default_value_t = 3)]
     pub alpha: u32,
@@ -142,6 +147,9 @@ pub struct ExperimentConfig {
     /// Rate divisor.
     #[serde(default = "one_f")]
     pub scale: f64,
+    /// Buffer divisor (default: `scale`).
+    #[serde(default)]
+    pub buffer_scale: Option<f64>,
     /// LCMP alpha.
     #[serde(default = "three")]
     pub alpha: u32,
@@ -372,6 +380,7 @@ impl ExperimentArgs {
             topology: self.topo.topology.clone(),
             hosts_per_dc: self.topo.hosts_per_dc,
             scale: self.topo.scale,
+            buffer_scale: self.topo.buffer_scale,
             alpha: self.topo.alpha,
             beta: self.topo.beta,
             from: self.from.clone().unwrap_or_default(),
@@ -569,6 +578,7 @@ impl ExperimentConfig {
                 self.hosts_per_dc,
                 Some(&self.host_switches()),
                 self.scale,
+                self.buffer_scale,
             )?
         } else {
             crate::bed::effective_topology(
@@ -576,6 +586,7 @@ impl ExperimentConfig {
                 self.hosts_per_dc,
                 None,
                 self.scale,
+                self.buffer_scale,
             )?
         };
         let names: Vec<&str> = topo

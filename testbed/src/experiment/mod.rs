@@ -192,6 +192,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         hosts_per_dc: cfg.hosts_per_dc,
         host_switches: Some(cfg.host_switches()),
         scale: cfg.scale,
+        buffer_scale: cfg.buffer_scale,
         switches: SwitchSettings {
             policy: "ecmp".into(),
             alpha: cfg.alpha,
