@@ -56,6 +56,7 @@ fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
         link_check_interval_ns: 1_000_000,
         ecn: None,
         ecn_link_time: None,
+        drop_headroom: 1,
     };
     let mut sw = Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap();
     if flow_log {

@@ -65,6 +65,8 @@ pub struct Options {
     pub ecn: Option<EcnFractions>,
     /// ECN thresholds as time at each port's link rate, instead of `ecn`.
     pub ecn_link_time: Option<EcnLinkTime>,
+    /// Drop only beyond this many times a port's buffer (1: at it).
+    pub drop_headroom: u64,
     /// Flow cache capacity.
     pub flow_capacity: usize,
     /// Flow idle timeout, ns. `None`: at least 1 s and at least twice the
@@ -93,6 +95,7 @@ impl Default for Options {
             emulate_links: true,
             ecn: Some(EcnFractions::default()),
             ecn_link_time: None,
+            drop_headroom: 1,
             flow_capacity: defaults::FLOW_CAPACITY,
             flow_idle_timeout_ns: None,
             seed: None,
@@ -205,6 +208,7 @@ pub fn from_topology(
         link_check_interval_ns: opts.link_check_interval_ns,
         ecn: opts.ecn,
         ecn_link_time: opts.ecn_link_time,
+        drop_headroom: opts.drop_headroom,
     })
 }
 

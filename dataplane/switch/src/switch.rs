@@ -72,6 +72,11 @@ pub struct SwitchConfig {
     /// ECN thresholds as time at each port's link rate; when set, they
     /// apply instead of `ecn`.
     pub ecn_link_time: Option<EcnLinkTime>,
+    /// A port drops only when its queue would exceed this many times its
+    /// buffer (1: at the buffer). Above 1 it stands in for a lossless (PFC)
+    /// fabric, which holds back upstream what a full buffer would drop;
+    /// congestion levels and ECN stay relative to the buffer itself.
+    pub drop_headroom: u64,
 }
 
 /// A configuration the switch cannot run.
@@ -171,6 +176,7 @@ pub struct Switch<IO: PacketIo> {
     congestion_params: CongestionParams,
     ecn: Option<EcnFractions>,
     ecn_link_time: Option<EcnLinkTime>,
+    drop_headroom: u64,
     /// Rate limit of the ICMP errors the switch sends.
     icmp: IcmpLimiter,
     /// Each port's own IPv4 and IPv6 address (the source of the ICMP
@@ -390,12 +396,16 @@ impl<IO: PacketIo> Switch<IO> {
             .map(|p| (p.egress.rate_bps, p.egress.buffer_bytes))
             .collect();
         let congestion = PortStates::new(&config.congestion, &links);
+        let headroom = config.drop_headroom.max(1);
         let ports = config
             .ports
             .into_iter()
             .map(|p| Port {
                 peer_mac: p.peer_mac,
-                egress: Egress::new(p.egress),
+                egress: Egress::new(EgressConfig {
+                    buffer_bytes: p.egress.buffer_bytes.saturating_mul(headroom),
+                    ..p.egress
+                }),
                 config: p,
                 link_up: true,
                 admin_up: true,
@@ -441,6 +451,7 @@ impl<IO: PacketIo> Switch<IO> {
             congestion_params: config.congestion,
             ecn: config.ecn,
             ecn_link_time: config.ecn_link_time,
+            drop_headroom: headroom,
             icmp: IcmpLimiter::new(ICMP_RATE_PER_S, ICMP_BURST),
             port_addrs: vec![(None, None); n],
             router_v4: Ipv4Addr::new(
@@ -925,7 +936,8 @@ impl<IO: PacketIo> Switch<IO> {
         self.ecn_link_time = None;
         for p in &mut self.ports {
             let mut cfg = *p.egress.config();
-            cfg.ecn = ecn_bytes(ecn, None, cfg.rate_bps, cfg.buffer_bytes);
+            let buffer = cfg.buffer_bytes / self.drop_headroom;
+            cfg.ecn = ecn_bytes(ecn, None, cfg.rate_bps, buffer);
             p.egress.reconfigure(cfg);
         }
     }
@@ -934,12 +946,12 @@ impl<IO: PacketIo> Switch<IO> {
     /// and buffer. Frames held keep their schedule; the congestion monitor
     /// restarts for the new link.
     pub fn set_link(&mut self, port: usize, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
-        let (ecn, link_time) = (self.ecn, self.ecn_link_time);
+        let (ecn, link_time, headroom) = (self.ecn, self.ecn_link_time, self.drop_headroom);
         let p = &mut self.ports[port];
         let mut cfg = *p.egress.config();
         cfg.rate_bps = rate_bps;
         cfg.delay_ns = delay_ns;
-        cfg.buffer_bytes = buffer_bytes;
+        cfg.buffer_bytes = buffer_bytes.saturating_mul(headroom);
         cfg.ecn = ecn_bytes(ecn, link_time, rate_bps, buffer_bytes);
         cfg.max_in_flight = delay_line_frames(rate_bps, delay_ns);
         p.egress.reconfigure(cfg);
@@ -948,8 +960,13 @@ impl<IO: PacketIo> Switch<IO> {
     }
 
     /// The egress link of a port.
-    pub fn link(&self, port: usize) -> &EgressConfig {
-        self.ports[port].egress.config()
+    /// The buffer is the port's own, without `drop_headroom`.
+    pub fn link(&self, port: usize) -> EgressConfig {
+        let cfg = *self.ports[port].egress.config();
+        EgressConfig {
+            buffer_bytes: cfg.buffer_bytes / self.drop_headroom,
+            ..cfg
+        }
     }
 
     /// Sets a port's administrative state; a port taken down drops what it

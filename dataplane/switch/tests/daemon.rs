@@ -536,6 +536,7 @@ fn a_flow_timeout_beyond_the_cache_limit_is_an_error_not_a_panic() {
         link_check_interval_ns: MS,
         ecn: None,
         ecn_link_time: None,
+        drop_headroom: 1,
     };
     let Err(e) = Switch::new(cfg, MemIo::new(0, 1)) else {
         panic!("accepted");

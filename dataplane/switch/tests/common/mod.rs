@@ -43,6 +43,16 @@ pub fn bed(policy: Policy, egress: [EgressConfig; 4]) -> Bed {
 }
 
 pub fn bed_with_cache(policy: Policy, egress: [EgressConfig; 4], flow_capacity: usize) -> Bed {
+    bed_with(policy, egress, flow_capacity, 1)
+}
+
+/// A bed whose ports drop only beyond `drop_headroom` times their buffers.
+pub fn bed_with(
+    policy: Policy,
+    egress: [EgressConfig; 4],
+    flow_capacity: usize,
+    drop_headroom: u64,
+) -> Bed {
     let ports = egress
         .into_iter()
         .enumerate()
@@ -92,6 +102,7 @@ pub fn bed_with_cache(policy: Policy, egress: [EgressConfig; 4], flow_capacity: 
         link_check_interval_ns: 100 * US,
         ecn: None,
         ecn_link_time: None,
+        drop_headroom,
     };
     Bed {
         sw: Switch::new(config, MemIo::new(4, 8192)).unwrap(),

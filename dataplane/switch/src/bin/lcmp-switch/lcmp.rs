@@ -244,6 +244,7 @@ fn options(args: &Args) -> Options {
         emulate_links: !args.no_emulation,
         ecn: (!args.no_ecn).then_some(args.ecn),
         ecn_link_time: args.ecn_link_time,
+        drop_headroom: args.drop_headroom,
         flow_capacity: args.flow_capacity,
         flow_idle_timeout_ns: args.flow_timeout_ms.map(|ms| ms * 1_000_000),
         seed: args.seed,

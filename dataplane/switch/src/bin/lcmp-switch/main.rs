@@ -146,6 +146,13 @@ struct Args {
     /// Disable ECN marking.
     #[arg(long)]
     no_ecn: bool,
+    /// Drop only when a port's queue would exceed N times its buffer
+    /// (default 1: at the buffer). N > 1 stands in for a lossless (PFC)
+    /// fabric such as the LCMP simulator's, which holds back at the senders
+    /// what a full buffer would drop; congestion levels (C_cong) and ECN
+    /// stay relative to the buffer itself.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    drop_headroom: u64,
     /// XDP attach mode.
     #[arg(long, value_enum, default_value = "auto")]
     xdp_mode: Mode,
