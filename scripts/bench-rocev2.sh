@@ -4,7 +4,8 @@
 #   sudo scripts/bench-rocev2.sh      # writes target/bench/rocev2.json
 #
 # A 2dc-3path testbed (`lcmp-testbed up`, its switches emulating the three
-# paths at 1 Gbit/s, 500 and 200 Mbit/s); `lcmp-traffic client --transport
+# paths at 1 Gbit/s, 500 and 200 Mbit/s, dropping only beyond 1000 times
+# their buffers as in the RDMA experiments); `lcmp-traffic client --transport
 # rocev2` on host a sends WebSearch flows with sizes / 1000 (the experiments'
 # regime: most flows one or two packets) at a line rate of 1 Gbit/s to
 # `lcmp-traffic server` on b, Poisson arrivals for DURATION seconds at each
@@ -39,7 +40,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 export LCMP_SWITCH_BIN="$bin/lcmp-switch" LCMP_TRAFFIC_BIN="$bin/lcmp-traffic"
 "$bin/lcmp-testbed" up --name "$name" --topology "$repo/topologies/2dc-3path.toml" \
-    --no-agent --policy ecmp >/dev/null
+    --no-agent --policy ecmp --switch-arg=--drop-headroom=1000 >/dev/null
 ex() { "$bin/lcmp-testbed" exec --name "$name" "$@"; }
 
 # One run: prints "rate cpu_client_s cpu_server_s started completed timeouts packets".
@@ -59,7 +60,9 @@ one() {
         --size-scale 1000 --flows-per-s "$rate" --duration "$DURATION" --drain 30 \
         --rate-scale 100 --line-rate 100G --progress-ms 0 \
         --out "$work/flows-$rate-$k.csv" >"$work/client-$rate-$k.log" 2>&1
-    pkill -TERM -f "lcmp-traffic server --transport rocev2 --listen 10.0.2.2:4791" || true
+    # The server itself, not /usr/bin/time around it (whose command line
+    # also names it).
+    pkill -TERM -f "^$bin/lcmp-traffic server" || true
     wait "$spid" || true
     local done
     done=$(grep '"done":true' "$work/client-$rate-$k.log" | tail -1)

@@ -100,7 +100,7 @@ exe() {
 # suite target executable [exact test names...]
 {
     if ((full)); then
-        for t in netns af_xdp switch startup kernel_baseline testbed control one_process; do
+        for t in netns af_xdp switch startup kernel_baseline testbed control one_process rocev2; do
             echo "ns $t $(exe "$t")"
         done
         # The perftest test needs namespace-aware rxe: the RDMA kernel's.
