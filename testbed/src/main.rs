@@ -291,7 +291,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 topology: a.topo.topology.clone(),
                 hosts_per_dc: a.topo.hosts_per_dc,
                 host_switches: None,
-                scale: a.topo.scale,
+                scale: a.topo.scale(),
                 buffer_scale: a.topo.buffer_scale,
                 switches: SwitchSettings {
                     policy: a.policy.clone(),

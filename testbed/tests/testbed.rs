@@ -246,9 +246,56 @@ fn bad_inputs_get_one_clear_line_and_leave_nothing() {
     std::fs::write(&nonmono, "0 0\n2000 50\n1000 100\n").unwrap();
     let empty = dir.join("empty.txt");
     std::fs::write(&empty, "").unwrap();
+    // Traces: a line short of a field, a host of a ninth DC, one good flow.
+    let short = dir.join("short.txt");
+    std::fs::write(
+        &short,
+        "0b000101 0b007a01 10000 100 58600 2000036848 20032328\n",
+    )
+    .unwrap();
+    let far = dir.join("far.txt");
+    std::fs::write(
+        &far,
+        "0b000101 0b00ff01 10000 100 58600 2000036848 20032328 20032658\n",
+    )
+    .unwrap();
+    let ok_trace = dir.join("ok.txt");
+    std::fs::write(
+        &ok_trace,
+        "0b000101 0b007a01 10000 100 58600 2000036848 20032328 20032658\n",
+    )
+    .unwrap();
     let out = dir.join("out");
     let out = out.to_str().unwrap();
     let name = unique_name("f");
+    let t8 = topology("8dc.toml");
+    // A replay of the 8-DC trace format (host ids 0-15 in DC1, 112-127 in DC8).
+    let replay = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "experiment",
+            "--name",
+            &name,
+            "--topology",
+            &t8,
+            "--hosts-per-dc",
+            "16",
+            "--from",
+            "dc1",
+            "--to",
+            "dc8",
+            "--trace-format",
+            "hpcc-fct",
+            "--transport",
+            "rocev2",
+            "--out",
+            out,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
     let t2 = topology("2dc-3path.toml");
     let exp = |extra: &[&str]| -> Vec<String> {
         let mut v: Vec<String> = [
@@ -342,6 +389,31 @@ fn bad_inputs_get_one_clear_line_and_leave_nothing() {
                 v
             },
             "no switch \"s9\"",
+        ),
+        (
+            replay(&["--trace", short.to_str().unwrap()]),
+            "short.txt:1: expected 8 fields",
+        ),
+        (
+            replay(&["--trace", far.to_str().unwrap()]),
+            "trace host id 255 (DC 16, host 16) is not in the testbed",
+        ),
+        (
+            replay(&["--trace", ok_trace.to_str().unwrap(), "--size-scale", "0"]),
+            "--size-scale must be a positive number",
+        ),
+        (
+            {
+                let mut v = replay(&["--trace", ok_trace.to_str().unwrap()]);
+                v.retain(|a| a != "--transport" && a != "rocev2");
+                v.push("--rocev2-arg=--dcqcn-rate-ai=25M".into());
+                v
+            },
+            "needs transport rocev2",
+        ),
+        (
+            replay(&["--trace", ok_trace.to_str().unwrap(), "--cc", "cubic"]),
+            "cc (--cc) is a TCP option",
         ),
     ];
     for (args, want) in cases {

@@ -37,15 +37,26 @@ pub const ROCEV2_PORT: u16 = 4791;
 /// rate), kmin at least 2000 bytes (about two 1000-byte packets).
 pub const ROCEV2_ECN_LINK_TIME: &str = "32,128,0.2,2000";
 
-/// The switch arguments of an experiment: the configured ones, plus the
-/// simulator's ECN marking under rocev2 unless the configuration sets ECN.
+/// The switches' drop headroom under rocev2: the simulator's fabric is
+/// lossless (PFC), so a port drops only beyond 1000 times its buffer
+/// (README, RDMA-faithful experiments).
+pub const ROCEV2_DROP_HEADROOM: u64 = 1000;
+
+/// The switch arguments of an experiment: the configured ones, plus under
+/// rocev2 the simulator's ECN marking and lossless headroom unless the
+/// configuration sets them.
 pub fn switch_args(cfg: &ExperimentConfig) -> Vec<String> {
     let mut args = cfg.switch_args.clone();
-    let sets_ecn = args
-        .iter()
-        .any(|a| a.starts_with("--ecn") || a == "--no-ecn");
-    if cfg.transport == Transport::Rocev2 && !sets_ecn {
-        args.push(format!("--ecn-link-time={ROCEV2_ECN_LINK_TIME}"));
+    if cfg.transport == Transport::Rocev2 {
+        if !args
+            .iter()
+            .any(|a| a.starts_with("--ecn") || a == "--no-ecn")
+        {
+            args.push(format!("--ecn-link-time={ROCEV2_ECN_LINK_TIME}"));
+        }
+        if !args.iter().any(|a| a.starts_with("--drop-headroom")) {
+            args.push(format!("--drop-headroom={ROCEV2_DROP_HEADROOM}"));
+        }
     }
     args
 }
@@ -656,4 +667,36 @@ pub fn result_table(s: &analysis::Summary) -> String {
 /// The state of the experiment's testbed (for tests).
 pub fn testbed_state(name: &str) -> Result<State> {
     State::load(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(transport: Transport, switch_args: &[&str]) -> ExperimentConfig {
+        let mut c: ExperimentConfig = toml::from_str(
+            "from = 'dc1'\nto = 'dc8'\nworkloads = ['websearch']\nloads = [0.3]\npolicies = ['lcmp']\nduration_s = 1",
+        )
+        .unwrap();
+        c.transport = transport;
+        c.switch_args = switch_args.iter().map(|s| s.to_string()).collect();
+        c
+    }
+
+    #[test]
+    fn rocev2_switches_mark_at_link_time_and_hold_back_drops_unless_told_otherwise() {
+        assert!(switch_args(&cfg(Transport::Tcp, &[])).is_empty());
+        assert_eq!(
+            switch_args(&cfg(Transport::Rocev2, &["--batch=32"])),
+            [
+                "--batch=32",
+                "--ecn-link-time=32,128,0.2,2000",
+                "--drop-headroom=1000"
+            ]
+        );
+        assert_eq!(
+            switch_args(&cfg(Transport::Rocev2, &["--no-ecn", "--drop-headroom=1"])),
+            ["--no-ecn", "--drop-headroom=1"]
+        );
+    }
 }
