@@ -231,6 +231,10 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let (topo, tb) = bed::attach(&st)?;
     run::check_interrupted()?;
 
+    // A switch still finishing its start-up would add to the base RTT
+    // that every ideal FCT rests on.
+    let pids: Vec<u32> = st.procs.iter().map(|p| p.pid).collect();
+    run::wait_until_settled(&pids);
     say("calibrating the paths on the idle testbed");
     let cal = calibrate::calibrate(&tb, &topo, &senders[0], &receivers[0], say)?;
     std::fs::write(

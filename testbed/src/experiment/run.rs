@@ -160,7 +160,7 @@ const SETTLED_CPU: f64 = 0.5;
 /// which would fall into a run whose load comes at once (a trace replay).
 /// Settled: below [`SETTLED_CPU`] of a core over 200 ms, at most 20 s.
 /// Returns the seconds waited.
-fn wait_until_settled(pids: &[u32]) -> f64 {
+pub fn wait_until_settled(pids: &[u32]) -> f64 {
     let mut unique = pids.to_vec();
     unique.sort_unstable();
     unique.dedup();
