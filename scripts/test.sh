@@ -31,6 +31,14 @@ export RUST_TEST_THREADS="${RUST_TEST_THREADS:-2}"
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Every dependency's licence against deny.toml; the RustSec advisories when
+# their database (a git repository on GitHub) can be fetched.
+cargo deny --log-level error check licenses
+if cargo deny --log-level error fetch db >/dev/null 2>&1; then
+    cargo deny --log-level error check advisories
+else
+    echo "test.sh: advisories NOT checked: the RustSec advisory database could not be fetched (cargo deny fetch db)"
+fi
 host_has_features=0
 if [[ $(id -u) -eq 0 ]] && modprobe -q sch_netem 2>/dev/null && modprobe -q rdma_rxe 2>/dev/null; then
     host_has_features=1

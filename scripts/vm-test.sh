@@ -15,17 +15,17 @@
 #
 # The CI subset: on the first kernel (6.1) the XDP program's namespace
 # tests and AF_XDP socket tests (ebpf: netns, af_xdp), the switch's
-# start-up tests and two forwarding tests (netns-tests: startup; switch:
-# ping and TCP, restart after kill -9), the testbed's
+# start-up tests and two forwarding tests (lcmp-switch: netns_startup;
+# netns_daemon: ping and TCP, restart after kill -9), the testbed's
 # up/status/exec/down and bad-input tests, the RoCEv2-frames test (there
 # `up --rdma` must refuse rxe that works only in the root namespace), and
 # the netem test; on the
 # other kernels (6.12) the ebpf tests, up/status/exec/down and netem; on
 # the RDMA kernel the perftest test and the RoCEv2-frames test. --full
 # runs every test of the namespace test binaries (ebpf netns, af_xdp;
-# netns-tests switch, startup, kernel_baseline; testbed testbed, control,
-# one_process; the netem test) on each kernel. --rdma-kernel "" skips
-# the RDMA suite, --kernels "" the matrix.
+# lcmp-switch netns_daemon, netns_startup; lcmp-netlab kernel_baseline;
+# testbed testbed, control, one_process; the netem test) on each kernel.
+# --rdma-kernel "" skips the RDMA suite, --kernels "" the matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -87,7 +87,7 @@ mkdir -p target/vm-test
 echo "== building (release binaries and the namespace test binaries) =="
 cargo build --release --quiet -p lcmp-switch -p lcmp-traffic -p lcmp-testbed -p lcmp-agent
 # Test executables by target name, from cargo's own report.
-cargo test --no-run --message-format=json -p lcmp-ebpf -p lcmp-netns-tests -p lcmp-testbed 2>/dev/null |
+cargo test --no-run --message-format=json -p lcmp-ebpf -p lcmp-switch -p lcmp-netlab -p lcmp-testbed 2>/dev/null |
     sed -n -E 's/.*"target":\{[^}]*"name":"([^"]+)","src_path":"[^"]*\/tests\/[^"]+".*"executable":"([^"]+)".*/\1 \2/p' \
         >target/vm-test/executables
 exe() {
@@ -100,7 +100,7 @@ exe() {
 # suite target executable [exact test names...]
 {
     if ((full)); then
-        for t in netns af_xdp switch startup kernel_baseline testbed control one_process rocev2; do
+        for t in netns af_xdp netns_daemon netns_startup kernel_baseline testbed control one_process rocev2; do
             echo "ns $t $(exe "$t")"
         done
         # The perftest test needs namespace-aware rxe: the RDMA kernel's.
@@ -108,11 +108,11 @@ exe() {
     else
         echo "ns netns $(exe netns)"
         echo "ns af_xdp $(exe af_xdp)"
-        echo "ns startup $(exe startup)"
+        echo "ns netns_startup $(exe netns_startup)"
         # malformed_frames_are_counted_and_dropped runs in --full only: under
         # TCG its counters were read before the switch's stats caught up in
         # one of four runs (1294 of 80378 frames still in flight).
-        echo "ns switch $(exe switch) ping_and_tcp_cross_the_switches restart_after_kill_9_and_detach_on_sigterm"
+        echo "ns netns_daemon $(exe netns_daemon) ping_and_tcp_cross_the_switches restart_after_kill_9_and_detach_on_sigterm"
         echo "ns testbed $(exe testbed) up_status_exec_down_on_2dc_3path bad_inputs_get_one_clear_line_and_leave_nothing rocev2_frames_cross_and_queue_pairs_spread"
         echo "ns kernel_features $(exe kernel_features) netem_emulates_the_host_to_switch_direction_of_host_links"
     fi

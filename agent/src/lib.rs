@@ -3,12 +3,15 @@
 //! - [`report`]: each switch's route tables (candidates with C_path, from
 //!   `lcmp_topology::tables`, the tables the data plane runs on) and the
 //!   LCMP kept sets (`lcmp-agent paths`).
-//! - [`run`]: the agent managing running switches (`lcmp-agent run`).
+//! - [`run`]: the agent managing running switches (`lcmp-agent run`);
+//!   [`rotor_run`]: the same for a rotor network; what both share is in
+//!   `managed`.
 //! - [`tables`]: the tables it pushes; [`emulation`]: who emulates links.
 //! - [`ctl`]: the operator CLI (`lcmp-ctl`).
 
 pub mod ctl;
 pub mod emulation;
+mod managed;
 pub mod report;
 pub mod rotor_run;
 pub mod run;

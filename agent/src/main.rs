@@ -1,5 +1,6 @@
 //! `lcmp-agent`: the LCMP control plane's command line.
 
+use lcmp_topology::{out, outln};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,10 +48,10 @@ struct RotorPlanArgs {
     #[arg(long)]
     uplinks: u32,
     /// Slot length, e.g. 100us or 1ms.
-    #[arg(long, value_parser = parse_delay)]
+    #[arg(long, value_parser = parse_duration)]
     slot: u64,
     /// Reconfiguration time within a slot, e.g. 10us.
-    #[arg(long, value_parser = parse_delay, default_value = "0us")]
+    #[arg(long, value_parser = parse_duration, default_value = "0us")]
     reconfig: u64,
     /// Link rate, e.g. 400Gbps.
     #[arg(long, value_parser = parse_rate)]
@@ -82,6 +83,10 @@ enum RotorKind {
 
 fn parse_delay(s: &str) -> Result<u64, String> {
     lcmp_topology::units::parse_delay(s).map_err(|e| e.to_string())
+}
+
+fn parse_duration(s: &str) -> Result<u64, String> {
+    lcmp_topology::units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_rate(s: &str) -> Result<u64, String> {
@@ -117,7 +122,7 @@ struct RunArgs {
     watch_interval_ms: u64,
     /// What C_path describes; must match the switches' --metric.
     #[arg(long, value_enum, default_value = "path")]
-    metric: Metric,
+    metric: PathMetric,
     /// Weight of the delay score in C_path; must match the switches'.
     #[arg(long, default_value_t = 3)]
     w_delay: u32,
@@ -131,14 +136,6 @@ struct RunArgs {
     state_file: Option<PathBuf>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum Metric {
-    /// Whole path through the port: summed delay, bottleneck capacity.
-    Path,
-    /// The local egress link only (the LCMP artifact's choice).
-    Local,
-}
-
 #[derive(clap::Args)]
 struct PathsArgs {
     /// Topology file (TOML). Default: the paper's 8-DC topology, built in.
@@ -149,7 +146,7 @@ struct PathsArgs {
     switch: Vec<String>,
     /// What C_path describes.
     #[arg(long, value_enum, default_value = "path")]
-    metric: Metric,
+    metric: PathMetric,
     /// Weight of C_path in the LCMP cost.
     #[arg(long, default_value_t = 3)]
     alpha: u32,
@@ -228,10 +225,7 @@ fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         metrics_listen: (!args.no_metrics).then_some(args.metrics_listen),
         watch_interval: std::time::Duration::from_millis(args.watch_interval_ms.max(1)),
         tables: lcmp_agent::tables::TableOptions {
-            metric: match args.metric {
-                Metric::Path => PathMetric::Path,
-                Metric::Local => PathMetric::LocalLink,
-            },
+            metric: args.metric,
             path_cost: PathCostParams {
                 w_delay: args.w_delay,
                 w_capacity: args.w_capacity,
@@ -248,6 +242,11 @@ fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
 fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
     use lcmp_topology::rotor;
     use lcmp_topology::units::{format_bytes, format_delay};
+    if args.schedule.is_some() {
+        // Before the plan is printed: a schedule this large cannot be
+        // built (nor written as a rotor network file).
+        rotor::schedule_size(args.tors)?;
+    }
     let inputs = rotor::RotorInputs {
         tors: args.tors,
         uplinks: args.uplinks,
@@ -273,7 +272,7 @@ fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "chosen_degree": plan.chosen.degree,
@@ -284,7 +283,7 @@ fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
             }))?
         );
     } else {
-        println!(
+        outln!(
             "{} ToRs x {} uplinks, slot {}, reconfiguration {}, buffer {}, delay budget {} (bounds reconstructed from the Mars paper)",
             args.tors,
             args.uplinks,
@@ -293,9 +292,9 @@ fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
             format_bytes(args.buffer),
             format_delay(args.max_delay)
         );
-        println!("  DEGREE  DIAMETER  THROUGHPUT  WORST DELAY      BUFFER  FITS");
+        outln!("  DEGREE  DIAMETER  THROUGHPUT  WORST DELAY      BUFFER  FITS");
         for c in &plan.candidates {
-            println!(
+            outln!(
                 "{} {:>6} {:>9} {:>11.4} {:>12} {:>11}  {}",
                 if c.degree == plan.chosen.degree {
                     "*"
@@ -310,7 +309,7 @@ fn rotor_plan(args: RotorPlanArgs) -> Result<(), Box<dyn std::error::Error>> {
                 if c.feasible { "yes" } else { "no" }
             );
         }
-        println!("* Mars's choice: d = {}", plan.chosen.degree);
+        outln!("* Mars's choice: d = {}", plan.chosen.degree);
     }
     if let Some(path) = &args.schedule {
         let s = match args.kind {
@@ -339,10 +338,7 @@ fn paths(args: PathsArgs) -> Result<(), Box<dyn std::error::Error>> {
             lcmp_agent::DEFAULT_TOPOLOGY_NAME.to_string(),
         ),
     };
-    let metric = match args.metric {
-        Metric::Path => PathMetric::Path,
-        Metric::Local => PathMetric::LocalLink,
-    };
+    let metric = args.metric;
     let params = PathCostParams {
         w_delay: args.w_delay,
         w_capacity: args.w_capacity,
@@ -367,10 +363,10 @@ fn paths(args: PathsArgs) -> Result<(), Box<dyn std::error::Error>> {
             .ok_or_else(|| format!("{source}: no switch named {name:?}"))?;
         switches.push(s.id);
     }
-    print!("{}", report::header(&source, &model, &lcmp));
+    out!("{}", report::header(&source, &model, &lcmp));
     for id in switches {
         let tables = switch_tables(&topo, id, &model, metric)?;
-        print!("{}", report::switch_report(&tables, &lcmp));
+        out!("{}", report::switch_report(&tables, &lcmp));
     }
     Ok(())
 }

@@ -27,20 +27,12 @@ pub fn kept_at_idle(route: &RouteTable, lcmp: &LcmpParams) -> Vec<PortId> {
         .collect()
 }
 
-/// A rate as the largest whole unit: "200 Gbit/s", "2.5 Gbit/s".
-pub fn rate(bps: u64) -> String {
-    let (div, unit) = match bps {
-        b if b >= 1_000_000_000 => (1e9, "Gbit/s"),
-        b if b >= 1_000_000 => (1e6, "Mbit/s"),
-        b if b >= 1_000 => (1e3, "kbit/s"),
-        _ => (1.0, "bit/s"),
-    };
-    format!("{} {unit}", bps as f64 / div)
-}
+pub use lcmp_topology::units::human_rate as rate;
 
-/// A delay in milliseconds with microsecond precision.
+/// A delay given in microseconds (see
+/// [`lcmp_topology::units::human_delay`]).
 pub fn delay(us: u64) -> String {
-    format!("{}.{:03} ms", us / 1000, us % 1000)
+    lcmp_topology::units::human_delay(us.saturating_mul(1000))
 }
 
 /// The report header: the scales C_path uses and the policy weights.
@@ -113,7 +105,7 @@ mod tests {
         assert_eq!(rate(200_000_000_000), "200 Gbit/s");
         assert_eq!(rate(2_500_000_000), "2.5 Gbit/s");
         assert_eq!(rate(500_000_000), "500 Mbit/s");
-        assert_eq!(delay(50_000), "50.000 ms");
-        assert_eq!(delay(10), "0.010 ms");
+        assert_eq!(delay(50_000), "50 ms");
+        assert_eq!(delay(10), "0.01 ms");
     }
 }

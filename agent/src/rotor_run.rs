@@ -19,7 +19,7 @@ use lcmp_topology::rotor_net::RotorNetwork;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::run::{AgentIdentity, Managed, RunOptions};
+use crate::managed::{serve_metrics, write_json, AgentIdentity, Managed, RunOptions};
 
 /// What the agent reports about itself (its state file).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -145,7 +145,7 @@ impl RotorAgent {
 
     fn write_state(&self) {
         if let Some(path) = &self.opts.state_file {
-            crate::run::write_json(path, &self.state);
+            write_json(path, &self.state);
         }
     }
 }
@@ -161,7 +161,7 @@ pub async fn run(opts: RunOptions, net: RotorNetwork) -> Result<(), String> {
             .iter()
             .map(|m| (m.name().to_string(), m.socket().to_path_buf()))
             .collect();
-        let bound = crate::run::serve_metrics(addr, agent.opts.timeout, move || sockets.clone())?;
+        let bound = serve_metrics(addr, agent.opts.timeout, move || sockets.clone())?;
         agent.state.id.metrics = Some(bound.to_string());
     }
     let agent = Arc::new(Mutex::new(agent));

@@ -23,64 +23,17 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use lcmp_control::metrics;
 use lcmp_control::proto::{Applied, Reply, Request};
-use lcmp_control::scrape::scrape_socket;
 use lcmp_control::snapshot::EmulationMode;
-use lcmp_control::Client;
+use lcmp_topology::network::Network;
 use lcmp_topology::{LinkId, Topology};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use crate::emulation;
-use crate::tables::{link_name, port_links, routes_for, TableOptions};
-
-/// How the agent runs.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    /// The topology file the switches run.
-    pub topology: PathBuf,
-    /// Where the switches' control sockets are (`<dir>/<switch>.sock`).
-    pub socket_dir: PathBuf,
-    /// Metrics endpoint; `None`: none.
-    pub metrics_listen: Option<SocketAddr>,
-    /// How often port state is polled.
-    pub watch_interval: Duration,
-    /// How tables are computed.
-    pub tables: TableOptions,
-    /// Where the agent writes its state (pid, metrics address, links).
-    pub state_file: Option<PathBuf>,
-    /// Namespace of each host is this prefix + host name (testbeds): lets
-    /// the agent put netem on host interfaces.
-    pub host_netns_prefix: Option<String>,
-    /// Per-call timeout.
-    pub timeout: Duration,
-}
-
-/// Who the agent is, first in its state file whatever it manages.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct AgentIdentity {
-    /// Process id.
-    pub pid: u32,
-    /// The metrics endpoint as bound.
-    pub metrics: Option<String>,
-    /// The topology (or rotor network) file.
-    pub topology: String,
-    /// Managed switches.
-    pub switches: Vec<String>,
-}
-
-impl AgentIdentity {
-    /// This process, managing `switches` of `topology`.
-    pub fn new(topology: &Path, switches: Vec<String>) -> Self {
-        AgentIdentity {
-            pid: std::process::id(),
-            metrics: None,
-            topology: topology.display().to_string(),
-            switches,
-        }
-    }
-}
+use crate::managed::{serve_metrics, write_json, Managed};
+pub use crate::managed::{AgentIdentity, RunOptions};
+use crate::tables::{link_name, port_links, routes_for};
 
 /// What the agent reports about itself (its state file).
 #[derive(Clone, Debug, Default, Serialize)]
@@ -96,8 +49,8 @@ pub struct AgentState {
     pub table_changes: u64,
 }
 
-/// One direction of one link.
-#[derive(Clone, Debug, Serialize)]
+/// One direction of one link (`lcmp-ctl links` reads it back).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LinkEmulation {
     /// `from->to`.
     pub direction: String,
@@ -105,20 +58,6 @@ pub struct LinkEmulation {
     pub mechanism: EmulationMode,
     /// Why.
     pub reason: String,
-}
-
-/// A switch the agent talks to.
-pub(crate) struct Managed {
-    name: String,
-    socket: PathBuf,
-    client: Option<Client>,
-    /// Port index -> switch link behind it.
-    links: Vec<Option<LinkId>>,
-    /// The last answer was an error (logged once per outage).
-    unreachable: bool,
-    /// Came back after an outage (restarted, perhaps with the tables it
-    /// computed at start): gets its tables pushed at once.
-    needs_tables: bool,
 }
 
 /// The agent's working state (behind a mutex: the tokio loop runs each
@@ -136,67 +75,16 @@ fn mtime(path: &Path) -> Option<SystemTime> {
     std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
-impl Managed {
-    /// A switch at `socket`, its ports leading over `links`.
-    pub(crate) fn new(name: &str, socket: PathBuf, links: Vec<Option<LinkId>>) -> Self {
-        Managed {
-            name: name.to_string(),
-            socket,
-            client: None,
-            links,
-            unreachable: false,
-            needs_tables: false,
-        }
-    }
-
-    pub(crate) fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub(crate) fn socket(&self) -> &Path {
-        &self.socket
-    }
-
-    /// The switch answered: logged once when it comes back. True if it
-    /// had been unreachable.
-    pub(crate) fn reachable(&mut self) -> bool {
-        let back = self.unreachable;
-        if back {
-            info!(switch = %self.name, "switch answers again");
-            self.unreachable = false;
-        }
-        back
-    }
-
-    /// The switch did not answer: logged once per outage.
-    pub(crate) fn unreachable(&mut self, why: &str) {
-        if !self.unreachable {
-            warn!(switch = %self.name, "switch does not answer: {why}");
-            self.unreachable = true;
-        }
-    }
-
-    pub(crate) fn call(&mut self, request: &Request, timeout: Duration) -> Result<Reply, String> {
-        if self.client.is_none() {
-            self.client = Some(Client::connect(&self.socket, timeout).map_err(|e| e.to_string())?);
-        }
-        let c = self.client.as_mut().expect("connected above");
-        match c.call(request) {
-            Ok(r) => Ok(r),
-            Err(lcmp_control::ClientError::Refused(e)) => Err(e.message),
-            Err(e) => {
-                // A broken connection (switch restarted): reconnect next time.
-                self.client = None;
-                Err(e.to_string())
-            }
-        }
-    }
-}
-
 impl Agent {
     /// Loads the topology and prepares to manage its switches.
     pub fn new(opts: RunOptions) -> Result<Agent, String> {
-        let topo = Topology::load(&opts.topology).map_err(|e| e.to_string())?;
+        let topo = load_dci(&opts.topology)?;
+        Agent::with_topology(opts, topo)
+    }
+
+    /// Prepares to manage the switches of `topo`, loaded from
+    /// `opts.topology`.
+    pub fn with_topology(opts: RunOptions, topo: Topology) -> Result<Agent, String> {
         let switches = topo
             .switches()
             .iter()
@@ -404,7 +292,7 @@ impl Agent {
             return;
         }
         self.topo_mtime = now;
-        let new = match Topology::load(&self.opts.topology) {
+        let new = match load_dci(&self.opts.topology) {
             Ok(t) => t,
             Err(e) => {
                 warn!("topology reload refused, keeping the running tables: {e}");
@@ -511,34 +399,6 @@ impl Agent {
     }
 }
 
-/// Serves Prometheus metrics at `addr`: each scrape asks every switch that
-/// `sockets` lists over its control socket. The address it bound.
-pub(crate) fn serve_metrics(
-    addr: SocketAddr,
-    timeout: Duration,
-    sockets: impl Fn() -> Vec<(String, PathBuf)> + Send + Sync + 'static,
-) -> Result<SocketAddr, String> {
-    let bound = lcmp_control::http::serve(addr, move |format| {
-        let scrapes: Vec<_> = sockets()
-            .iter()
-            .map(|(name, path)| scrape_socket(name, path, timeout))
-            .collect();
-        metrics::render_as(&scrapes, format)
-    })
-    .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
-    info!(%bound, "metrics at http://{bound}/metrics");
-    Ok(bound)
-}
-
-/// Writes the agent's state file atomically (a failure is logged).
-pub(crate) fn write_json(path: &Path, state: &impl Serialize) {
-    let tmp = path.with_extension("tmp");
-    let json = serde_json::to_vec_pretty(state).expect("state serializes");
-    if let Err(e) = std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)) {
-        warn!("cannot write {}: {e}", path.display());
-    }
-}
-
 /// Runs the agent until SIGINT/SIGTERM. The switches go on forwarding
 /// with their last tables after it exits. A rotor network file runs the
 /// rotor network's agent ([`crate::rotor_run`]).
@@ -547,24 +407,29 @@ pub fn run(opts: RunOptions) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
-    let text = std::fs::read_to_string(&opts.topology)
-        .map_err(|e| format!("{}: {e}", opts.topology.display()))?;
-    if lcmp_topology::rotor_net::RotorNetwork::is_rotor_file(&text) {
-        let net = lcmp_topology::rotor_net::RotorNetwork::parse(
-            &text,
-            &opts.topology.display().to_string(),
-        )
-        .map_err(|e| e.to_string())?;
-        return rt.block_on(crate::rotor_run::run(opts, net));
+    match Network::load(&opts.topology).map_err(|e| e.to_string())? {
+        Network::Dci(topo) => rt.block_on(run_async(opts, topo)),
+        Network::Rotor(net) => rt.block_on(crate::rotor_run::run(opts, net)),
     }
-    rt.block_on(run_async(opts))
 }
 
-async fn run_async(opts: RunOptions) -> Result<(), String> {
+/// The DCI topology at `path` (bounded read); a rotor network file is
+/// refused by name.
+fn load_dci(path: &Path) -> Result<Topology, String> {
+    match Network::load(path).map_err(|e| e.to_string())? {
+        Network::Dci(topo) => Ok(topo),
+        Network::Rotor(_) => Err(format!(
+            "{}: a rotor network, not a DCI topology (its switches and agent cannot change kind while running)",
+            path.display()
+        )),
+    }
+}
+
+async fn run_async(opts: RunOptions, topo: Topology) -> Result<(), String> {
     use tokio::signal::unix::{signal, SignalKind};
     let watch_every = opts.watch_interval;
     let metrics_listen = opts.metrics_listen;
-    let mut agent = Agent::new(opts)?;
+    let mut agent = Agent::with_topology(opts, topo)?;
     let sockets = Arc::new(Mutex::new(agent.sockets()));
     if let Some(addr) = metrics_listen {
         let sockets = sockets.clone();

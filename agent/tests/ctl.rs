@@ -117,6 +117,7 @@ fn answer(request: &Request) -> Body {
                 beta: Some(1),
                 ecn: None,
                 ecn_link_time: None,
+                ecn_mark_at: Default::default(),
             },
             counters: BTreeMap::from([
                 ("rx_frames".to_string(), 1000),
@@ -275,6 +276,60 @@ fn links_say_which_mechanism_emulates_each_port() {
         "{stdout}"
     );
     assert_eq!(sw.seen(), [Request::Ports]);
+}
+
+#[test]
+fn links_add_the_agent_plan_beside_the_socket() {
+    let sw = FakeSwitch::start("plan");
+    // As `lcmp-agent run` writes it: identity, then the plan.
+    std::fs::write(
+        sw.dir.join("agent.json"),
+        r#"{"pid": 7, "metrics": null, "topology": "t.toml", "switches": ["dc1"],
+            "down_links": [], "table_changes": 0, "emulation": [
+            {"direction": "dc1->h1", "mechanism": "switch", "reason": "sent by an lcmp-switch port"},
+            {"direction": "h1->dc1", "mechanism": "netem", "reason": "netem on h1's interface"}]}"#,
+    )
+    .unwrap();
+    let out = sw.ctl(&["links"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.ends_with(
+            "
+directions no switch sends (the agent's plan):
+DIRECTION  EMULATED BY  WHY
+h1->dc1    netem        netem on h1's interface
+"
+        ),
+        "{stdout}"
+    );
+    // `--json` is the switches' replies alone.
+    let out = sw.ctl(&["--json", "links"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is JSON");
+    assert_eq!(v[0]["switch"], "dc1");
+
+    // A plan of another shape (here an agent that called the field `mode`)
+    // is an error naming the file, not "no plan"; the ports still show.
+    std::fs::write(
+        sw.dir.join("agent.json"),
+        r#"{"emulation": [{"direction": "h1->dc1", "mode": "netem"}]}"#,
+    )
+    .unwrap();
+    let out = sw.ctl(&["links"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "lcmp-ctl: {}: not an agent plan this lcmp-ctl reads (missing field `mechanism`",
+            sw.dir.join("agent.json").display()
+        )) && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("SWITCH") && !stdout.contains("agent plan"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -68,6 +68,29 @@ pub struct PolicyState {
     /// apply instead of `ecn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecn_link_time: Option<EcnLinkTime>,
+    /// Where ECN marks are decided (`lcmp-switch lcmp --ecn-mark-at`), with either
+    /// kind of thresholds; left out when at enqueue (the default).
+    #[serde(default, skip_serializing_if = "EcnMarkAt::is_enqueue")]
+    pub ecn_mark_at: EcnMarkAt,
+}
+
+/// Where a switch decides its ECN marks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnMarkAt {
+    /// When a frame is admitted, on the queue in front of it.
+    #[default]
+    Enqueue,
+    /// When a frame departs, on the queue left behind it (the HPCC/LCMP
+    /// ns-3 simulator's `SwitchNotifyDequeue`).
+    Dequeue,
+}
+
+impl EcnMarkAt {
+    /// Whether this is the default, [`EcnMarkAt::Enqueue`].
+    pub fn is_enqueue(&self) -> bool {
+        *self == EcnMarkAt::Enqueue
+    }
 }
 
 /// ECN marking thresholds as fractions of a port's buffer.
@@ -443,5 +466,18 @@ mod tests {
             let err = EcnLinkTime::parse(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn ecn_mark_at_is_reported_only_when_at_dequeue() {
+        let mut p = PolicyState::default();
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(!text.contains("ecn_mark_at"), "{text}");
+        // Snapshots of switches from before the setting read as enqueue.
+        assert_eq!(serde_json::from_str::<PolicyState>(&text).unwrap(), p);
+        p.ecn_mark_at = EcnMarkAt::Dequeue;
+        let text = serde_json::to_string(&p).unwrap();
+        assert!(text.contains(r#""ecn_mark_at":"dequeue""#), "{text}");
+        assert_eq!(serde_json::from_str::<PolicyState>(&text).unwrap(), p);
     }
 }

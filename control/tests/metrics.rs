@@ -33,6 +33,7 @@ fn snapshot_s1() -> Snapshot {
             beta: Some(1),
             ecn: Some(EcnFractions::default()),
             ecn_link_time: None,
+            ecn_mark_at: Default::default(),
         },
         counters: map(&[
             ("rx_frames", 100),

@@ -40,7 +40,7 @@
 
 pub mod kernel;
 mod netlink;
-mod sys;
+pub mod sys;
 
 use std::ffi::CString;
 use std::fmt;

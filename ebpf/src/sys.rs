@@ -1,5 +1,8 @@
-//! The two bpf(2) commands aya 0.14 does not offer: getting a file
-//! descriptor for a link by id and detaching a link explicitly.
+//! The project's raw system calls, in one place: `setns(2)` into a network
+//! namespace, `bpf(2)` for callers that build their own attributes (the
+//! test rig's hand-assembled XDP programs), and the two bpf(2) commands aya
+//! 0.14 does not offer: getting a file descriptor for a link by id and
+//! detaching a link explicitly.
 //!
 //! Why detach explicitly: closing the link fd detaches only when it was the
 //! last reference, and any process forked at that moment (every
@@ -7,8 +10,34 @@
 //! `BPF_LINK_DETACH` removes the program from the interface at once,
 //! whatever other references to the link exist.
 
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Moves the calling thread into the network namespace `ns` (an open
+/// `/run/netns/NAME` or `/proc/PID/ns/net`). Only this thread moves:
+/// namespaces are per thread.
+pub fn enter_netns(ns: &File) -> io::Result<()> {
+    // SAFETY: setns(2) on a namespace fd that stays open across the call;
+    // it changes only the calling thread's network namespace.
+    if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `bpf(cmd, attr, attr.len())`: the return value, or the error.
+///
+/// # Safety
+///
+/// `attr` must be laid out as the `union bpf_attr` member for `cmd`, with
+/// unused bytes zero, and every pointer it holds must be valid for what the
+/// kernel does with it during the call (read instructions, write a log).
+pub unsafe fn bpf(cmd: libc::c_long, attr: &mut [u8]) -> io::Result<libc::c_long> {
+    // SAFETY: forwarded from the caller's contract; the size is the
+    // buffer's own length.
+    unsafe { sys_bpf(cmd, attr.as_mut_ptr().cast(), attr.len()) }
+}
 
 // enum bpf_cmd in <linux/bpf.h>; a unit test compares them with aya-obj's bindings.
 pub(crate) const BPF_LINK_GET_FD_BY_ID: libc::c_long = 30;

@@ -1,5 +1,5 @@
 //! Bringing a testbed up and down: namespaces and veths from the topology
-//! (`lcmp_netns_tests::Testbed`), host tuning, one `lcmp-switch` daemon per
+//! (`lcmp_netlab::Lab`), host tuning, one `lcmp-switch` daemon per
 //! switch, the reachability check, and teardown that works from the state
 //! file alone.
 
@@ -9,10 +9,10 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use lcmp_netns_tests::daemon::{switch_argv, switches_argv, wait_ready};
-use lcmp_netns_tests::netns::{self, process_running, spawn_detached};
-use lcmp_netns_tests::{Netns, SwitchNode, Testbed};
-use lcmp_topology::rotor_net::RotorNetwork;
+use lcmp_netlab::daemon::{switch_argv, switches_argv, wait_ready, SwitchKind};
+use lcmp_netlab::netns::{self, process_running, spawn_detached};
+use lcmp_netlab::{Lab, Netns, SwitchNode};
+use lcmp_topology::network::Network;
 use lcmp_topology::{HostTemplate, Topology};
 
 use crate::state::{self, AgentProc, State, SwitchProc, SwitchSettings};
@@ -36,6 +36,9 @@ pub struct UpOptions {
     pub scale: f64,
     /// Divide buffers by this instead of `scale`.
     pub buffer_scale: Option<f64>,
+    /// Dilate time by this: delays multiplied, rates divided by it (on top
+    /// of `scale`); 1 for real time.
+    pub time_scale: f64,
     /// Policy and parameters of the switches.
     pub switches: SwitchSettings,
     /// Hosts' TCP congestion control (`None`: the kernel's default).
@@ -65,6 +68,17 @@ pub enum SwitchProcesses {
     PerSwitch,
 }
 
+/// The command line's `--switch-processes`, named by [`SwitchProcesses::name`].
+impl clap::ValueEnum for SwitchProcesses {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 impl SwitchProcesses {
     /// The command-line name (`one`, `per-switch`).
     pub fn name(self) -> &'static str {
@@ -74,13 +88,12 @@ impl SwitchProcesses {
         }
     }
 
+    /// Both ways.
+    pub const ALL: [SwitchProcesses; 2] = [SwitchProcesses::One, SwitchProcesses::PerSwitch];
+
     /// From the command-line name.
     pub fn from_name(s: &str) -> Option<Self> {
-        match s {
-            "one" => Some(SwitchProcesses::One),
-            "per-switch" => Some(SwitchProcesses::PerSwitch),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|h| h.name() == s)
     }
 
     /// How the switches of `st` ran last (the default before they ever ran).
@@ -106,7 +119,7 @@ pub const DEFAULT_METRICS_LISTEN: &str = "127.0.0.1:9464";
 
 /// Fails unless running as root, naming why root is needed.
 pub fn require_root() -> Result<()> {
-    if lcmp_netns_tests::is_root() {
+    if lcmp_netlab::is_root() {
         Ok(())
     } else {
         Err(Error::new(
@@ -119,7 +132,7 @@ pub fn require_root() -> Result<()> {
 /// executable (cargo puts all of a workspace's binaries in one directory),
 /// else on `PATH`.
 pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
-    if let Some(p) = lcmp_netns_tests::daemon::program_from_env(env) {
+    if let Some(p) = lcmp_netlab::daemon::program_from_env(env) {
         return p;
     }
     if let Some(dir) = std::env::current_exe()
@@ -146,16 +159,19 @@ pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
 
 /// The effective topology of a testbed: the file, plus `hosts_per_dc`
 /// generated hosts on DC switches without hosts (on `host_switches` only,
-/// if given), rates divided by `scale` and buffers by `buffer_scale` (by
-/// default `scale` too).
+/// if given), rates divided by `scale` x `time_scale`, buffers by
+/// `buffer_scale` (by default `scale`) and delays multiplied by
+/// `time_scale`.
 pub fn effective_topology(
     file: Option<&Path>,
     hosts_per_dc: usize,
     host_switches: Option<&[String]>,
     scale: f64,
     buffer_scale: Option<f64>,
+    time_scale: f64,
 ) -> Result<Topology> {
     crate::experiment::config::check_scale(scale)?;
+    crate::experiment::config::check_time_scale(time_scale)?;
     if let Some(b) = buffer_scale {
         crate::experiment::config::check_scale(b).map_err(|_| {
             Error::new(format!("--buffer-scale must be a positive number, not {b}"))
@@ -194,9 +210,24 @@ pub fn effective_topology(
             "{source}: the topology has no hosts; give --hosts-per-dc N (N >= 1)"
         )));
     }
-    topo.scaled_apart(scale, buffer_scale.unwrap_or(scale))
+    topo.scaled_apart(scale * time_scale, buffer_scale.unwrap_or(scale))
+        .and_then(|t| t.dilated(time_scale))
         .map_err(|e| Error::new(e.to_string()))
 }
+
+/// The switches' time constants that a time dilation of `time_scale`
+/// stretches, added to `args` unless given there: the congestion sampling
+/// interval (the flow idle timeout follows the dilated RTTs by itself).
+pub fn dilate_switch_args(args: &mut Vec<String>, time_scale: f64) {
+    if time_scale != 1.0 && !args.iter().any(|a| a.starts_with("--sample-interval-us")) {
+        let us = (SAMPLE_INTERVAL_US as f64 * time_scale).round().max(1.0);
+        args.push(format!("--sample-interval-us={us}"));
+    }
+}
+
+/// The switch's default congestion sampling interval (lcmp-switch
+/// `--sample-interval-us`), microseconds.
+const SAMPLE_INTERVAL_US: u64 = 100;
 
 /// Brings testbed `opts.name` up and returns its state. On any failure
 /// everything made so far is removed again.
@@ -211,6 +242,7 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
         opts.host_switches.as_deref(),
         opts.scale,
         opts.buffer_scale,
+        opts.time_scale,
     )?;
     let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
     match up_inner(opts, &topo, &switch_bin, progress) {
@@ -271,7 +303,7 @@ fn up_inner(
         topo.hosts().len()
     ));
     let name = opts.name.clone();
-    let mut tb = Testbed::build(topo, &mut |node| {
+    let mut tb = Lab::build(topo, &mut |node| {
         Netns::create(&state::netns_name(&name, node))
     })?;
     tune_hosts(&tb, opts.cc.as_deref(), opts.initcwnd)?;
@@ -282,7 +314,11 @@ fn up_inner(
     ));
     start_switches_as(&mut st, &tb, switch_bin, opts.switch_processes)?;
     progress("checking that every host reaches every other");
-    check_reachability(&tb, Duration::from_secs(3))?;
+    // A dilated testbed's longest paths may take seconds to answer.
+    check_reachability(
+        &tb,
+        (longest_route_rtt(topo) * 3 / 2).max(Duration::from_secs(3)),
+    )?;
     if let Some(agent) = &opts.agent {
         progress("starting the agent");
         start_agent(&mut st, agent)?;
@@ -328,7 +364,7 @@ pub fn check_congestion_control(cc: &str) -> Result<()> {
 /// the client closes first); no per-destination metrics cache (a cached
 /// ssthresh would make later flows start in congestion avoidance); the
 /// chosen congestion control and initial windows.
-fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<()> {
+fn tune_hosts(tb: &Lab, cc: Option<&str>, initcwnd: Option<u32>) -> Result<()> {
     const SETTINGS: [&str; 6] = [
         "net.ipv4.tcp_ecn=1",
         "net.ipv4.tcp_no_metrics_save=1",
@@ -373,7 +409,7 @@ fn tune_hosts(tb: &Testbed, cc: Option<&str>, initcwnd: Option<u32>) -> Result<(
 /// Starts the switches of `tb` with `st.switches`, run as they ran last
 /// ([`SwitchProcesses::of`]), and waits until all are ready; records their
 /// pids in the state file.
-pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result<()> {
+pub fn start_switches(st: &mut State, tb: &Lab, switch_bin: &Path) -> Result<()> {
     let how = SwitchProcesses::of(st);
     start_switches_as(st, tb, switch_bin, how)
 }
@@ -383,7 +419,7 @@ pub fn start_switches(st: &mut State, tb: &Testbed, switch_bin: &Path) -> Result
 /// records their pids in the state file.
 pub fn start_switches_as(
     st: &mut State,
-    tb: &Testbed,
+    tb: &Lab,
     switch_bin: &Path,
     how: SwitchProcesses,
 ) -> Result<()> {
@@ -427,6 +463,7 @@ pub fn start_switches_as(
         extra.extend(["--flow-log", flow_log_arg.as_str()]);
         switch_argv(
             switch_bin,
+            SwitchKind::Lcmp,
             &topology,
             node,
             stats,
@@ -442,7 +479,7 @@ pub fn start_switches_as(
 /// one has written its first stats file.
 pub fn launch_switches(
     st: &mut State,
-    tb: &Testbed,
+    tb: &Lab,
     argv: &dyn Fn(&SwitchNode, &Path) -> Vec<String>,
 ) -> Result<()> {
     let dir = state::dir(&st.name);
@@ -481,7 +518,7 @@ fn wait_all_ready(st: &State) -> Result<()> {
 /// (stats files `DIR/<switch>.stats.json`), logging to `DIR/switches.log`;
 /// records it as every switch's process in the state file and waits until
 /// every switch has written its first stats file.
-fn launch_one_process(st: &mut State, tb: &Testbed, argv: &[String]) -> Result<()> {
+fn launch_one_process(st: &mut State, tb: &Lab, argv: &[String]) -> Result<()> {
     let dir = state::dir(&st.name);
     let log = dir.join("switches.log");
     st.procs.clear();
@@ -609,7 +646,7 @@ pub fn agent_running(st: &State) -> bool {
         .is_some_and(|a| a.pid != 0 && is_program(a.pid, "lcmp-agent"))
 }
 
-/// The flow-decision log (`lcmp-switch --flow-log`) beside a switch's
+/// The flow-decision log (`lcmp-switch lcmp --flow-log`) beside a switch's
 /// stats file: which port the switch chose for each new flow.
 pub fn flow_log_path(stats: &Path) -> PathBuf {
     let name = stats
@@ -765,12 +802,25 @@ pub fn parallel<T: Sync>(
     }
 }
 
+/// The longest RTT between switches along any path a switch may choose
+/// (twice the largest one-way delay of a route's candidates).
+pub fn longest_route_rtt(topo: &Topology) -> Duration {
+    let one_way = topo
+        .switches()
+        .iter()
+        .flat_map(|s| topo.routes(s.id))
+        .flat_map(|r| r.candidates.into_iter().map(|c| c.delay_ns))
+        .max()
+        .unwrap_or(0);
+    Duration::from_nanos(one_way.saturating_mul(2))
+}
+
 /// Checks that every host reaches every other over each address family
 /// both have (one ping, retried: the first packets of a path may wait for
 /// a switch to learn a neighbour), and names the pairs that do not. Each
 /// ping waits up to `wait` for its reply (rotor networks hold a packet
 /// until its circuit comes up).
-pub fn check_reachability(tb: &Testbed, wait: Duration) -> Result<()> {
+pub fn check_reachability(tb: &Lab, wait: Duration) -> Result<()> {
     let mut pairs = Vec::new();
     for (i, a) in tb.hosts.iter().enumerate() {
         for (j, b) in tb.hosts.iter().enumerate() {
@@ -794,7 +844,13 @@ pub fn check_reachability(tb: &Testbed, wait: Duration) -> Result<()> {
         }
     }
     let failed: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    parallel(&pairs, 16, |&(i, j, dst)| {
+    // Pings over long (dilated or rotor) paths mostly wait: more at once.
+    let width = if wait > Duration::from_secs(3) {
+        128
+    } else {
+        16
+    };
+    parallel(&pairs, width, |&(i, j, dst)| {
         let a = &tb.hosts[i];
         let d = dst.to_string();
         let w = format!("{:.3}", wait.as_secs_f64());
@@ -818,11 +874,17 @@ pub fn check_reachability(tb: &Testbed, wait: Duration) -> Result<()> {
     if failed.is_empty() {
         Ok(())
     } else {
+        // The first few name the problem; hundreds would bury it.
+        const SHOWN: usize = 10;
+        let more = match failed.len().saturating_sub(SHOWN) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
         Err(Error::new(format!(
-            "{} of {} host pairs cannot reach each other: {}",
+            "{} of {} host pairs cannot reach each other: {}{more}",
             failed.len(),
             pairs.len(),
-            failed.join(", ")
+            failed[..failed.len().min(SHOWN)].join(", ")
         )))
     }
 }
@@ -831,22 +893,17 @@ pub fn check_reachability(tb: &Testbed, wait: Duration) -> Result<()> {
 /// or for a rotor network file the topology of its namespaces and veths
 /// ([`crate::rotor::topology_of`]).
 pub fn testbed_topology(file: &Path) -> Result<Topology> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
-    if RotorNetwork::is_rotor_file(&text) {
-        let net = RotorNetwork::parse(&text, &file.display().to_string())
-            .map_err(|e| Error::new(e.to_string()))?;
-        crate::rotor::topology_of(&net)
-    } else {
-        Topology::parse(&text, &file.display().to_string()).map_err(|e| Error::new(e.to_string()))
+    match Network::load(file).map_err(|e| Error::new(e.to_string()))? {
+        Network::Rotor(net) => crate::rotor::topology_of(&net),
+        Network::Dci(topo) => Ok(topo),
     }
 }
 
 /// The testbed of a state file, attached to its existing namespaces.
-pub fn attach(st: &State) -> Result<(Topology, Testbed)> {
+pub fn attach(st: &State) -> Result<(Topology, Lab)> {
     let topo = testbed_topology(&st.topology_file)?;
     let name = st.name.clone();
-    let tb = Testbed::attach(&topo, &|node| state::netns_name(&name, node))?;
+    let tb = Lab::attach(&topo, &|node| state::netns_name(&name, node))?;
     Ok((topo, tb))
 }
 
@@ -871,5 +928,29 @@ mod agent_args_tests {
             path_cost_args(&extra),
             vec!["--metric", "local", "--w-delay=5"]
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dilation_stretches_delays_and_divides_rates_on_top_of_the_scale() {
+        // The built-in 8-DC topology, rates / 1000 and time x 10.
+        let t = effective_topology(None, 1, None, 1000.0, None, 10.0).unwrap();
+        let l = &t.links()[0];
+        // dc1 - dc2: 200 Gbit/s / (1000 x 10); 25 ms x 10; 128 MiB / 1000
+        // (buffers follow the rate scale only: bytes per BDP are kept).
+        assert_eq!(
+            (l.rate_bps, l.delay_ns, l.buffer_bytes),
+            (20_000_000, 250_000_000, 134_217)
+        );
+        // The longest route: dc1 - dc3 - dc8, 2 x 250 ms one way, x 10.
+        assert_eq!(longest_route_rtt(&t), Duration::from_secs(10));
+        let real = effective_topology(None, 1, None, 1000.0, None, 1.0).unwrap();
+        assert_eq!(longest_route_rtt(&real), Duration::from_secs(1));
+        let e = effective_topology(None, 1, None, 1000.0, None, 0.0).unwrap_err();
+        assert!(e.to_string().contains("--time-scale"), "{e}");
     }
 }

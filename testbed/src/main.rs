@@ -1,12 +1,15 @@
 //! `lcmp-testbed`: multi-DC DCI testbeds in network namespaces, and FCT
 //! experiments on them.
 
+use lcmp_topology::{out, outln};
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use lcmp_results::fidelity;
 use lcmp_testbed::bed::{self, UpOptions};
 use lcmp_testbed::state::{self, State, SwitchSettings};
-use lcmp_testbed::{experiment, fidelity, rdma, rotor, status, Error, Result};
+use lcmp_testbed::{experiment, rdma, rotor, status, Error, Result};
+use lcmp_topology::network::Network;
 use lcmp_topology::rotor_net::RotorNetwork;
 
 #[derive(Parser, Debug)]
@@ -131,6 +134,11 @@ struct FidelityArgs {
     workload: Option<String>,
 }
 
+/// A duration with a unit, in nanoseconds.
+fn parse_duration(s: &str) -> std::result::Result<u64, String> {
+    lcmp_topology::units::parse_duration(s).map_err(|e| e.to_string())
+}
+
 /// `lcmp-testbed rotor-timing`.
 #[derive(Args, Debug, Clone)]
 struct RotorTimingArgs {
@@ -146,9 +154,16 @@ struct RotorTimingArgs {
     /// Slot Delta, microseconds.
     #[arg(long, default_value_t = 1000)]
     slot_us: u64,
+    /// Slot Delta with a unit instead of --slot-us: 1ms, 500us.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "slot_us")]
+    slot: Option<u64>,
     /// Reconfiguration Delta_r, microseconds.
     #[arg(long, default_value_t = 100)]
     reconfig_us: u64,
+    /// Reconfiguration Delta_r with a unit instead of --reconfig-us:
+    /// 100us.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "reconfig_us")]
+    reconfig: Option<u64>,
     /// Uplink rate c, Mbit/s.
     #[arg(long, default_value_t = 100)]
     rate_mbps: u64,
@@ -161,8 +176,9 @@ struct RotorTimingArgs {
     /// Offered rate as a multiple of c.
     #[arg(long, default_value_t = 1.2)]
     load: f64,
-    /// How long the sender sends, seconds.
-    #[arg(long, default_value_t = 3.0)]
+    /// How long the sender sends: a bare number is seconds, or with a
+    /// unit (3s, 500ms).
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = lcmp_topology::secs::parse)]
     seconds: f64,
     /// Ethernet frame size, bytes.
     #[arg(long, default_value_t = 1500)]
@@ -184,7 +200,8 @@ pub struct UpArgs {
     #[command(flatten)]
     topo: experiment::TopologyArgs,
     /// Path-selection policy of the switches: lcmp, ecmp, wcmp, ucmp,
-    /// lcmp-rm-alpha, lcmp-rm-beta.
+    /// lcmp-rm-alpha, lcmp-rm-beta (checked by lcmp_policy::PolicyName,
+    /// with a one-line error).
     #[arg(long, default_value = "lcmp")]
     policy: String,
     /// Extra argument for every lcmp-switch (repeatable), e.g.
@@ -200,8 +217,8 @@ pub struct UpArgs {
     /// fewer drops where a real network has none); `per-switch`: a process
     /// per switch inside its namespace (a crash takes down one switch).
     /// Rotor networks always run a process per switch.
-    #[arg(long, value_name = "HOW", default_value = "one", value_parser = ["one", "per-switch"])]
-    switch_processes: String,
+    #[arg(long, value_name = "HOW", value_enum, default_value = "one")]
+    switch_processes: bed::SwitchProcesses,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
     /// any free port; the default port, when taken, falls back to a free
     /// one). `lcmp-testbed status` shows the address.
@@ -237,11 +254,49 @@ fn main() -> ExitCode {
     }
 }
 
-/// Whether `file` is a rotor network file (a `[rotor]` table); unreadable
-/// files are left to the topology loader's error.
-fn is_rotor_file(file: Option<&std::path::Path>) -> bool {
-    file.and_then(|f| std::fs::read_to_string(f).ok())
-        .is_some_and(|t| RotorNetwork::is_rotor_file(&t))
+/// The rotor network `up` brings up, with where it came from: the
+/// built-in one (`--rotor`) or a `--topology` file that is one; `None`
+/// for a DCI topology (read again by the DCI path).
+fn rotor_network(a: &UpArgs) -> Result<Option<(RotorNetwork, String)>> {
+    if a.rotor {
+        return Ok(Some((
+            rotor::default_network(),
+            rotor::BUILTIN_NAME.to_string(),
+        )));
+    }
+    let Some(f) = &a.topo.topology else {
+        return Ok(None);
+    };
+    match Network::load(f).map_err(|e| Error::new(e.to_string()))? {
+        Network::Rotor(net) => Ok(Some((
+            net,
+            std::fs::canonicalize(f)
+                .unwrap_or_else(|_| f.clone())
+                .display()
+                .to_string(),
+        ))),
+        Network::Dci(_) => Ok(None),
+    }
+}
+
+/// `up` of a rotor network.
+fn up_rotor(a: &UpArgs, network: RotorNetwork, source: String) -> Result<ExitCode> {
+    let st = rotor::up(
+        &rotor::RotorUpOptions {
+            name: a.name.clone(),
+            network,
+            source,
+            switch_args: a.switch_args.clone(),
+        },
+        &say,
+    )?;
+    let s = status::status(&st.name)?;
+    out!("{}", status::render(&s));
+    say(&format!(
+        "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs a command on a host, `lcmp-testbed down --name {}` removes it",
+        st.name, st.name, st.name
+    ));
+    Ok(ExitCode::SUCCESS)
 }
 
 fn say(msg: &str) {
@@ -249,35 +304,12 @@ fn say(msg: &str) {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    match cli.cmd {
-        Cmd::Up(a) if a.rotor || is_rotor_file(a.topo.topology.as_deref()) => {
-            let (network, source) = match &a.topo.topology {
-                Some(f) => (
-                    RotorNetwork::load(f).map_err(|e| Error::new(e.to_string()))?,
-                    std::fs::canonicalize(f)
-                        .unwrap_or_else(|_| f.clone())
-                        .display()
-                        .to_string(),
-                ),
-                None => (rotor::default_network(), rotor::BUILTIN_NAME.to_string()),
-            };
-            let st = rotor::up(
-                &rotor::RotorUpOptions {
-                    name: a.name.clone(),
-                    network,
-                    source,
-                    switch_args: a.switch_args.clone(),
-                },
-                &say,
-            )?;
-            let s = status::status(&st.name)?;
-            print!("{}", status::render(&s));
-            say(&format!(
-                "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs a command on a host, `lcmp-testbed down --name {}` removes it",
-                st.name, st.name, st.name
-            ));
-            Ok(ExitCode::SUCCESS)
+    if let Cmd::Up(a) = &cli.cmd {
+        if let Some((network, source)) = rotor_network(a)? {
+            return up_rotor(a, network, source);
         }
+    }
+    match cli.cmd {
         Cmd::Up(a) => {
             experiment::check_policy(&a.policy)?;
             a.topo.validate()?;
@@ -293,19 +325,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 host_switches: None,
                 scale: a.topo.scale(),
                 buffer_scale: a.topo.buffer_scale,
+                time_scale: a.topo.time_scale.unwrap_or(1.0),
                 switches: SwitchSettings {
                     policy: a.policy.clone(),
                     alpha: a.topo.alpha,
                     beta: a.topo.beta,
-                    extra_args: a.switch_args.clone(),
+                    extra_args: {
+                        let mut args = a.switch_args.clone();
+                        bed::dilate_switch_args(&mut args, a.topo.time_scale.unwrap_or(1.0));
+                        args
+                    },
                 },
                 cc: a.topo.cc.clone(),
                 initcwnd: a.topo.initcwnd,
                 agent: (!a.no_agent).then(|| bed::AgentOptions {
                     metrics_listen: (!a.no_metrics).then_some(a.metrics_listen),
                 }),
-                switch_processes: bed::SwitchProcesses::from_name(&a.switch_processes)
-                    .unwrap_or_default(),
+                switch_processes: a.switch_processes,
             };
             let st = bed::up(&opts, &say)?;
             if a.rdma {
@@ -315,7 +351,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
             let s = status::status(&st.name)?;
-            print!("{}", status::render(&s));
+            out!("{}", status::render(&s));
             say(&format!(
                 "testbed {} is up; `lcmp-testbed exec --name {} HOST -- CMD` runs a command on a \
                  host, `lcmp-testbed down --name {}` removes it",
@@ -326,12 +362,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Status { name, json } => {
             let s = status::status(&name)?;
             if json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&s).expect("status serializes")
                 );
             } else {
-                print!("{}", status::render(&s));
+                out!("{}", status::render(&s));
             }
             Ok(if s.health == "ok" {
                 ExitCode::SUCCESS
@@ -385,14 +421,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::List => {
             for n in state::list() {
                 match status::status(&n) {
-                    Ok(s) => println!(
+                    Ok(s) => outln!(
                         "{n}\t{}\t{} switches\t{} hosts\t{}",
                         s.topology,
                         s.switches.len(),
                         s.hosts.len(),
                         s.health
                     ),
-                    Err(e) => println!("{n}\t(broken: {e}; `lcmp-testbed down --name {n}`)"),
+                    Err(e) => outln!("{n}\t(broken: {e}; `lcmp-testbed down --name {n}`)"),
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -447,8 +483,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 workload: a.workload,
                 load: a.load,
             };
-            let r = fidelity::run_fidelity_with(&a.run, &a.references, &sel)?;
-            print!("{}", fidelity::render_text(&r));
+            let r = fidelity::run_fidelity_with(&a.run, &a.references, &sel).map_err(Error::new)?;
+            out!("{}", fidelity::render_text(&r));
             say(&format!(
                 "wrote {0}/fidelity.json, {0}/plots/fidelity.svg and .png, and the fidelity section of {0}/report.md",
                 a.run.display()
@@ -465,8 +501,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                     setup: rotor::boundary::TimingSetup {
                         tors: a.tors,
                         rotors: a.rotors,
-                        slot_ns: a.slot_us * 1000,
-                        reconfig_ns: a.reconfig_us * 1000,
+                        slot_ns: a.slot.unwrap_or(a.slot_us * 1000),
+                        reconfig_ns: a.reconfig.unwrap_or(a.reconfig_us * 1000),
                         rate_bps: a.rate_mbps * 1_000_000,
                         from: a.from,
                         to: a.to,
@@ -479,12 +515,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 &say,
             )?;
             if a.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::to_string_pretty(&r).expect("report serializes")
                 );
             } else {
-                print!("{}", rotor::boundary::render(&r));
+                out!("{}", rotor::boundary::render(&r));
             }
             Ok(ExitCode::SUCCESS)
         }

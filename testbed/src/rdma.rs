@@ -17,7 +17,7 @@
 
 use std::path::Path;
 
-use lcmp_netns_tests::Netns;
+use lcmp_netlab::Netns;
 
 use crate::state::{self, State};
 use crate::{Error, Result};

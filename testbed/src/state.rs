@@ -187,7 +187,7 @@ pub fn list() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default();
-    for ns in lcmp_netns_tests::netns::list_with_prefix(NETNS_PREFIX) {
+    for ns in lcmp_netlab::netns::list_with_prefix(NETNS_PREFIX) {
         if let Some(name) = ns[NETNS_PREFIX.len()..].split('-').next() {
             names.push(name.to_string());
         }

@@ -246,24 +246,7 @@ pub fn status(name: &str) -> Result<Status> {
     })
 }
 
-/// A rate for people: `200 Mbit/s`.
-pub fn human_rate(bps: u64) -> String {
-    const UNITS: [(u64, &str); 4] = [
-        (1_000_000_000_000, "Tbit/s"),
-        (1_000_000_000, "Gbit/s"),
-        (1_000_000, "Mbit/s"),
-        (1_000, "kbit/s"),
-    ];
-    for (div, unit) in UNITS {
-        if bps >= div {
-            let v = bps as f64 / div as f64;
-            let num = format!("{v:.3}");
-            let num = num.trim_end_matches('0').trim_end_matches('.');
-            return format!("{num} {unit}");
-        }
-    }
-    format!("{bps} bit/s")
-}
+pub use lcmp_topology::units::human_rate;
 
 /// The status as a human table.
 pub fn render(s: &Status) -> String {

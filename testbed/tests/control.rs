@@ -13,7 +13,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use lcmp_netns_tests::{require_root, udp_send_flows, Testbed, UdpReceiver};
+use lcmp_netlab::{require_root, udp_send_flows, Lab, UdpReceiver};
 use lcmp_testbed::state::State;
 use serde_json::Value;
 
@@ -69,7 +69,7 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-fn testbed(name: &str) -> (State, Testbed) {
+fn testbed(name: &str) -> (State, Lab) {
     let st = State::load(name).expect("state");
     let (_, tb) = lcmp_testbed::bed::attach(&st).expect("attach");
     (st, tb)
@@ -171,15 +171,15 @@ fn agent_metrics(name: &str) -> SocketAddr {
 /// UDP from host a to host b on flows `sports`, `rounds` packets each,
 /// one packet every `gap` (all flows interleaved), on a thread.
 fn send_a_to_b(
-    tb: &Testbed,
+    tb: &Lab,
     sports: Vec<u16>,
     first_seq: u64,
     rounds: u64,
     gap: Duration,
-) -> std::thread::JoinHandle<lcmp_netns_tests::traffic::UdpSendReport> {
+) -> std::thread::JoinHandle<lcmp_netlab::traffic::UdpSendReport> {
     let a_name = tb.host("a").netns.name().to_string();
     std::thread::spawn(move || {
-        let a = lcmp_netns_tests::Netns::open(&a_name).expect("host a's namespace");
+        let a = lcmp_netlab::Netns::open(&a_name).expect("host a's namespace");
         udp_send_flows(
             &a,
             &["10.0.2.2:5001".parse().unwrap()],

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use lcmp_testbed::analysis::{build_summary, IdealModel, RunInput};
+use lcmp_results::analysis::{build_summary, IdealModel, RunInput};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_lcmp-testbed");
@@ -251,7 +251,7 @@ fn fidelity_of_a_hand_made_run() {
         "{md}"
     );
     assert!(
-        md.contains("| 3 | 4344 B | 3000 B | 2 / 2 | 8.00 | 8.00 | 8.00 | 10.9 |"),
+        md.contains("| 3 | 4.3 kB | 3 kB | 2 / 2 | 8.00 | 8.00 | 8.00 | 10.9 |"),
         "{md}"
     );
     assert!(

@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lcmp_netns_tests::{require_root, Testbed};
+use lcmp_netlab::{require_root, Lab};
 use lcmp_testbed::rdma::{self, RxeSupport};
 
 /// Returns from the test when `have` is false, unless the run requires the
@@ -42,13 +42,13 @@ fn netem_loads() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn attach(name: &str) -> Testbed {
+fn attach(name: &str) -> Lab {
     let st = lcmp_testbed::state::State::load(name).expect("state");
     lcmp_testbed::bed::attach(&st).expect("attach").1
 }
 
 /// `ping -c N` from a host: (min, avg) RTT in ms and packets lost.
-fn ping(tb: &Testbed, host: &str, dst: &str, n: u32) -> (f64, f64, u32) {
+fn ping(tb: &Lab, host: &str, dst: &str, n: u32) -> (f64, f64, u32) {
     let out = tb
         .host(host)
         .netns
@@ -352,7 +352,7 @@ fn s1_rocev2_decisions(name: &str) -> Vec<(u16, u8, String)> {
 
 /// Runs a perftest pair: the server on b, then the client on a; returns
 /// the client's output (the server's on failure).
-fn perftest(tb: &Testbed, tool: &str, args: &[&str], timeout: Duration) -> String {
+fn perftest(tb: &Lab, tool: &str, args: &[&str], timeout: Duration) -> String {
     let gid_b = ipv4_gid_index("rxe_b", "10.0.2.2".parse().unwrap());
     let gid_a = ipv4_gid_index("rxe_a", "10.0.1.2".parse().unwrap());
     let mut server_argv = vec![tool, "-d", "rxe_b", "-x", &gid_b];

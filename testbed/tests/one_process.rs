@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lcmp_netns_tests::netns::{list_with_prefix, process_running};
-use lcmp_netns_tests::require_root;
+use lcmp_netlab::netns::{list_with_prefix, process_running};
+use lcmp_netlab::require_root;
 use serde_json::Value;
 
 mod common;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
-use lcmp_netns_tests::{require_root, Bg, Testbed};
+use lcmp_netlab::{require_root, Bg, Lab};
 use lcmp_traffic::record::{FlowRecord, FlowStatus};
 use serde_json::Value;
 
@@ -104,7 +104,7 @@ fn run(tag: &str, buffer: &str, switch_args: &[&str], sizes: &[u64], client_args
     up.extend(sw.iter().map(String::as_str));
     ok(&up);
     let mut st = lcmp_testbed::state::State::load(&name).unwrap();
-    let (_, tb): (_, Testbed) = lcmp_testbed::bed::attach(&st).unwrap();
+    let (_, tb): (_, Lab) = lcmp_testbed::bed::attach(&st).unwrap();
     let traffic = bins().traffic.display().to_string();
 
     let stats = dir.join("rx.json");

@@ -8,8 +8,8 @@
 
 use std::path::PathBuf;
 
-use lcmp_netns_tests::netns::list_with_prefix;
-use lcmp_netns_tests::require_root;
+use lcmp_netlab::netns::list_with_prefix;
+use lcmp_netlab::require_root;
 use lcmp_topology::rotor;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
 use serde_json::Value;

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use lcmp_netns_tests::netns::{list_with_prefix, process_running};
-use lcmp_netns_tests::require_root;
+use lcmp_netlab::netns::{list_with_prefix, process_running};
+use lcmp_netlab::require_root;
 use serde_json::Value;
 
 mod common;
@@ -403,6 +403,10 @@ fn bad_inputs_get_one_clear_line_and_leave_nothing() {
             "--size-scale must be a positive number",
         ),
         (
+            replay(&["--trace", ok_trace.to_str().unwrap(), "--time-scale", "0"]),
+            "--time-scale must be a number in (0, 1e6]",
+        ),
+        (
             {
                 let mut v = replay(&["--trace", ok_trace.to_str().unwrap()]);
                 v.retain(|a| a != "--transport" && a != "rocev2");
@@ -572,8 +576,25 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
                 .path
                 .clone()
                 .unwrap_or_else(|| panic!("flow {} has no path: {f:?}", f.id));
+            // Only s1 and s2 choose: the data cross s1, the transit switch
+            // s1 chose and s2; the ACKs s2, the one s2 chose, and s1.
+            assert_eq!(f.switch_path, Some(format!("s1>{p}>s2")), "{f:?}");
+            let back = f.reverse_switch_path.as_deref().unwrap_or_default();
+            assert!(
+                ["s2>p1>s1", "s2>p2>s1", "s2>p3>s1"].contains(&back),
+                "{f:?}"
+            );
             *per_path.entry(p).or_default() += 1;
         }
+        // Every link direction measured, every flow's paths found.
+        assert_eq!(
+            r["link_utilization"].as_object().unwrap().len(),
+            12,
+            "{r:#}"
+        );
+        assert_eq!(r["forward_paths_missing"], serde_json::json!({}), "{r:#}");
+        assert_eq!(r["reverse_paths_missing"], serde_json::json!({}), "{r:#}");
+        assert_eq!(r["transit_choices"], serde_json::json!([]), "{r:#}");
         match r["policy"].as_str().unwrap() {
             // At empty queues LCMP keeps p1 and p3; a burst that makes
             // both costly (alpha * C_path + beta * C_cong) can bring p2
@@ -610,8 +631,14 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
     assert!(svgs.len() >= 3 && pngs.len() >= 3, "{plots:?}");
     for p in svgs {
         let t = std::fs::read_to_string(p).unwrap();
+        // `links-<workload>-<load>-<policy>` is one policy's figure.
+        let stem = p.file_stem().unwrap().to_string_lossy();
+        let policies: Vec<&str> = match stem.strip_prefix("links-") {
+            Some(rest) => rest.rsplit('-').take(1).collect(),
+            None => vec!["lcmp", "ecmp"],
+        };
         assert!(
-            t.contains("<svg") && t.contains("lcmp") && t.contains("ecmp"),
+            t.contains("<svg") && policies.iter().all(|q| t.contains(q)),
             "{}",
             p.display()
         );

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use lcmp_netns_tests::{repo_root, require_root};
+use lcmp_netlab::{repo_root, require_root};
 
 fn vm_sh(args: &[&str], path: Option<&Path>) -> Output {
     let mut c = Command::new(repo_root().join("scripts/vm.sh"));

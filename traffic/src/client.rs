@@ -383,6 +383,23 @@ pub struct Summary {
     pub rocev2: Option<String>,
 }
 
+impl Summary {
+    /// Counts `records` by outcome (both transports' runs end here).
+    pub fn tally(&mut self, records: &[FlowRecord]) {
+        for r in records {
+            match r.status {
+                FlowStatus::Ok => {
+                    self.completed += 1;
+                    self.bytes_completed += r.size_bytes;
+                }
+                FlowStatus::Failed => self.failed += 1,
+                FlowStatus::Unfinished => self.unfinished += 1,
+            }
+            self.warmup += u64::from(r.warmup);
+        }
+    }
+}
+
 /// State shared by the arrival thread, the flow tasks and the coordinator.
 struct Shared {
     /// Index = flow sequence number; pushed in arrival order.
@@ -534,17 +551,7 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
         interrupted,
         ..Summary::default()
     };
-    for r in &records {
-        match r.status {
-            FlowStatus::Ok => {
-                summary.completed += 1;
-                summary.bytes_completed += r.size_bytes;
-            }
-            FlowStatus::Failed => summary.failed += 1,
-            FlowStatus::Unfinished => summary.unfinished += 1,
-        }
-        summary.warmup += u64::from(r.warmup);
-    }
+    summary.tally(&records);
     write_csv(out, &records)
         .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
     print_line(&done_line(&summary));
@@ -584,6 +591,8 @@ fn arrival_loop(
             error: String::new(),
             warmup: f.warmup,
             path: None,
+            switch_path: None,
+            reverse_switch_path: None,
         };
         let index = {
             let mut records = shared.records();
@@ -749,6 +758,8 @@ fn csv_header() -> io::Result<Vec<u8>> {
         error: String::new(),
         warmup: false,
         path: None,
+        switch_path: None,
+        reverse_switch_path: None,
     };
     let mut c = csv::Writer::from_writer(Vec::new());
     c.serialize(&probe).map_err(io::Error::other)?;
@@ -921,7 +932,7 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         assert_eq!(
             text,
-            "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path\n"
+            "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path,switch_path,reverse_switch_path\n"
         );
     }
 

@@ -11,7 +11,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use lcmp_traffic::cdf::{Cdf, BUILTIN};
 use lcmp_traffic::client::{self, ClientConfig, Destination, Load};
-use lcmp_traffic::rocev2::client::RoceOptions;
+use lcmp_traffic::rocev2::client::{check_time_scale, RoceOptions};
 use lcmp_traffic::rocev2::dcqcn::DcqcnParams;
 use lcmp_traffic::rocev2::net::Signals;
 use lcmp_traffic::rocev2::server::{self as roce_server, Notify, RoceServerConfig};
@@ -141,17 +141,24 @@ struct ServerArgs {
     #[arg(long, value_enum)]
     notify: Option<NotifyArg>,
     /// rocev2: at most one NAK per this interval for the same expected PSN.
+    /// Default 500 (the simulator's).
     #[arg(long, value_name = "US")]
     nak_interval_us: Option<f64>,
+    /// rocev2: the testbed's time dilation T: the NAK interval is
+    /// multiplied by T (as the sender's intervals are). Default 1.
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    time_scale: Option<f64>,
     /// rocev2: write the receiver's counters as JSON to FILE at exit.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
     /// Close a connection that sends nothing for this long (rocev2: drop the
     /// state of a message that received nothing for this long).
+    /// A bare number is seconds; or a unit: 90s, 500ms.
     #[arg(
         long,
         value_name = "SECS",
-        default_value_t = 60.0,
+        default_value = "60",
+        value_parser = parse_secs,
         allow_negative_numbers = true
     )]
     idle_timeout: f64,
@@ -196,24 +203,29 @@ struct ClientArgs {
     /// flows/s = rate / (8 * mean (scaled) flow size).
     #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
     rate_bps: Option<f64>,
-    /// Seconds during which flows arrive.
-    #[arg(long, value_name = "SECS", allow_negative_numbers = true)]
+    /// How long flows arrive: a bare number is seconds, or with a unit
+    /// (30s, 1.5s, 250ms).
+    #[arg(long, value_name = "SECS", value_parser = parse_secs, allow_negative_numbers = true)]
     duration: Option<f64>,
     /// Flows arriving in the first SECS are marked warmup=true (analysis
-    /// excludes them); must be shorter than --duration.
+    /// excludes them); must be shorter than --duration. A bare number is
+    /// seconds, or with a unit (3s, 500ms).
     #[arg(
         long,
         value_name = "SECS",
-        default_value_t = 0.0,
+        default_value = "0",
+        value_parser = parse_secs,
         allow_negative_numbers = true
     )]
     warmup: f64,
     /// After arrivals stop, wait at most SECS for active flows; the rest
-    /// are recorded as unfinished.
+    /// are recorded as unfinished. A bare number is seconds, or with a
+    /// unit (30s, 500ms).
     #[arg(
         long,
         value_name = "SECS",
-        default_value_t = 30.0,
+        default_value = "30",
+        value_parser = parse_secs,
         allow_negative_numbers = true
     )]
     drain: f64,
@@ -246,6 +258,12 @@ struct ClientArgs {
     /// testbed's link-rate scale), as is the default line rate. Default 1.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     rate_scale: Option<f64>,
+    /// rocev2: the testbed's time dilation T (its links' delays x T, rates
+    /// / T): DCQCN's intervals and the timeout are multiplied by T and
+    /// rates divided by T on top of --rate-scale, so the transport keeps
+    /// its timescales relative to the RTT. Default 1.
+    #[arg(long, value_name = "T", allow_negative_numbers = true)]
+    time_scale: Option<f64>,
     /// rocev2: the host NIC's rate (and DCQCN's line rate), divided by
     /// --rate-scale. Default 100G.
     #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
@@ -289,6 +307,7 @@ impl ClientArgs {
     fn rocev2_flags(&self) -> Vec<&'static str> {
         [
             (self.rate_scale.is_some(), "--rate-scale"),
+            (self.time_scale.is_some(), "--time-scale"),
             (self.line_rate.is_some(), "--line-rate"),
             (self.payload.is_some(), "--payload"),
             (self.dcqcn_rate_ai.is_some(), "--dcqcn-rate-ai"),
@@ -330,6 +349,7 @@ impl ClientArgs {
         let p = DcqcnParams::default();
         Ok(RoceOptions {
             rate_scale: self.rate_scale.unwrap_or(d.rate_scale),
+            time_scale: self.time_scale.unwrap_or(d.time_scale),
             line_rate: self.line_rate.unwrap_or(d.line_rate),
             payload: self.payload.unwrap_or(d.payload),
             rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
@@ -373,6 +393,14 @@ fn parse_rate(s: &str) -> Result<f64, String> {
     num.parse::<f64>()
         .map(|v| v * mult)
         .map_err(|_| format!("expected bits per second like 2500000000 or 2.5G, got {s:?}"))
+}
+
+/// A duration in seconds: a bare number of seconds or a value with a unit
+/// (`30s`, `250ms`), by the topology's one unit parser.
+fn parse_secs(s: &str) -> Result<f64, String> {
+    lcmp_topology::units::parse_duration_or_secs(s)
+        .map(|ns| ns as f64 / 1e9)
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -428,6 +456,7 @@ fn server_main(args: ServerArgs) -> ExitCode {
         for (given, flag) in [
             (args.notify.is_some(), "--notify"),
             (args.nak_interval_us.is_some(), "--nak-interval-us"),
+            (args.time_scale.is_some(), "--time-scale"),
             (args.stats.is_some(), "--stats"),
         ] {
             if given {
@@ -504,9 +533,13 @@ fn rocev2_server_main(args: ServerArgs) -> ExitCode {
             }
         }
     }
+    let time_scale = args.time_scale.unwrap_or(1.0);
+    if let Err(e) = check_time_scale(time_scale) {
+        return usage(e);
+    }
     let nak_interval_ns = match args.nak_interval_us {
-        None => 500_000,
-        Some(us) if (0.0..=1e12).contains(&us) => (us * 1e3).round() as u64,
+        None => (500_000.0 * time_scale).round() as u64,
+        Some(us) if (0.0..=1e12).contains(&us) => (us * 1e3 * time_scale).round() as u64,
         Some(us) => return usage(format!("--nak-interval-us must be in [0, 1e12], got {us}")),
     };
     let config = RoceServerConfig {
@@ -621,17 +654,29 @@ fn client_main(args: ClientArgs) -> ExitCode {
 }
 
 fn workloads_main() -> ExitCode {
-    let mut out = io::stdout().lock();
-    let _ = writeln!(
+    match write_workloads(&mut io::stdout().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        // A reader that has all it wants (`| head`): end quietly with
+        // 128 + SIGPIPE, what a shell reports for coreutils cut short.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(141),
+        Err(e) => {
+            eprintln!("lcmp-traffic workloads: cannot write to stdout: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn write_workloads(out: &mut impl Write) -> io::Result<()> {
+    writeln!(
         out,
         "{:<11} {:<28} {:>6} {:>12} {:>12} {:>12}",
         "name", "file", "points", "mean_bytes", "median_bytes", "max_bytes"
-    );
+    )?;
     for (short, stem, _) in BUILTIN {
         let Some(cdf) = Cdf::builtin(short) else {
             continue;
         };
-        let _ = writeln!(
+        writeln!(
             out,
             "{:<11} {:<28} {:>6} {:>12.0} {:>12.0} {:>12}",
             short,
@@ -640,7 +685,7 @@ fn workloads_main() -> ExitCode {
             cdf.mean(),
             cdf.median(),
             cdf.max_size()
-        );
+        )?;
     }
-    ExitCode::SUCCESS
+    out.flush()
 }

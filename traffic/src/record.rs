@@ -60,9 +60,18 @@ pub struct FlowRecord {
     pub error: String,
     /// Started during the warm-up (excluded from results).
     pub warmup: bool,
-    /// The path the flow took (the neighbour switch its first hop leads
-    /// to), where a switch logged its decision: `lcmp-testbed` fills it in
-    /// from the source switch's `--flow-log`; empty from the generator.
+    /// The source switch's choice for the flow (the neighbour its first
+    /// hop leads to), where it logged its decision: `lcmp-testbed` fills it
+    /// in from the source switch's `--flow-log`; empty from the generator.
     #[serde(default)]
     pub path: Option<String>,
+    /// The switches the flow's data crossed, sender's first
+    /// (`dc1>dc3>dc6>dc13`), as `lcmp-testbed` reconstructs them from every
+    /// switch's `--flow-log`; empty from the generator and where a switch
+    /// on the way logged no decision for the flow.
+    #[serde(default)]
+    pub switch_path: Option<String>,
+    /// The same for the flow's acknowledgements, receiver's switch first.
+    #[serde(default)]
+    pub reverse_switch_path: Option<String>,
 }

@@ -118,6 +118,8 @@ fn expected_header() -> String {
         error: String::new(),
         warmup: false,
         path: None,
+        switch_path: None,
+        reverse_switch_path: None,
     })
     .unwrap();
     let bytes = w.into_inner().unwrap();
@@ -173,7 +175,7 @@ fn flows_complete_end_to_end() {
     assert_eq!(header, expected_header());
     assert_eq!(
         header,
-        "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path"
+        "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path,switch_path,reverse_switch_path"
     );
     assert!(!records.is_empty());
     let mut ids = HashSet::new();
@@ -261,6 +263,15 @@ fn bad_input_exits_2_with_one_line() {
         ),
         (base(&["--duration", "0"], &["--duration"]), "--duration"),
         (base(&["--duration", "-1"], &["--duration"]), "--duration"),
+        (
+            base(&["--duration", "20S"], &["--duration"]),
+            "case-sensitive; write \"20s\"",
+        ),
+        (
+            base(&["--duration", "20 s"], &["--duration"]),
+            "no space between the number and the unit; write \"20s\"",
+        ),
+        (base(&["--drain", "5 ms"], &[]), "--drain"),
         (base(&[], &["--dst"]), "--dst"),
         (base(&["--dst", "nonsense"], &["--dst"]), "--dst"),
         (
@@ -532,6 +543,14 @@ fn schedule_scale_and_transport_errors() {
             "--rate-scale must be a number > 0",
         ),
         (
+            poisson(&["--time-scale", "10"]),
+            "--time-scale is a rocev2 option",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--time-scale", "-3"]),
+            "--time-scale must be a number in (0, 1e6]",
+        ),
+        (
             scheduled(&unknown, &["--duration", "3"]),
             "--schedule replaces",
         ),
@@ -554,6 +573,16 @@ fn schedule_scale_and_transport_errors() {
     let stderr = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--notify is a rocev2 option"), "{stderr}");
+    let r = Command::new(BIN)
+        .args(["server", "--listen", "127.0.0.1:0", "--time-scale", "10"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--time-scale is a rocev2 option"),
+        "{stderr}"
+    );
 }
 
 /// A TCP run from a schedule, with sizes scaled: ids and sizes from the file.

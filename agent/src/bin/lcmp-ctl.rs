@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use lcmp_agent::ctl::{self, Command, CtlError, RunDirs, Selection};
+use lcmp_policy::PolicyName;
 
 #[derive(Parser)]
 #[command(
@@ -16,20 +17,22 @@ use lcmp_agent::ctl::{self, Command, CtlError, RunDirs, Selection};
     about = "Query and steer running lcmp-switch daemons over their control sockets",
     after_help = "\
 Switch selection: --testbed NAME addresses the testbed's switches (all, or those named \
-with -s); -s SWITCH alone addresses the standalone /run/lcmp-switch/SWITCH.sock; \
---socket PATH one socket directly. With none of them, the one testbed running under \
-/run/lcmp-testbed is used. Read commands (and costs) run on every selected switch, one \
+with -s); -s SWITCH alone addresses the standalone /run/lcmp-switch/SWITCH.sock, or, \
+when there is none, the switch SWITCH of the one testbed running; --socket PATH one \
+socket directly. With none of them, the one testbed running under /run/lcmp-testbed is \
+used. Read commands (and costs) run on every selected switch, one \
 after the other; set commands apply to each and report what changed.
 
-Exit status: 0 all selected switches answered, 1 any failed or the selection names \
-nothing that exists, 2 usage error."
+Exit status: 0 all selected switches answered, 1 any failed, the selection names \
+nothing that exists or (links) the agent's plan is unreadable, 2 usage error."
 )]
 struct Cli {
     /// Address the switches of this testbed (/run/lcmp-testbed/NAME/*.sock).
     #[arg(long, value_name = "NAME", global = true)]
     testbed: Option<String>,
     /// Address this switch (repeatable): one of the testbed's with --testbed,
-    /// else the standalone /run/lcmp-switch/SWITCH.sock.
+    /// else the standalone /run/lcmp-switch/SWITCH.sock, or the one running
+    /// testbed's SWITCH when that does not exist.
     #[arg(short = 's', long = "switch", value_name = "SWITCH", global = true)]
     switches: Vec<String>,
     /// Address this control socket directly.
@@ -71,14 +74,15 @@ enum Cmd {
     },
     /// Show the path-selection policy, or set it to NAME.
     Policy {
-        /// lcmp, ecmp, wcmp, ucmp, lcmp-rm-alpha or lcmp-rm-beta.
-        name: Option<String>,
+        /// The policy to set.
+        #[arg(value_enum)]
+        name: Option<PolicyName>,
     },
     /// Set an LCMP weight or the ECN thresholds: alpha N | beta N | ecn KMIN,KMAX,PMAX | ecn off.
     Set {
-        /// alpha, beta or ecn.
-        #[arg(value_name = "PARAM")]
-        param: String,
+        /// The parameter.
+        #[arg(value_name = "PARAM", value_enum)]
+        param: Param,
         /// The value.
         #[arg(value_name = "VALUE", allow_hyphen_values = true)]
         value: String,
@@ -87,9 +91,9 @@ enum Cmd {
     Link {
         /// Interface name or port index.
         port: String,
-        /// up or down.
-        #[arg(value_name = "up|down")]
-        state: String,
+        /// The state to set.
+        #[arg(value_name = "STATE", value_enum)]
+        state: LinkState,
     },
     /// The route table: prefix -> candidates with C_path and capacity.
     Tables,
@@ -100,15 +104,41 @@ enum Cmd {
     Rotor,
 }
 
+/// A parameter `set` changes.
+#[derive(Clone, Copy, ValueEnum)]
+enum Param {
+    /// LCMP's weight of C_path (a non-negative integer).
+    Alpha,
+    /// LCMP's weight of C_cong (a non-negative integer).
+    Beta,
+    /// ECN thresholds KMIN,KMAX,PMAX, or `off`.
+    Ecn,
+}
+
+/// An administrative port state.
+#[derive(Clone, Copy, ValueEnum)]
+enum LinkState {
+    Up,
+    Down,
+}
+
+/// The name a value is written with on the command line.
+fn value_name(v: &impl ValueEnum) -> String {
+    v.to_possible_value()
+        .expect("no variant is skipped")
+        .get_name()
+        .to_string()
+}
+
 fn command(cmd: Cmd) -> Result<Command, CtlError> {
     Ok(match cmd {
         Cmd::Status => Command::Status,
         Cmd::Ports => Command::Ports,
         Cmd::Flows { top } => Command::Flows { top },
         Cmd::Costs { dst } => Command::costs(&dst)?,
-        Cmd::Policy { name } => Command::policy(name.as_deref())?,
-        Cmd::Set { param, value } => Command::set(&param, &value)?,
-        Cmd::Link { port, state } => Command::link(&port, &state)?,
+        Cmd::Policy { name } => Command::policy(name.map(PolicyName::name))?,
+        Cmd::Set { param, value } => Command::set(&value_name(&param), &value)?,
+        Cmd::Link { port, state } => Command::link(&port, &value_name(&state))?,
         Cmd::Tables => Command::Tables,
         Cmd::Links => Command::Links,
         Cmd::Rotor => Command::Rotor,
@@ -119,7 +149,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let prepared = command(cli.command).and_then(|cmd| {
         let selection = Selection::from_options(cli.testbed, cli.switches, cli.socket)?;
-        Ok((cmd, ctl::resolve(&selection, &RunDirs::default())?))
+        let resolved = ctl::resolve(&selection, &RunDirs::default())?;
+        if let Some(note) = resolved.note {
+            eprintln!("lcmp-ctl: {note}");
+        }
+        Ok((cmd, resolved.targets))
     });
     let (cmd, targets) = match prepared {
         Ok(p) => p,
@@ -136,12 +170,10 @@ fn main() -> ExitCode {
         &mut std::io::stdout().lock(),
         &mut std::io::stderr().lock(),
     ) {
-        Ok(code) => {
-            if matches!(cmd, Command::Links) && !cli.json {
-                print!("{}", ctl::render_agent_plan(&targets));
-            }
-            ExitCode::from(code)
-        }
+        Ok(code) => ExitCode::from(code),
+        // A reader that has all it wants (`| head`): end quietly with
+        // 128 + SIGPIPE, what a shell reports for coreutils cut short.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(141),
         Err(e) => {
             eprintln!("lcmp-ctl: cannot write the output: {e}");
             ExitCode::FAILURE

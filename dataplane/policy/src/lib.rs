@@ -41,5 +41,6 @@ pub use flow_cache::FlowCache;
 pub use path_cost::{PathCostModel, PathCostParams};
 pub use router::{FlowRouter, PortSet, RouteOutcome, RouterStats};
 pub use select::{
-    AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, Ranking, Selector,
+    AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, PolicyName, Ranking,
+    Selector,
 };

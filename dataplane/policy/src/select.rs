@@ -159,29 +159,105 @@ pub enum Policy {
     Ucmp,
 }
 
+/// A policy as command lines, control requests and experiment files name
+/// it: the one list of names and their spelling ([`PolicyName::name`]).
+/// With the `clap` feature it is a `clap::ValueEnum` of the same names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PolicyName {
+    /// `lcmp`
+    Lcmp,
+    /// `ecmp`
+    Ecmp,
+    /// `wcmp`
+    Wcmp,
+    /// `ucmp`
+    Ucmp,
+    /// `lcmp-rm-alpha`: LCMP without the path cost (alpha 0).
+    LcmpRmAlpha,
+    /// `lcmp-rm-beta`: LCMP without the congestion cost (beta 0).
+    LcmpRmBeta,
+}
+
+impl PolicyName {
+    /// Every policy, in [`Policy::NAMES`] order.
+    pub const ALL: [PolicyName; 6] = [
+        PolicyName::Lcmp,
+        PolicyName::Ecmp,
+        PolicyName::Wcmp,
+        PolicyName::Ucmp,
+        PolicyName::LcmpRmAlpha,
+        PolicyName::LcmpRmBeta,
+    ];
+
+    /// The name as written.
+    pub const fn name(self) -> &'static str {
+        match self {
+            PolicyName::Lcmp => "lcmp",
+            PolicyName::Ecmp => "ecmp",
+            PolicyName::Wcmp => "wcmp",
+            PolicyName::Ucmp => "ucmp",
+            PolicyName::LcmpRmAlpha => "lcmp-rm-alpha",
+            PolicyName::LcmpRmBeta => "lcmp-rm-beta",
+        }
+    }
+
+    /// The policy, LCMP variants with default parameters.
+    pub fn policy(self) -> Policy {
+        let lcmp = LcmpParams::default();
+        match self {
+            PolicyName::Lcmp => Policy::Lcmp(lcmp),
+            PolicyName::Ecmp => Policy::Ecmp,
+            PolicyName::Wcmp => Policy::Wcmp,
+            PolicyName::Ucmp => Policy::Ucmp,
+            PolicyName::LcmpRmAlpha => Policy::Lcmp(LcmpParams { alpha: 0, ..lcmp }),
+            PolicyName::LcmpRmBeta => Policy::Lcmp(LcmpParams { beta: 0, ..lcmp }),
+        }
+    }
+}
+
+impl std::fmt::Display for PolicyName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PolicyName {
+    type Err = String;
+
+    /// A policy by its exact name; the error lists the names.
+    fn from_str(s: &str) -> Result<Self, String> {
+        PolicyName::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown policy {s:?}; one of {}", Policy::NAMES.join(", ")))
+    }
+}
+
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for PolicyName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PolicyName::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()))
+    }
+}
+
 impl Policy {
     /// Names accepted by [`Policy::from_name`].
     pub const NAMES: [&'static str; 6] = [
-        "lcmp",
-        "ecmp",
-        "wcmp",
-        "ucmp",
-        "lcmp-rm-alpha",
-        "lcmp-rm-beta",
+        PolicyName::ALL[0].name(),
+        PolicyName::ALL[1].name(),
+        PolicyName::ALL[2].name(),
+        PolicyName::ALL[3].name(),
+        PolicyName::ALL[4].name(),
+        PolicyName::ALL[5].name(),
     ];
 
     /// A policy by name, LCMP variants with default parameters.
     pub fn from_name(name: &str) -> Option<Policy> {
-        let lcmp = LcmpParams::default();
-        Some(match name {
-            "lcmp" => Policy::Lcmp(lcmp),
-            "ecmp" => Policy::Ecmp,
-            "wcmp" => Policy::Wcmp,
-            "ucmp" => Policy::Ucmp,
-            "lcmp-rm-alpha" => Policy::Lcmp(LcmpParams { alpha: 0, ..lcmp }),
-            "lcmp-rm-beta" => Policy::Lcmp(LcmpParams { beta: 0, ..lcmp }),
-            _ => return None,
-        })
+        name.parse::<PolicyName>().ok().map(PolicyName::policy)
     }
 
     /// A short name (for metrics labels and logs).

@@ -11,8 +11,8 @@ use lcmp_policy::{Candidate, CandidateSet, CongestionParams, Policy};
 use lcmp_switch::counters::Counter;
 use lcmp_switch::egress::EgressConfig;
 use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
+use lcmp_switch::lpm::Route;
 use lcmp_switch::mem_io::MemIo;
-use lcmp_switch::routing::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::FrameBuilder;
 use lcmp_wire::FlowTuple;
@@ -56,6 +56,7 @@ fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
         link_check_interval_ns: 1_000_000,
         ecn: None,
         ecn_link_time: None,
+        ecn_mark_at: Default::default(),
         drop_headroom: 1,
     };
     let mut sw = Switch::new(config, MemIo::new(paths + 1, 4096)).unwrap();

@@ -9,8 +9,9 @@ use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_topology::Topology;
 use lcmp_wire::MacAddr;
 
+pub use crate::egress::EcnMarkAt;
 use crate::egress::EgressConfig;
-use crate::routing::Route;
+use crate::lpm::Route;
 use crate::switch::{ecn_bytes, ConfigError, PortConfig, SwitchConfig};
 
 pub use lcmp_control::snapshot::{EcnFractions, EcnLinkTime};
@@ -65,6 +66,10 @@ pub struct Options {
     pub ecn: Option<EcnFractions>,
     /// ECN thresholds as time at each port's link rate, instead of `ecn`.
     pub ecn_link_time: Option<EcnLinkTime>,
+    /// Where ECN marks are decided, with either kind of thresholds: on the
+    /// queue a frame finds on arrival (the default) or on the queue it
+    /// leaves behind at departure (the HPCC/LCMP ns-3 simulator's).
+    pub ecn_mark_at: EcnMarkAt,
     /// Drop only beyond this many times a port's buffer (1: at it).
     pub drop_headroom: u64,
     /// Flow cache capacity.
@@ -95,6 +100,7 @@ impl Default for Options {
             emulate_links: true,
             ecn: Some(EcnFractions::default()),
             ecn_link_time: None,
+            ecn_mark_at: EcnMarkAt::Enqueue,
             drop_headroom: 1,
             flow_capacity: defaults::FLOW_CAPACITY,
             flow_idle_timeout_ns: None,
@@ -162,7 +168,13 @@ pub fn from_topology(
             (0, 0)
         };
         // Thresholds at link rate follow the link even when it is not emulated.
-        let ecn = ecn_bytes(opts.ecn, opts.ecn_link_time, p.rate_bps, p.buffer_bytes);
+        let ecn = ecn_bytes(
+            opts.ecn,
+            opts.ecn_link_time,
+            opts.ecn_mark_at,
+            p.rate_bps,
+            p.buffer_bytes,
+        );
         ports.push(PortConfig {
             peer_mac: opts.peer_macs.get(&ifname).copied(),
             name: ifname,
@@ -208,6 +220,7 @@ pub fn from_topology(
         link_check_interval_ns: opts.link_check_interval_ns,
         ecn: opts.ecn,
         ecn_link_time: opts.ecn_link_time,
+        ecn_mark_at: opts.ecn_mark_at,
         drop_headroom: opts.drop_headroom,
     })
 }
@@ -286,6 +299,30 @@ mod tests {
         // and 800 bytes (floored to 2000), 128 us 16000, 8000 and 3200
         // (floored to 8000).
         assert_eq!(thresholds, vec![(4000, 16000), (2000, 8000), (2000, 8000)]);
+        assert!(c
+            .ports
+            .iter()
+            .all(|p| p.egress.ecn.unwrap().mark_at == EcnMarkAt::Enqueue));
+    }
+
+    #[test]
+    fn ecn_mark_at_dequeue_applies_to_every_kind_of_threshold() {
+        let t = topo();
+        let n = t.ports(t.switch_by_name("s1").unwrap().id).len();
+        for link_time in [None, Some(EcnLinkTime::parse("32,128,0.2,2000").unwrap())] {
+            let opts = Options {
+                ifnames: (0..n).map(|i| format!("p{i}")).collect(),
+                ecn_link_time: link_time,
+                ecn_mark_at: EcnMarkAt::Dequeue,
+                ..Default::default()
+            };
+            let c = from_topology(&t, "s1", &opts, mac).unwrap();
+            assert_eq!(c.ecn_mark_at, EcnMarkAt::Dequeue);
+            assert!(c
+                .ports
+                .iter()
+                .all(|p| p.egress.ecn.unwrap().mark_at == EcnMarkAt::Dequeue));
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use lcmp_policy::{Candidate, CandidateSet, LcmpParams, Policy, PortView, Ranking
 
 use crate::flow_log::FlowLog;
 use crate::io::PacketIo;
-use crate::routing::Route;
+use crate::lpm::Route;
 use crate::switch::Switch;
 
 /// What the daemon knows about itself beyond the switch.
@@ -79,6 +79,10 @@ fn policy_state<IO: PacketIo>(sw: &Switch<IO>) -> PolicyState {
         beta,
         ecn: sw.ecn(),
         ecn_link_time: sw.ecn_link_time(),
+        ecn_mark_at: match sw.ecn_mark_at() {
+            crate::egress::EcnMarkAt::Enqueue => lcmp_control::snapshot::EcnMarkAt::Enqueue,
+            crate::egress::EcnMarkAt::Dequeue => lcmp_control::snapshot::EcnMarkAt::Dequeue,
+        },
     }
 }
 

@@ -1,62 +1,37 @@
-//! The switch daemon's loop: poll the switch, answer control requests
-//! between polls, write the stats file and the flow log, run side work
-//! (neighbour resolution) on deadlines of the loop's own clock, and in
-//! event mode sleep until the next deadline, frame or request.
+//! The daemon's loop, one for every kind of switch ([`Node`]): poll the
+//! node, answer control requests between polls, write the stats file, run
+//! side work on deadlines of the loop's own clock, and in event mode sleep
+//! until the next deadline, frame or request.
 //!
-//! Generic over the packet I/O and the clock, so `cargo test` runs the
-//! whole loop over in-memory ports with a fake clock.
+//! Generic over the node, its packet I/O and the clock, so `cargo test`
+//! runs the whole loop of every kind over in-memory ports with a fake
+//! clock.
 //!
-//! Several switches can share one thread ([`run_many`]): each keeps its own
-//! daemon (ports, tables, flow cache, counters, control inbox, stats file),
-//! the thread steps them in turn and, when none had work, sleeps in one
-//! `ppoll` over all their descriptors until the earliest of their
-//! deadlines. That is what lets many switches of a testbed share a core
-//! without a context switch between processes for every batch.
+//! Housekeeping (control requests, the stats file: a few netlink queries
+//! and a file write, hundreds of microseconds on a busy machine) runs when
+//! the node says it delays nothing ([`Node::housekeeping_at`]): at once for
+//! an LCMP switch; for a rotor network's switch at an instant at least
+//! twice its recent cost before the next slot opening, at most a few slots
+//! late. Run regardless, it put one window in 200 hundreds of microseconds
+//! late.
+//!
+//! Several switches, of any kinds, can share one thread ([`run_many`]):
+//! each keeps its own daemon (ports, tables, counters, control inbox,
+//! stats file), the thread steps them in turn and, when none had work,
+//! sleeps in one `ppoll` over all their descriptors until the earliest of
+//! their deadlines. That is what lets many switches of a testbed share a
+//! core without a context switch between processes for every batch.
 
-use std::fs::File;
-use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lcmp_control::proto::Body;
 use lcmp_control::server::Inbox;
-use lcmp_control::snapshot::Snapshot;
+use lcmp_control::Request;
 use tracing::warn;
 
-use crate::control::{self, DaemonInfo};
-use crate::flow_log::FlowLog;
 use crate::io::PacketIo;
-use crate::switch::Switch;
-
-/// A source of monotonic time, ns.
-pub trait Clock {
-    /// Now.
-    fn now_ns(&mut self) -> u64;
-}
-
-/// `CLOCK_MONOTONIC`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct MonotonicClock;
-
-impl Clock for MonotonicClock {
-    #[inline]
-    fn now_ns(&mut self) -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec to a valid pointer.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-    }
-}
-
-/// Any closure returning ns is a clock (tests pass a shared cell).
-impl<F: FnMut() -> u64> Clock for F {
-    fn now_ns(&mut self) -> u64 {
-        self()
-    }
-}
+pub use crate::node::{Clock, Context, MonotonicClock, Node, RealtimeClock};
 
 /// How the loop waits for work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,190 +55,159 @@ pub trait PollSet {
     fn after_poll(&mut self);
 }
 
-/// Side work run on the loop's deadlines: called with the switch and the
+/// Side work run on the loop's deadlines: called with the node and the
 /// time, returns when it wants to run next (`u64::MAX`: never).
-pub type SideTask<IO> = Box<dyn FnMut(&mut Switch<IO>, u64) -> u64>;
+pub type SideTask<N> = Box<dyn FnMut(&mut N, u64) -> u64>;
 
-/// The daemon's settings.
+/// The daemon's settings, the same for every kind of switch.
 #[derive(Clone, Debug)]
 pub struct DaemonConfig {
     /// The switch's name (reports).
     pub name: String,
     /// Busy or event polling.
     pub poll: PollMode,
-    /// Where the stats snapshot is written (atomically replaced).
+    /// Where the node's status is written as JSON (atomically replaced).
     pub stats_file: Option<PathBuf>,
-    /// How often the stats file and the flow log are written, ns.
+    /// How often the stats file is written, ns.
     pub stats_interval_ns: u64,
-    /// The flow log's file; created (truncated) with its header by
-    /// [`Daemon::new`]. Needs [`Switch::enable_flow_log`].
-    pub flow_log: Option<PathBuf>,
-}
-
-/// The flow log's file.
-struct FlowLogFile {
-    path: PathBuf,
-    file: File,
-    /// A write error was reported already (one warning; the counters say
-    /// how many records were lost).
-    warned: bool,
-}
-
-impl FlowLogFile {
-    fn create(path: &Path) -> Result<Self, String> {
-        let fail = |e: io::Error| format!("cannot create flow log {}: {e}", path.display());
-        let mut file = File::create(path).map_err(fail)?;
-        FlowLog::write_header(&mut file).map_err(fail)?;
-        Ok(FlowLogFile {
-            path: path.to_path_buf(),
-            file,
-            warned: false,
-        })
-    }
-
-    fn write<IO: PacketIo>(&mut self, sw: &mut Switch<IO>) {
-        if let Err(e) = sw.write_flow_log(&mut self.file) {
-            if !self.warned {
-                warn!(
-                    "cannot write flow log {}: {e} (lost records are counted: flow_log.write_failed)",
-                    self.path.display()
-                );
-                self.warned = true;
-            }
-        }
-    }
 }
 
 /// The loop around one switch.
-pub struct Daemon<IO: PacketIo, C: Clock> {
-    sw: Switch<IO>,
+pub struct Daemon<N: Node, C: Clock> {
+    node: N,
     clock: C,
     cfg: DaemonConfig,
-    info: DaemonInfo,
     started_ns: u64,
     inbox: Option<Inbox>,
-    flow_log: Option<FlowLogFile>,
-    side: Vec<(SideTask<IO>, u64)>,
+    side: Vec<(SideTask<N>, u64)>,
     next_stats_ns: u64,
-    next_log_ns: u64,
     stats_warned: bool,
+    /// What housekeeping recently took, ns (the largest recent cost,
+    /// decaying by 1/8 per round).
+    housekeeping_ns: u64,
+    /// Since when housekeeping waits for a quiet instant.
+    deferred_since: Option<u64>,
 }
 
-fn unix_time_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
-    /// A daemon around `sw`. Creates the flow log's file (an error names
-    /// the file).
-    pub fn new(sw: Switch<IO>, mut clock: C, cfg: DaemonConfig) -> Result<Self, String> {
-        let flow_log = cfg
-            .flow_log
-            .as_deref()
-            .map(FlowLogFile::create)
-            .transpose()?;
+impl<N: Node, C: Clock> Daemon<N, C> {
+    /// A daemon around `node`.
+    pub fn new(node: N, mut clock: C, cfg: DaemonConfig) -> Self {
         let started_ns = clock.now_ns();
-        let ports = sw.port_reports().len();
-        Ok(Daemon {
-            info: DaemonInfo {
-                name: cfg.name.clone(),
-                pid: std::process::id(),
-                declared: vec![None; ports],
-                lcmp: DaemonInfo::lcmp_of(sw.policy()),
-                ..Default::default()
-            },
-            sw,
+        Daemon {
+            node,
             clock,
             cfg,
             started_ns,
             inbox: None,
-            flow_log,
             side: Vec::new(),
             next_stats_ns: 0,
-            next_log_ns: 0,
             stats_warned: false,
-        })
+            housekeeping_ns: 0,
+            deferred_since: None,
+        }
     }
 
     /// Serves control requests from `inbox` between polls; in event mode
     /// a request also ends the sleep.
     pub fn attach_inbox(&mut self, inbox: Inbox) {
-        self.sw.io().add_wake_fd(inbox.wake_fd());
+        self.node.io().add_wake_fd(inbox.wake_fd());
         self.inbox = Some(inbox);
     }
 
     /// Adds side work, first run at once.
-    pub fn add_side_task(&mut self, task: SideTask<IO>) {
+    pub fn add_side_task(&mut self, task: SideTask<N>) {
         self.side.push((task, 0));
     }
 
-    /// The switch.
-    pub fn switch(&mut self) -> &mut Switch<IO> {
-        &mut self.sw
+    /// The node.
+    pub fn node(&mut self) -> &mut N {
+        &mut self.node
     }
 
-    /// The switch, read only.
-    pub fn switch_ref(&self) -> &Switch<IO> {
-        &self.sw
+    /// The node, read only.
+    pub fn node_ref(&self) -> &N {
+        &self.node
     }
 
-    fn refresh_info(&mut self, now_ns: u64) {
-        self.info.uptime_ns = now_ns.saturating_sub(self.started_ns);
-        self.info.unix_time_ms = unix_time_ms();
-        if let Some(i) = &self.inbox {
-            self.info.control = i.stats();
-        }
+    /// The daemon's settings.
+    pub fn config(&self) -> &DaemonConfig {
+        &self.cfg
     }
 
-    /// The switch's state now.
-    pub fn snapshot(&mut self) -> Snapshot {
-        let now = self.sw.last_poll_ns().max(self.started_ns);
-        self.refresh_info(now);
-        control::snapshot(&self.sw, &self.info)
+    /// The node's state now.
+    pub fn status(&mut self) -> N::Status {
+        let ctx = Context {
+            name: &self.cfg.name,
+            now_ns: self.clock.now_ns(),
+            started_ns: self.started_ns,
+            control: self.inbox.as_ref().map(Inbox::stats).unwrap_or_default(),
+        };
+        self.node.status(&ctx)
     }
 
     /// Answers one request at once (the loop calls this for the inbox;
     /// tests may call it directly).
-    pub fn handle(&mut self, request: lcmp_control::Request) -> Body {
-        let now = self.sw.last_poll_ns();
-        self.refresh_info(now);
-        control::handle(&mut self.sw, &mut self.info, request, now)
+    pub fn handle(&mut self, request: Request) -> Body {
+        let ctx = Context {
+            name: &self.cfg.name,
+            now_ns: self.clock.now_ns(),
+            started_ns: self.started_ns,
+            control: self.inbox.as_ref().map(Inbox::stats).unwrap_or_default(),
+        };
+        self.node.handle(request, &ctx)
     }
 
-    /// One iteration: poll, then control requests and side work that are
-    /// due. Returns the frames received and transmitted.
+    /// One iteration: poll; then side work, the node's own periodic work,
+    /// and, when the node allows, control requests and the stats file.
+    /// Returns the frames received and transmitted.
     pub fn step(&mut self) -> usize {
-        let clock = &mut self.clock;
-        let work = self.sw.poll_clock(|| clock.now_ns());
-        let now = self.sw.last_poll_ns();
-        if self.inbox.as_ref().is_some_and(Inbox::has_pending) {
+        let work = self.node.poll(&mut self.clock);
+        let now = self.node.last_poll_ns();
+        let requests = self.inbox.as_ref().is_some_and(Inbox::has_pending);
+        let stats = self.cfg.stats_file.is_some() && now >= self.next_stats_ns;
+        let housekeeping = (requests || stats) && self.housekeeping_now(now);
+        let started = if housekeeping { self.clock.now_ns() } else { 0 };
+        if housekeeping && requests {
             self.serve_requests();
         }
         for (task, next) in &mut self.side {
             if now >= *next {
-                *next = task(&mut self.sw, now);
+                *next = task(&mut self.node, now);
             }
         }
-        // The flow log before the stats, so "written" counts this write.
-        if let Some(log) = self.flow_log.as_mut() {
-            if now >= self.next_log_ns || self.sw.flow_log().is_some_and(FlowLog::half_full) {
-                log.write(&mut self.sw);
-                self.next_log_ns = now + self.cfg.stats_interval_ns;
+        // The node's own writes (the flow log) before the stats, so the
+        // stats count them.
+        self.node.after_poll(now);
+        if housekeeping {
+            if stats {
+                self.write_stats();
+                self.next_stats_ns = now + self.cfg.stats_interval_ns;
             }
-        }
-        if self.cfg.stats_file.is_some() && now >= self.next_stats_ns {
-            self.write_stats();
-            self.next_stats_ns = now + self.cfg.stats_interval_ns;
+            let took = self.clock.now_ns().saturating_sub(started);
+            self.housekeeping_ns = took.max(self.housekeeping_ns - self.housekeeping_ns / 8);
         }
         work
     }
 
+    /// Whether waiting housekeeping may run at `now`; if not, it waits
+    /// for a quiet instant (at most the node's limit), and a waiting
+    /// request must not keep waking the loop meanwhile.
+    fn housekeeping_now(&mut self, now: u64) -> bool {
+        let since = *self.deferred_since.get_or_insert(now);
+        let overdue = now.saturating_sub(since) >= self.node.max_housekeeping_delay_ns();
+        if overdue || self.node.housekeeping_at(now, self.housekeeping_ns) == now {
+            self.deferred_since = None;
+            return true;
+        }
+        if let Some(i) = &self.inbox {
+            i.clear_wake();
+        }
+        false
+    }
+
     fn serve_requests(&mut self) {
         while let Some(pending) = self.inbox.as_ref().and_then(Inbox::take) {
-            let request = pending.request.clone();
-            let body = self.handle(request);
+            let body = self.handle(pending.request.clone());
             if let Some(i) = &self.inbox {
                 i.count(matches!(body, Body::Error(_)));
             }
@@ -271,14 +215,18 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
         }
     }
 
+    /// Writes the node's status to the stats file (one warning per run of
+    /// failures).
     fn write_stats(&mut self) {
         let Some(path) = self.cfg.stats_file.clone() else {
             return;
         };
-        let snap = self.snapshot();
+        let status = self.status();
         let tmp = path.with_extension("tmp");
-        let json = serde_json::to_vec(&snap).expect("snapshots serialize");
-        let r = std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, &path));
+        let r = serde_json::to_vec(&status)
+            .map_err(std::io::Error::other)
+            .and_then(|json| std::fs::write(&tmp, json))
+            .and_then(|_| std::fs::rename(&tmp, &path));
         match r {
             Err(e) if !self.stats_warned => {
                 warn!("cannot write stats file {}: {e}", path.display());
@@ -289,52 +237,114 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
         }
     }
 
-    /// The earliest deadline of the loop's own work.
-    fn next_deadline(&self) -> u64 {
-        let mut t = self.sw.next_deadline();
+    /// When waiting housekeeping may run, if any waits.
+    fn housekeeping_due(&self, now: u64) -> Option<u64> {
+        let due = if self.inbox.as_ref().is_some_and(Inbox::has_pending) {
+            now
+        } else if self.cfg.stats_file.is_some() {
+            self.next_stats_ns.max(now)
+        } else {
+            return None;
+        };
+        let quiet = self.node.housekeeping_at(due, self.housekeeping_ns);
+        let overdue = self.deferred_since.map_or(u64::MAX, |t| {
+            t.saturating_add(self.node.max_housekeeping_delay_ns())
+        });
+        Some(quiet.min(overdue))
+    }
+
+    /// When the loop has work next: the node's, side work, housekeeping.
+    /// `None`: poll on without sleeping.
+    fn next_wake(&self, now: u64) -> Option<u64> {
+        let mut t = self.node.next_wake(now)?;
         for (_, next) in &self.side {
             t = t.min(*next);
         }
-        if self.cfg.stats_file.is_some() {
-            t = t.min(self.next_stats_ns);
+        if let Some(h) = self.housekeeping_due(now) {
+            t = t.min(h);
         }
-        if self.sw.flow_log().is_some_and(|l| !l.records().is_empty()) {
-            t = t.min(self.next_log_ns);
-        }
-        t
+        Some(t)
     }
 
-    /// The daemon's settings.
-    pub fn config(&self) -> &DaemonConfig {
-        &self.cfg
+    /// Runs until `stop` is set: [`run_many`] with this one daemon.
+    pub fn run(&mut self, stop: &AtomicBool)
+    where
+        N::Io: PollSet,
+    {
+        run_many(std::slice::from_mut(self), stop);
     }
 
-    /// Runs until `stop` is set. In event mode an idle loop sleeps until
-    /// its next deadline, a frame or a request.
-    pub fn run(&mut self, stop: &AtomicBool) {
-        while !stop.load(Ordering::Relaxed) {
-            let work = self.step();
-            if self.cfg.poll == PollMode::Event && work == 0 {
-                let deadline = self.next_deadline();
-                let now = self.clock.now_ns();
-                if deadline > now {
-                    self.sw.io().wait(Some(deadline - now));
-                }
-            }
+    /// Shutdown: hands every held frame back, writes what the node writes
+    /// and the stats file a last time, and returns the final status.
+    pub fn finish(&mut self) -> N::Status {
+        self.node.finish();
+        self.write_stats();
+        self.status()
+    }
+}
+
+/// One daemon as [`run_many`] sees it, whatever its node and clock: a
+/// thread can run switches of different kinds.
+pub trait Loop {
+    /// One iteration ([`Daemon::step`]).
+    fn step(&mut self) -> usize;
+    /// Whether it sleeps when idle (event mode).
+    fn event_mode(&self) -> bool;
+    /// How long it may sleep from now, ns (`u64::MAX`: no deadline; 0: not
+    /// at all).
+    fn timeout_ns(&mut self) -> u64;
+    /// The descriptors its sleep waits on ([`PollSet::poll_fds`]).
+    fn poll_fds(&mut self) -> &mut [libc::pollfd];
+    /// After the sleep ([`PollSet::after_poll`]).
+    fn after_poll(&mut self);
+}
+
+impl<N: Node, C: Clock> Loop for Daemon<N, C>
+where
+    N::Io: PollSet,
+{
+    fn step(&mut self) -> usize {
+        Daemon::step(self)
+    }
+
+    fn event_mode(&self) -> bool {
+        self.cfg.poll == PollMode::Event
+    }
+
+    fn timeout_ns(&mut self) -> u64 {
+        // On the daemon's own clock.
+        let now = self.clock.now_ns();
+        match self.next_wake(now) {
+            None => 0,
+            Some(u64::MAX) => u64::MAX,
+            Some(t) => t.saturating_sub(now),
         }
     }
 
-    /// Shutdown: hands every held frame back, writes the flow log and the
-    /// stats file a last time, and returns the final snapshot.
-    pub fn finish(&mut self) -> Snapshot {
-        self.sw.drain();
-        if let Some(log) = self.flow_log.as_mut() {
-            log.write(&mut self.sw);
-        }
-        if self.cfg.stats_file.is_some() {
-            self.write_stats();
-        }
-        self.snapshot()
+    fn poll_fds(&mut self) -> &mut [libc::pollfd] {
+        self.node.io().poll_fds()
+    }
+
+    fn after_poll(&mut self) {
+        self.node.io().after_poll();
+    }
+}
+
+impl<L: Loop + ?Sized> Loop for Box<L> {
+    fn step(&mut self) -> usize {
+        (**self).step()
+    }
+    fn event_mode(&self) -> bool {
+        (**self).event_mode()
+    }
+    fn timeout_ns(&mut self) -> u64 {
+        (**self).timeout_ns()
+    }
+    fn poll_fds(&mut self) -> &mut [libc::pollfd] {
+        (**self).poll_fds()
+    }
+    fn after_poll(&mut self) {
+        (**self).after_poll()
     }
 }
 
@@ -342,14 +352,11 @@ impl<IO: PacketIo, C: Clock> Daemon<IO, C> {
 /// iteration steps every daemon once (a batch per port, its due control
 /// requests and side work); when none had work and all are in event mode,
 /// sleeps in one `ppoll` over every daemon's descriptors until a frame, a
-/// request, a link event or the earliest deadline of any daemon. With one
-/// daemon this is [`Daemon::run`]. A daemon in busy mode makes the whole
-/// loop spin.
-pub fn run_many<IO: PacketIo + PollSet, C: Clock>(
-    daemons: &mut [Daemon<IO, C>],
-    stop: &AtomicBool,
-) {
-    let event = daemons.iter().all(|d| d.cfg.poll == PollMode::Event);
+/// request, a link event or the earliest deadline of any daemon. A daemon
+/// in busy mode makes the whole loop spin. The daemons may be of different
+/// kinds (`Box<dyn Loop>`).
+pub fn run_many<L: Loop>(daemons: &mut [L], stop: &AtomicBool) {
+    let event = daemons.iter().all(|d| d.event_mode());
     let mut fds: Vec<libc::pollfd> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let mut work = 0;
@@ -359,13 +366,9 @@ pub fn run_many<IO: PacketIo + PollSet, C: Clock>(
         if !event || work > 0 {
             continue;
         }
-        // Each daemon's deadline on its own clock.
         let timeout = daemons
             .iter_mut()
-            .map(|d| {
-                let deadline = d.next_deadline();
-                deadline.saturating_sub(d.clock.now_ns())
-            })
+            .map(|d| d.timeout_ns())
             .min()
             .unwrap_or(u64::MAX);
         if timeout == 0 {
@@ -373,16 +376,16 @@ pub fn run_many<IO: PacketIo + PollSet, C: Clock>(
         }
         fds.clear();
         for d in daemons.iter_mut() {
-            fds.extend_from_slice(d.sw.io().poll_fds());
+            fds.extend_from_slice(d.poll_fds());
         }
         wait_fds(&mut fds, timeout);
         let mut at = 0;
         for d in daemons.iter_mut() {
-            let own = d.sw.io().poll_fds();
+            let own = d.poll_fds();
             let n = own.len();
             own.copy_from_slice(&fds[at..at + n]);
             at += n;
-            d.sw.io().after_poll();
+            d.after_poll();
         }
     }
 }

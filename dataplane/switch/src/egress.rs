@@ -11,13 +11,15 @@
 //! # A frame's life
 //!
 //! 1. [`Egress::admit`] decides on the instantaneous queue (tail drop, then
-//!    ECN) *before* the caller touches the frame, so the caller can set CE in
-//!    the frame's bytes. A dropped frame never enters the egress: the caller
-//!    recycles it at once.
-//! 2. [`Egress::enqueue`] puts an admitted frame in the port buffer and fixes
-//!    its departure time on the shaper's virtual clock.
+//!    ECN when marking at enqueue) *before* the caller touches the frame, so
+//!    the caller can set CE in the frame's bytes. A dropped frame never
+//!    enters the egress: the caller recycles it at once.
+//! 2. [`Egress::enqueue_ecn`] (or [`Egress::enqueue`] for a frame never to
+//!    be marked) puts an admitted frame in the port buffer and fixes its
+//!    departure time on the shaper's virtual clock.
 //! 3. [`Egress::poll`] moves every frame whose departure time has come from
-//!    the buffer into the delay line (release time = departure + delay) and
+//!    the buffer into the delay line (release time = departure + delay),
+//!    deciding its ECN mark there when marking at dequeue, and
 //!    hands every frame whose release time has come to the caller
 //!    ([`Handoff::Transmit`]), in FIFO order. A frame that finds the delay
 //!    line full (it holds [`EgressConfig::max_in_flight`] frames) is handed
@@ -61,14 +63,37 @@
 //!
 //! # ECN
 //!
-//! DCQCN/RED style on the instantaneous queue `q` (bytes in the port buffer
-//! when the frame is admitted, without the frame itself): `q <= kmin` never
+//! DCQCN/RED style on an instantaneous queue `q`: `q <= kmin` never
 //! marks; `kmin < q < kmax` marks with probability
 //! `pmax * (q - kmin) / (kmax - kmin)`; `q >= kmax` always marks. Only ECT
 //! frames are marked; a non-ECT frame is never dropped for ECN, only by tail
 //! drop (`q + len > buffer_bytes`). The probability is compared in fixed
 //! point against the caller's uniform `u32`; the slope is precomputed, so
 //! admission has no division either.
+//!
+//! Where `q` is taken is [`EcnConfig::mark_at`]:
+//!
+//! * [`EcnMarkAt::Enqueue`] (the default): `q` is the bytes in the port
+//!   buffer when the frame is admitted, without the frame itself (the queue
+//!   in front of it). [`Egress::admit`] says [`Admit::QueuedMarkCe`] and the
+//!   caller sets CE before enqueueing.
+//! * [`EcnMarkAt::Dequeue`], as the HPCC/LCMP ns-3 simulator does
+//!   (`SwitchNode::SwitchNotifyDequeue` calling `ShouldSendCN`): `q` is the
+//!   bytes left in the port buffer when the frame departs, after its own
+//!   bytes are removed (the queue behind it). `admit` only tail-drops; the
+//!   frame's ECT flag and the caller's `random` (drawn at admission, as in
+//!   the other mode) are kept in its slot by [`Egress::enqueue_ecn`], the
+//!   same thresholds are applied when it departs, and a marked frame comes
+//!   out as `Handoff::Transmit { mark_ce: true, .. }`: the caller sets CE
+//!   then. One difference from the simulator remains: it marks at
+//!   `q > kmax` (at exactly `kmax` with probability `pmax`) where this
+//!   marks from `q >= kmax`, in both modes. A frame's departure here is the
+//!   end of its serialization, the simulator's dequeue its start, so `q`
+//!   also counts what arrived while the frame was being sent.
+//!
+//! Each frame is judged once, in the mode in force when it was admitted (a
+//! frame admitted under dequeue marking meets the thresholds in force at
+//! its departure; if ECN was turned off by then, it is not marked).
 //!
 //! # Caller contract
 //!
@@ -89,15 +114,18 @@
 //! let (mut tx, mut recycle) = (Vec::new(), Vec::new());
 //! let now = 0;
 //! port.poll(now, &mut |h| match h {
-//!     Handoff::Transmit { frame, .. } => tx.push(frame),
+//!     Handoff::Transmit { frame, mark_ce, .. } => {
+//!         // With marking at dequeue: if mark_ce, set CE in the frame here.
+//!         tx.push(frame)
+//!     }
 //!     Handoff::Overflow { frame, .. } => recycle.push(frame),
 //! });
 //! let (frame, len, ect, random) = (7u32, 1500, true, 0x1234_5678);
 //! match port.admit(len, ect, random) {
-//!     Admit::Queued => port.enqueue(frame, len, now),
+//!     Admit::Queued => port.enqueue_ecn(frame, len, ect, random, now),
 //!     Admit::QueuedMarkCe => {
 //!         // set CE in the frame's IP header here, then:
-//!         port.enqueue(frame, len, now)
+//!         port.enqueue_ecn(frame, len, ect, random, now)
 //!     }
 //!     Admit::DropQueueFull => recycle.push(frame),
 //! }
@@ -115,6 +143,58 @@ const MIN_FRAME_BYTES: u64 = 60;
 /// more frames than this are ever held at once).
 const MAX_PREALLOC_SLOTS: usize = 1 << 20;
 
+/// Where an ECN mark is decided (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EcnMarkAt {
+    /// At admission, on the queue in front of the frame.
+    #[default]
+    Enqueue,
+    /// At departure, on the queue left behind the frame (the HPCC/LCMP ns-3
+    /// simulator's `SwitchNotifyDequeue`).
+    Dequeue,
+}
+
+impl EcnMarkAt {
+    /// Every mode, by [`EcnMarkAt::name`].
+    pub const ALL: [EcnMarkAt; 2] = [EcnMarkAt::Enqueue, EcnMarkAt::Dequeue];
+
+    /// `enqueue` or `dequeue` (the switch's `--ecn-mark-at` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            EcnMarkAt::Enqueue => "enqueue",
+            EcnMarkAt::Dequeue => "dequeue",
+        }
+    }
+
+    /// The mode called `name`.
+    pub fn from_name(name: &str) -> Option<EcnMarkAt> {
+        EcnMarkAt::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// `--ecn-mark-at`, named by [`EcnMarkAt::name`].
+impl clap::ValueEnum for EcnMarkAt {
+    fn value_variants<'a>() -> &'a [Self] {
+        &EcnMarkAt::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let help = match self {
+            EcnMarkAt::Enqueue => "On the queue a frame finds on arrival",
+            EcnMarkAt::Dequeue => {
+                "On the queue a frame leaves behind at departure (the simulator's)"
+            }
+        };
+        Some(clap::builder::PossibleValue::new(self.name()).help(help))
+    }
+}
+
+impl std::fmt::Display for EcnMarkAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// ECN marking thresholds (DCQCN/RED style on the instantaneous queue).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EcnConfig {
@@ -125,6 +205,8 @@ pub struct EcnConfig {
     /// Marking probability reached just below `kmax_bytes`, in `0.0..=1.0`
     /// (clamped; NaN counts as 0). Stored in fixed point, units of 2^-32.
     pub pmax: f64,
+    /// Whether the queue is taken at admission or at departure.
+    pub mark_at: EcnMarkAt,
 }
 
 /// The emulated link of one egress port.
@@ -151,7 +233,8 @@ pub struct EgressConfig {
 pub enum Admit {
     /// Enqueue the frame unchanged.
     Queued,
-    /// Set CE in the frame's IP header, then enqueue it.
+    /// Set CE in the frame's IP header, then enqueue it (marking at enqueue
+    /// only).
     QueuedMarkCe,
     /// The port buffer is full: recycle the frame (it never entered).
     DropQueueFull,
@@ -176,6 +259,10 @@ pub enum Handoff<F> {
         /// Its emulated arrival at the far end: departure + delay. Never
         /// after the `now_ns` of the poll that hands it out.
         due_ns: u64,
+        /// Set CE in the frame's IP header before sending it: marked at its
+        /// departure ([`EcnMarkAt::Dequeue`]). Always false when marking at
+        /// enqueue (the caller marked at admission).
+        mark_ce: bool,
     },
     /// The delay line was full when the frame departed: recycle it (count it
     /// as an emulation overflow).
@@ -215,7 +302,9 @@ pub struct EgressStats {
     pub enqueued_frames: u64,
     /// Bytes put in the port buffer.
     pub enqueued_bytes: u64,
-    /// Admissions that asked for a CE mark.
+    /// CE marks asked for: at admission (`Admit::QueuedMarkCe`) or, when
+    /// marking at dequeue, at departure (`mark_ce` of the hand-off; a frame
+    /// that then overflows the delay line is counted too).
     pub ce_marked: u64,
     /// Admissions refused because the port buffer was full.
     pub dropped_queue_full: u64,
@@ -235,7 +324,13 @@ pub struct EgressStats {
 struct Slot<F> {
     frame: F,
     len: u32,
+    /// The caller's coin from admission (dequeue marking).
+    random: u32,
     at_ns: u64,
+    /// ECT and admitted under dequeue marking: judged at departure.
+    mark_at_departure: bool,
+    /// Marked at departure: the hand-off says `mark_ce`.
+    ce: bool,
 }
 
 /// ECN thresholds in the form the packet path uses.
@@ -243,6 +338,8 @@ struct Slot<F> {
 struct Marker {
     kmin: u64,
     kmax: u64,
+    /// Marks are decided at departure, not admission.
+    at_dequeue: bool,
     /// `pmax / (kmax - kmin)` in units of 2^-32 probability per byte, times
     /// 2^64 (so `(q - kmin) * slope >> 64` is the threshold for `random`).
     slope: u128,
@@ -264,11 +361,13 @@ impl Marker {
         Marker {
             kmin: ecn.kmin_bytes,
             kmax: ecn.kmax_bytes,
+            at_dequeue: ecn.mark_at == EcnMarkAt::Dequeue,
             slope,
         }
     }
 
-    /// Whether an ECT frame arriving at a queue of `q` bytes is marked.
+    /// Whether an ECT frame meeting a queue of `q` bytes (in front of it at
+    /// admission, or behind it at departure) is marked.
     #[inline]
     fn mark(&self, q: u64, random: u32) -> bool {
         if q <= self.kmin {
@@ -350,9 +449,11 @@ impl<F: Copy> Egress<F> {
 
     /// Decides the fate of a frame of `len` bytes (ECT if `ect`) against the
     /// current port buffer: tail drop if `queue_bytes + len > buffer_bytes`,
-    /// else an ECN mark as described in the module documentation. `random`
-    /// is a uniform `u32` from the caller's PRNG. Counts drops and marks; an
-    /// admitted frame must then be given to [`Egress::enqueue`].
+    /// else, when marking at enqueue, an ECN mark as described in the module
+    /// documentation (marking at dequeue, never a mark here). `random` is a
+    /// uniform `u32` from the caller's PRNG. Counts drops and marks; an
+    /// admitted frame must then be given to [`Egress::enqueue_ecn`] with the
+    /// same `ect` and `random`.
     #[inline]
     pub fn admit(&mut self, len: u32, ect: bool, random: u32) -> Admit {
         let q = self.queue_bytes;
@@ -361,7 +462,7 @@ impl<F: Copy> Egress<F> {
             return Admit::DropQueueFull;
         }
         match self.marker {
-            Some(ref m) if ect && m.mark(q, random) => {
+            Some(ref m) if ect && !m.at_dequeue && m.mark(q, random) => {
                 self.stats.ce_marked += 1;
                 Admit::QueuedMarkCe
             }
@@ -370,9 +471,21 @@ impl<F: Copy> Egress<F> {
     }
 
     /// Puts an admitted frame of `len` bytes, arrived at `now_ns`, in the
-    /// port buffer and schedules its departure on the shaper's clock.
+    /// port buffer and schedules its departure on the shaper's clock. The
+    /// frame is never marked at departure: [`Egress::enqueue_ecn`] with
+    /// `ect` false.
     #[inline]
     pub fn enqueue(&mut self, frame: F, len: u32, now_ns: u64) {
+        self.enqueue_ecn(frame, len, false, 0, now_ns);
+    }
+
+    /// [`Egress::enqueue`] for a frame given to [`Egress::admit`] with
+    /// `ect` and `random`: when marking at dequeue, an ECT frame is judged
+    /// at its departure with this `random`. (Marking at enqueue, `ect` and
+    /// `random` are not used: `admit` has judged the frame.)
+    #[inline]
+    pub fn enqueue_ecn(&mut self, frame: F, len: u32, ect: bool, random: u32, now_ns: u64) {
+        let mark_at_departure = ect && self.marker.as_ref().is_some_and(|m| m.at_dequeue);
         let start = self.link_free_fp.max((now_ns as u128) << CLOCK_FRAC_BITS);
         let end = start + len as u128 * self.byte_time_fp;
         self.link_free_fp = end;
@@ -380,14 +493,17 @@ impl<F: Copy> Egress<F> {
         self.queue.push_back(Slot {
             frame,
             len,
+            random,
             at_ns: u64::try_from(departure).unwrap_or(u64::MAX),
+            mark_at_departure,
+            ce: false,
         });
         self.queue_bytes += len as u64;
         self.stats.enqueued_frames += 1;
         self.stats.enqueued_bytes += len as u64;
     }
 
-    /// [`Egress::admit`], then [`Egress::enqueue`] if admitted. On
+    /// [`Egress::admit`], then [`Egress::enqueue_ecn`] if admitted. On
     /// `QueuedMarkCe` the caller sets CE in the frame before its next poll
     /// (nothing is transmitted outside `poll`); on `DropQueueFull` the frame
     /// is the caller's to recycle.
@@ -395,16 +511,17 @@ impl<F: Copy> Egress<F> {
     pub fn offer(&mut self, frame: F, len: u32, ect: bool, random: u32, now_ns: u64) -> Admit {
         let verdict = self.admit(len, ect, random);
         if verdict.is_queued() {
-            self.enqueue(frame, len, now_ns);
+            self.enqueue_ecn(frame, len, ect, random, now_ns);
         }
         verdict
     }
 
     /// Advances the link to `now_ns`: frames whose departure has come leave
-    /// the port buffer for the delay line, and frames whose release has come
-    /// are handed to `out` in FIFO order ([`Handoff::Transmit`]); frames that
-    /// find the delay line full are handed to `out` as
-    /// [`Handoff::Overflow`].
+    /// the port buffer for the delay line (marking at dequeue, an ECT frame
+    /// is judged then on the bytes it leaves behind), and frames whose
+    /// release has come are handed to `out` in FIFO order
+    /// ([`Handoff::Transmit`]); frames that find the delay line full are
+    /// handed to `out` as [`Handoff::Overflow`].
     pub fn poll(&mut self, now_ns: u64, out: &mut impl FnMut(Handoff<F>)) -> EgressStep {
         self.poll_budget(now_ns, usize::MAX, out)
     }
@@ -443,6 +560,15 @@ impl<F: Copy> Egress<F> {
             let mut s = *s;
             self.queue.pop_front();
             self.queue_bytes -= s.len as u64;
+            // Dequeue marking: the queue behind the frame, without it.
+            if s.mark_at_departure {
+                if let Some(ref m) = self.marker {
+                    if m.mark(self.queue_bytes, s.random) {
+                        s.ce = true;
+                        self.stats.ce_marked += 1;
+                    }
+                }
+            }
             step.departed += 1;
             s.at_ns = s.at_ns.saturating_add(delay);
             if s.at_ns <= now_ns && self.line.is_empty() && step.transmitted < max_transmit {
@@ -470,6 +596,7 @@ impl<F: Copy> Egress<F> {
             frame: s.frame,
             len: s.len,
             due_ns: s.at_ns,
+            mark_ce: s.ce,
         });
     }
 
@@ -568,17 +695,28 @@ mod tests {
     }
 
     /// Polls and collects every hand-off: (frame, len, due) for transmits,
-    /// frames for overflows.
+    /// the transmitted frames to be marked CE, frames for overflows.
     #[derive(Default)]
     struct Sink {
         tx: Vec<(u32, u32, u64)>,
+        ce: Vec<u32>,
         overflow: Vec<u32>,
     }
 
     impl Sink {
         fn poll(&mut self, e: &mut Egress<u32>, now: u64) -> EgressStep {
             e.poll(now, &mut |h| match h {
-                Handoff::Transmit { frame, len, due_ns } => self.tx.push((frame, len, due_ns)),
+                Handoff::Transmit {
+                    frame,
+                    len,
+                    due_ns,
+                    mark_ce,
+                } => {
+                    self.tx.push((frame, len, due_ns));
+                    if mark_ce {
+                        self.ce.push(frame);
+                    }
+                }
                 Handoff::Overflow { frame, .. } => self.overflow.push(frame),
             })
         }
@@ -632,6 +770,7 @@ mod tests {
                 kmin_bytes: kmin,
                 kmax_bytes: kmax,
                 pmax,
+                mark_at: EcnMarkAt::Enqueue,
             }),
             // A slow link: nothing departs during these tests (no polls).
             ..cfg(1_000, 0, 1_000_000)
@@ -752,6 +891,205 @@ mod tests {
         let mut e = ecn_egress(0, 1_000, f64::NAN);
         fill_to(&mut e, 999);
         assert_eq!(e.admit(1, true, 0), Admit::Queued);
+    }
+
+    // ---- ECN at dequeue ----
+
+    fn ecn_at(kmin: u64, kmax: u64, pmax: f64, mark_at: EcnMarkAt) -> Option<EcnConfig> {
+        Some(EcnConfig {
+            kmin_bytes: kmin,
+            kmax_bytes: kmax,
+            pmax,
+            mark_at,
+        })
+    }
+
+    /// 70 ECT frames of 1000 bytes offered at once to a 1 Gbit/s link (8 us
+    /// each) with 1 ms of delay, kmin 10 000, kmax 50 000, pmax 1; frame i
+    /// draws 0 if i is odd (marked anywhere above kmin) and u32::MAX if even
+    /// (marked only at kmax and above). Returns the egress after all have
+    /// been handed out, the verdicts of the offers and the ids marked at
+    /// departure.
+    fn seventy_frames(mark_at: EcnMarkAt) -> (Egress<u32>, Vec<Admit>, Vec<u32>) {
+        let mut e = Egress::new(EgressConfig {
+            ecn: ecn_at(10_000, 50_000, 1.0, mark_at),
+            ..cfg(GBIT, MS, 1_000_000)
+        });
+        let random = |i: u32| if i % 2 == 1 { 0 } else { u32::MAX };
+        let verdicts = (0..70)
+            .map(|i| e.offer(i, 1000, true, random(i), 0))
+            .collect();
+        let mut sink = Sink::default();
+        sink.poll(&mut e, 10 * MS);
+        assert_eq!(sink.tx.len(), 70);
+        (e, verdicts, sink.ce)
+    }
+
+    #[test]
+    fn ecn_at_enqueue_judges_the_queue_in_front() {
+        // Frame i finds 1000 * i bytes queued: i >= 50 is always marked
+        // (20 frames; frame 60, for one, finds 60 000), 10 < i < 50 only if
+        // odd (11, 13, .., 49: 20 frames). 40 marks, none at departure.
+        let (e, verdicts, ce) = seventy_frames(EcnMarkAt::Enqueue);
+        let marked: Vec<u32> = (0..70)
+            .filter(|&i| verdicts[i as usize] == Admit::QueuedMarkCe)
+            .collect();
+        let expect: Vec<u32> = (11..50).step_by(2).chain(50..70).collect();
+        assert_eq!(marked, expect);
+        assert_eq!(marked.len(), 40);
+        assert!(ce.is_empty());
+        assert_eq!(e.stats().ce_marked, 40);
+    }
+
+    #[test]
+    fn ecn_at_dequeue_judges_the_queue_left_behind() {
+        // Frame i leaves 1000 * (69 - i) bytes behind it: 69 000, 68 000,
+        // .., 0. Frames 0..=19 leave >= 50 000 (frame 19 exactly kmax):
+        // always marked, 20 frames. Frames 20..=58 leave 49 000 down to
+        // 11 000: marked if odd (21, 23, .., 57: 19 frames; frame 20, 1000
+        // below kmax, draws u32::MAX). Frames 59..=69 leave <= 10 000:
+        // never, not frame 59 (exactly kmin, drawing 0), nor frame 60, which
+        // arrived on 60 000 bytes (marked at enqueue), nor frame 61, which
+        // draws 0. 39 marks, all at departure. (Judging before removing the
+        // frame's own bytes would mark frames 20 and 59 too.)
+        let (e, verdicts, ce) = seventy_frames(EcnMarkAt::Dequeue);
+        assert!(verdicts.iter().all(|&v| v == Admit::Queued), "{verdicts:?}");
+        let expect: Vec<u32> = (0..20).chain((21..59).step_by(2)).collect();
+        assert_eq!(ce, expect);
+        assert_eq!(ce.len(), 39);
+        assert_eq!(e.stats().ce_marked, 39);
+    }
+
+    #[test]
+    fn ecn_at_dequeue_marks_when_the_frame_departs_not_when_released() {
+        let mut e = Egress::new(EgressConfig {
+            ecn: ecn_at(10_000, 50_000, 1.0, EcnMarkAt::Dequeue),
+            ..cfg(GBIT, MS, 1_000_000)
+        });
+        for i in 0..70 {
+            assert_eq!(e.offer(i, 1000, true, u32::MAX, 0), Admit::Queued);
+        }
+        assert_eq!(e.stats().ce_marked, 0, "nothing is judged at admission");
+        let mut sink = Sink::default();
+        // By 160 us frames 0..=19 have departed (8 us each), leaving
+        // 69 000 .. 50 000 bytes: all marked, none released yet.
+        sink.poll(&mut e, 160 * US);
+        assert_eq!((e.queued_frames(), e.in_flight()), (50, 20));
+        assert_eq!(e.stats().ce_marked, 20);
+        // The rest leave at most 49 000 bytes and draw u32::MAX: unmarked.
+        // The marks come out with the frames, 1 ms later.
+        sink.poll(&mut e, MS + 160 * US - 1);
+        assert!(sink.tx.len() == 19 && sink.ce == (0..19).collect::<Vec<_>>());
+        sink.poll(&mut e, 10 * MS);
+        assert_eq!(sink.ce, (0..20).collect::<Vec<_>>());
+        assert_eq!(sink.tx.len(), 70);
+        assert_eq!(e.stats().ce_marked, 20);
+    }
+
+    /// Whether an ECT frame of 100 bytes drawing `random`, with `behind`
+    /// bytes of non-ECT frames queued after it, is marked at its departure.
+    fn marked_at_departure(ecn: (u64, u64, f64), behind: u64, random: u32) -> bool {
+        let mut e = Egress::new(EgressConfig {
+            ecn: ecn_at(ecn.0, ecn.1, ecn.2, EcnMarkAt::Dequeue),
+            ..cfg(0, 0, 1_000_000)
+        });
+        assert_eq!(e.offer(0, 100, true, random, 0), Admit::Queued);
+        fill_to(&mut e, 100 + behind);
+        let mut sink = Sink::default();
+        sink.poll(&mut e, 0);
+        assert_eq!(sink.tx.len() as u64, 1 + behind.div_ceil(1500));
+        assert_eq!(e.stats().ce_marked, sink.ce.len() as u64);
+        match sink.ce[..] {
+            [] => false,
+            [0] => true,
+            _ => panic!("non-ECT frames marked: {:?}", sink.ce),
+        }
+    }
+
+    #[test]
+    fn ecn_at_dequeue_uses_the_enqueue_thresholds() {
+        let ramp = (10_000, 50_000, 1.0);
+        // At or below kmin never, even with the coin most likely to mark.
+        assert!(!marked_at_departure(ramp, 0, 0));
+        assert!(!marked_at_departure(ramp, 10_000, 0));
+        // One byte above: p = 1 / 40 000, threshold 107 374.
+        assert!(marked_at_departure(ramp, 10_001, 0));
+        assert!(marked_at_departure(ramp, 10_001, 107_373));
+        assert!(!marked_at_departure(ramp, 10_001, 107_374));
+        // Below kmax pmax 1 is 1 - 2^-32: u32::MAX is never below it.
+        assert!(!marked_at_departure(ramp, 49_999, u32::MAX));
+        // At and above kmax always.
+        assert!(marked_at_departure(ramp, 50_000, u32::MAX));
+        assert!(marked_at_departure(ramp, 300_000, u32::MAX));
+        // pmax 0.5, halfway: p = 0.25, threshold 2^30, as at enqueue.
+        assert!(marked_at_departure(
+            (1_000, 3_000, 0.5),
+            2_000,
+            (1 << 30) - 1
+        ));
+        assert!(!marked_at_departure((1_000, 3_000, 0.5), 2_000, 1 << 30));
+    }
+
+    #[test]
+    fn ecn_at_dequeue_never_marks_non_ect() {
+        let mut e = Egress::new(EgressConfig {
+            ecn: ecn_at(10_000, 50_000, 1.0, EcnMarkAt::Dequeue),
+            ..cfg(GBIT, 0, 1_000_000)
+        });
+        // Not ECT, drawing the coin most likely to mark, 69 000 bytes behind
+        // the first: never marked.
+        for i in 0..70 {
+            assert_eq!(e.offer(i, 1000, false, 0, 0), Admit::Queued);
+        }
+        // Enqueued without ECN information: never marked either.
+        for i in 70..140 {
+            assert_eq!(e.admit(1000, true, 0), Admit::Queued);
+            e.enqueue(i, 1000, 0);
+        }
+        // Every other frame ECT: only those are marked, each (drawing 0)
+        // whenever it leaves more than kmin behind.
+        for i in 140..240 {
+            assert_eq!(e.offer(i, 1000, i % 2 == 0, 0, 0), Admit::Queued);
+        }
+        let mut sink = Sink::default();
+        sink.poll(&mut e, MS * 10);
+        assert_eq!(sink.tx.len(), 240);
+        // Frame 140 + 2k leaves 99 000 - 2000 k bytes: above kmin for
+        // k <= 44, i.e. frames 140, 142, .., 228.
+        let expect: Vec<u32> = (140..229).step_by(2).collect();
+        assert_eq!(sink.ce, expect);
+        assert_eq!(e.stats().ce_marked, 45);
+    }
+
+    #[test]
+    fn ecn_mode_change_judges_each_frame_once() {
+        let enq = EgressConfig {
+            ecn: ecn_at(0, 1, 1.0, EcnMarkAt::Enqueue),
+            ..cfg(GBIT, 0, 1_000_000)
+        };
+        let deq = EgressConfig {
+            ecn: ecn_at(0, 1, 1.0, EcnMarkAt::Dequeue),
+            ..enq
+        };
+        let mut e = Egress::new(enq);
+        assert_eq!(e.offer(0, 1000, true, 0, 0), Admit::Queued); // q = 0
+        assert_eq!(e.offer(1, 1000, true, 0, 0), Admit::QueuedMarkCe);
+        // Admitted under enqueue marking: not judged again at departure.
+        e.reconfigure(deq);
+        assert_eq!(e.offer(2, 1000, true, 0, 0), Admit::Queued);
+        assert_eq!(e.offer(3, 1000, true, 0, 0), Admit::Queued);
+        assert_eq!(e.offer(4, 1000, true, 0, 0), Admit::Queued);
+        // Admitted under dequeue marking: judged at departure by the
+        // thresholds then in force, whatever the mode; with ECN off, not.
+        e.reconfigure(enq);
+        assert_eq!(e.offer(5, 1000, true, 0, 0), Admit::QueuedMarkCe);
+        let mut sink = Sink::default();
+        sink.poll(&mut e, 24 * US); // frames 0..=2 depart
+        e.reconfigure(EgressConfig { ecn: None, ..enq });
+        sink.poll(&mut e, MS);
+        // Frame 2 left 3000 bytes behind; frames 3 and 4 met no ECN.
+        assert_eq!(sink.ce, vec![2]);
+        assert_eq!(e.stats().ce_marked, 3);
     }
 
     // ---- shaper ----
@@ -1108,6 +1446,7 @@ mod tests {
                 kmin_bytes: 0,
                 kmax_bytes: 1,
                 pmax: 1.0,
+                mark_at: EcnMarkAt::Enqueue,
             }),
             max_in_flight: 1,
             ..cfg(GBIT, MS, 3000)
@@ -1164,7 +1503,7 @@ mod tests {
             ],
             prop_oneof![Just(0u64), Just(50 * US), 0u64..2 * MS],
             0u64..20_000,
-            proptest::option::of((0u64..10_000, 0u64..10_000, 0.0f64..=1.0)),
+            proptest::option::of((0u64..10_000, 0u64..10_000, 0.0f64..=1.0, any::<bool>())),
             0usize..12,
         )
             .prop_map(|(rate_bps, delay_ns, buffer_bytes, ecn, max_in_flight)| {
@@ -1172,10 +1511,15 @@ mod tests {
                     rate_bps,
                     delay_ns,
                     buffer_bytes,
-                    ecn: ecn.map(|(kmin_bytes, kmax_bytes, pmax)| EcnConfig {
+                    ecn: ecn.map(|(kmin_bytes, kmax_bytes, pmax, dequeue)| EcnConfig {
                         kmin_bytes,
                         kmax_bytes,
                         pmax,
+                        mark_at: if dequeue {
+                            EcnMarkAt::Dequeue
+                        } else {
+                            EcnMarkAt::Enqueue
+                        },
                     }),
                     max_in_flight,
                 }
@@ -1195,6 +1539,9 @@ mod tests {
             let mut last_tx: Option<(u32, u64)> = None;
             let mut last_overflow: Option<u32> = None;
             let mut last_flushed: Option<u32> = None;
+            let dequeue = cfg.ecn.is_some_and(|e| e.mark_at == EcnMarkAt::Dequeue);
+            let mut ects = Vec::new(); // ECT flag of each enqueued id
+            let mut marks_seen = 0u64; // QueuedMarkCe verdicts and mark_ce hand-offs
             for op in ops {
                 match op {
                     Op::Offer { len, ect, random } => {
@@ -1205,6 +1552,10 @@ mod tests {
                             }
                             v => {
                                 prop_assert!(ect || v == Admit::Queued);
+                                // Marking at dequeue, admission never marks.
+                                prop_assert!(!dequeue || v == Admit::Queued);
+                                marks_seen += u64::from(v == Admit::QueuedMarkCe);
+                                ects.push(ect);
                                 lens.push(len);
                                 seen.push(0u8);
                                 next_id += 1;
@@ -1220,13 +1571,18 @@ mod tests {
                             let id = h.frame() as usize;
                             seen[id] += 1;
                             match h {
-                                Handoff::Transmit { frame, len, due_ns } => {
+                                Handoff::Transmit { frame, len, due_ns, mark_ce } => {
                                     if len != lens[id] || due_ns > now
                                         || last_tx.is_some_and(|(f, d)| f >= frame || d > due_ns)
                                         || due_ns < cfg.delay_ns
                                     {
                                         bad = Some(format!("tx {frame} due {due_ns} after {last_tx:?} at {now}"));
                                     }
+                                    // Only ECT frames, only when marking at dequeue.
+                                    if mark_ce && !(dequeue && ects[id]) {
+                                        bad = Some(format!("tx {frame} marked at departure"));
+                                    }
+                                    marks_seen += u64::from(mark_ce);
                                     last_tx = Some((frame, due_ns));
                                 }
                                 Handoff::Overflow { frame, .. } => {
@@ -1263,6 +1619,13 @@ mod tests {
                 );
                 prop_assert!(e.in_flight() <= cfg.max_in_flight);
                 prop_assert!(seen.iter().all(|&s| s <= 1));
+                // Every mark counted was seen, or its frame overflowed, was
+                // flushed or is still in the delay line.
+                prop_assert!(marks_seen <= st.ce_marked);
+                prop_assert!(
+                    st.ce_marked
+                        <= marks_seen + st.dropped_emulation_overflow + st.flushed + e.in_flight() as u64
+                );
             }
             let held = e.held();
             let mut rest = 0;

@@ -6,13 +6,19 @@
 //! - [`routing`]: longest-prefix match to candidate sets.
 //! - [`counters`]: drops by reason.
 //! - [`icmp`]: the ICMP errors a router sends (time exceeded, unreachable).
+//! - [`slot`]: a rotor network's slot clock and per-port traffic.
 //! - [`rotor`]: a rotor (circuit) switch on slots of a shared clock.
-//! - [`rotor_daemon`]: the loop of a rotor or ToR (slot clock, control, stats).
 //! - [`rotor_tor`]: a rotor-aware ToR's per-next-hop queues.
 //! - [`tor_path`]: a rotor-aware ToR's packet path (routing, Valiant marks).
 //! - [`flow_log`]: the log of path decisions (`--flow-log`).
 //! - [`control`]: the state snapshot and the answers to control requests.
-//! - [`daemon`]: the poll loop with its side work (stats, control, logs).
+//! - [`node`]: what the daemon runs: a [`node::Node`] per kind of switch,
+//!   over a [`node::Clock`].
+//! - [`lcmp_node`]: the LCMP switch as a node (control, snapshot, flow log).
+//! - [`rotor_daemon`]: the rotor and the ToR as nodes (epoch, slot
+//!   lateness, rotor status).
+//! - [`daemon`]: the one poll loop of every kind (control, stats file,
+//!   side work, sleeping until the earliest deadline; several per thread).
 //! - [`config`]: a switch from the topology file; every default.
 //! - [`netns`]: entering a switch's network namespace to open its ports.
 
@@ -24,12 +30,15 @@ pub mod egress;
 pub mod flow_log;
 pub mod icmp;
 pub mod io;
+pub mod lcmp_node;
+pub mod lpm;
 pub mod mem_io;
 pub mod netns;
+pub mod node;
 pub mod rotor;
 pub mod rotor_daemon;
 pub mod rotor_tor;
-pub mod routing;
+pub mod slot;
 pub mod switch;
 pub mod tor_path;
 pub mod xsk;

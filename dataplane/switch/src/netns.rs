@@ -6,7 +6,6 @@
 //! thread; sockets keep the namespace they were created in).
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Where `ip netns add NAME` keeps the namespace's handle.
@@ -30,15 +29,6 @@ pub fn netns_path(name: &str) -> PathBuf {
     }
 }
 
-fn setns(f: &File) -> std::io::Result<()> {
-    // SAFETY: setns(2) with a namespace file descriptor that lives across
-    // the call; it changes only the calling thread's network namespace.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 impl NetnsGuard {
     /// Moves the calling thread into network namespace `name` (see
     /// [`netns_path`]) until the guard drops.
@@ -48,7 +38,7 @@ impl NetnsGuard {
             .map_err(|e| format!("cannot open this thread's network namespace: {e}"))?;
         let target =
             File::open(&path).map_err(|e| format!("network namespace {}: {e}", path.display()))?;
-        setns(&target)
+        lcmp_ebpf::sys::enter_netns(&target)
             .map_err(|e| format!("cannot enter network namespace {}: {e}", path.display()))?;
         Ok(NetnsGuard { home, path })
     }
@@ -65,7 +55,7 @@ impl Drop for NetnsGuard {
         // a handle opened from it (we hold CAP_SYS_ADMIN: we entered one);
         // if it did, anything the thread opened next would land in the
         // wrong namespace, so that is not left to chance.
-        if let Err(e) = setns(&self.home) {
+        if let Err(e) = lcmp_ebpf::sys::enter_netns(&self.home) {
             panic!(
                 "cannot return from network namespace {}: {e}",
                 self.path.display()

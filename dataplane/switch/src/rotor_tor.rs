@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 
-use crate::rotor::SlotClock;
+use crate::slot::SlotClock;
 
 /// How a ToR picks the next hop towards a target ToR.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,14 +19,16 @@ use lcmp_policy::{
     CongestionParams, FlowCache, FlowHasher, FlowKey, FlowRouter, Policy, PortSet, PortStates,
     PortView, RouteOutcome, RouterStats, Selector,
 };
-use lcmp_wire::{forward_rewrite, mark_ce, CeMark, FlowTuple, MacAddr, ParseError, RewriteError};
+use lcmp_wire::{
+    forward_rewrite, mark_ce_at, CeMark, FlowTuple, MacAddr, ParseError, RewriteError, L3,
+};
 
 use crate::config::delay_line_frames;
 use crate::counters::{Counter, Counters, DropReason};
-use crate::egress::{Admit, EcnConfig, Egress, EgressConfig, EgressStats, Handoff};
+use crate::egress::{Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff};
 use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use crate::io::{Frame, PacketIo};
-use crate::routing::{Route, RoutingTable};
+use crate::lpm::{Route, RoutingTable};
 
 /// One port of the switch.
 #[derive(Clone, Debug)]
@@ -72,6 +74,11 @@ pub struct SwitchConfig {
     /// ECN thresholds as time at each port's link rate; when set, they
     /// apply instead of `ecn`.
     pub ecn_link_time: Option<EcnLinkTime>,
+    /// Where the marks are decided, with either kind of thresholds: the
+    /// thresholds the switch computes for its ports (from the topology, and
+    /// when `set_ecn` or `set_link` recomputes them) carry it. Each port's
+    /// own `egress.ecn` says what it does until then.
+    pub ecn_mark_at: EcnMarkAt,
     /// A port drops only when its queue would exceed this many times its
     /// buffer (1: at the buffer). Above 1 it stands in for a lossless (PFC)
     /// fabric, which holds back upstream what a full buffer would drop;
@@ -138,7 +145,37 @@ pub struct Switch<IO: PacketIo> {
     hasher: FlowHasher,
     counters: Counters,
     rng: u64,
+    /// The frames of the poll in progress.
+    batch: Batch,
+    /// When the periodic work is due.
+    timers: Timers,
+    /// Decision records and poll counts for the control socket and stats.
+    telemetry: Telemetry,
+    /// Every port each prefix has had as a candidate since start (the
+    /// ports a cached flow to the prefix may be on).
+    ever: HashMap<IpNet, PortSet>,
+    /// 1 at start, +1 per table replacement.
+    table_generation: u64,
+    /// Congestion sampling, ECN and drop settings of the ports' buffers.
+    marking: Marking,
+    /// The ICMP errors the switch sends: rate limit and source addresses.
+    icmp: IcmpSource,
+}
+
+/// The frames of one poll: received, to transmit, to drop.
+struct Batch {
+    /// Frames received per port per poll.
     batch_size: usize,
+    /// Frames received this poll, all ports, port by port.
+    rx: Vec<Frame>,
+    /// Where each port's frames end in `rx`.
+    rx_ends: Vec<usize>,
+    tx: Vec<Frame>,
+    dropped: Vec<Frame>,
+}
+
+/// Intervals and deadlines of the switch's periodic work.
+struct Timers {
     sample_interval_ns: u64,
     next_sample_ns: u64,
     link_check_interval_ns: u64,
@@ -149,16 +186,14 @@ pub struct Switch<IO: PacketIo> {
     evict_budget: usize,
     /// The time the last poll ran at.
     last_poll_ns: u64,
+}
+
+/// What the switch records about its work, beside the counters.
+struct Telemetry {
     /// Poll iterations, and those that received something (their ratio to
     /// `rx_frames` is the mean receive batch).
     polls: u64,
     polls_with_rx: u64,
-    /// Frames received this poll, all ports, port by port.
-    rx: Vec<Frame>,
-    /// Where each port's frames end in `rx`.
-    rx_ends: Vec<usize>,
-    tx: Vec<Frame>,
-    dropped: Vec<Frame>,
     /// The path-decision log, if enabled. Boxed: the switch stays one
     /// pointer larger, and the disabled check is one null test.
     flow_log: Option<Box<FlowLog>>,
@@ -168,17 +203,21 @@ pub struct Switch<IO: PacketIo> {
     recent_count: u64,
     /// Decisions per (route index, port), row-major by route.
     decisions: Vec<u64>,
-    /// Every port each prefix has had as a candidate since start (the
-    /// ports a cached flow to the prefix may be on).
-    ever: HashMap<IpNet, PortSet>,
-    /// 1 at start, +1 per table replacement.
-    table_generation: u64,
+}
+
+/// Congestion sampling, ECN marking and drop settings.
+struct Marking {
     congestion_params: CongestionParams,
     ecn: Option<EcnFractions>,
     ecn_link_time: Option<EcnLinkTime>,
+    ecn_mark_at: EcnMarkAt,
     drop_headroom: u64,
-    /// Rate limit of the ICMP errors the switch sends.
-    icmp: IcmpLimiter,
+}
+
+/// The ICMP errors the switch sends.
+struct IcmpSource {
+    /// Their rate limit.
+    limiter: IcmpLimiter,
     /// Each port's own IPv4 and IPv6 address (the source of the ICMP
     /// errors sent out of it), if it has one.
     port_addrs: Vec<(Option<Ipv4Addr>, Option<Ipv6Addr>)>,
@@ -227,10 +266,11 @@ fn port_sets(routes: &[Route]) -> HashMap<IpNet, PortSet> {
 }
 
 /// ECN byte thresholds of a port: from its link rate when `link_time` is
-/// set, else as fractions of its buffer.
+/// set, else as fractions of its buffer; marking at `mark_at` either way.
 pub(crate) fn ecn_bytes(
     f: Option<EcnFractions>,
     link_time: Option<EcnLinkTime>,
+    mark_at: EcnMarkAt,
     rate_bps: u64,
     buffer_bytes: u64,
 ) -> Option<EcnConfig> {
@@ -240,13 +280,40 @@ pub(crate) fn ecn_bytes(
             kmin_bytes,
             kmax_bytes,
             pmax: t.pmax,
+            mark_at,
         });
     }
     f.map(|f| EcnConfig {
         kmin_bytes: (buffer_bytes as f64 * f.kmin) as u64,
         kmax_bytes: (buffer_bytes as f64 * f.kmax) as u64,
         pmax: f.pmax,
+        mark_at,
     })
+}
+
+/// Sets CE in a frame this switch forwards, keeping the IPv4 header checksum
+/// valid (RFC 1624; the IPv6 traffic class has none), if the frame is ECT:
+/// a Not-ECT frame cannot be marked and one that arrived CE is left as it
+/// is. The one place the switch marks, whether the mark was decided at
+/// admission or at departure. `l3` at `l3_offset` is the IP header: from
+/// the frame's own parse, or [`forwarded_ip_header`]. Whether this switch
+/// marked it.
+#[inline]
+fn set_ce(data: &mut [u8], l3: L3, l3_offset: usize) -> bool {
+    matches!(mark_ce_at(data, l3, l3_offset), Ok(CeMark::Marked))
+}
+
+/// The IP version and offset of a frame this switch has parsed and
+/// rewritten (its EtherType says which version; the parse accepts no VLAN
+/// tag, so the header follows the Ethernet header), for a mark decided at
+/// departure, when the frame's parse is long gone. (Parsing the frame again
+/// would refuse one forwarded with a TTL of 1 left.)
+fn forwarded_ip_header(data: &[u8]) -> Option<(L3, usize)> {
+    match data.get(12..14)? {
+        [0x08, 0x00] => Some((L3::V4, 14)),
+        [0x86, 0xdd] => Some((L3::V6, 14)),
+        _ => None,
+    }
 }
 
 /// Most congestion samples one poll catches up on after a long sleep:
@@ -427,42 +494,53 @@ impl<IO: PacketIo> Switch<IO> {
             hasher: FlowHasher::new(config.seed),
             counters: Counters::new(n),
             rng: config.seed | 1,
-            batch_size: batch,
-            sample_interval_ns: config.congestion.sample_interval_ns.max(1),
-            next_sample_ns: 0,
-            link_check_interval_ns: config.link_check_interval_ns.max(1),
-            next_link_check_ns: 0,
-            next_link_event_ns: 0,
-            next_evict_ns: 0,
-            evict_budget,
-            rx: Vec::with_capacity(batch * n),
-            rx_ends: vec![0; n],
-            last_poll_ns: 0,
-            polls: 0,
-            polls_with_rx: 0,
-            tx: Vec::with_capacity(4096),
-            dropped: Vec::with_capacity(4096),
-            flow_log: None,
-            recent: Vec::with_capacity(RECENT_DECISIONS),
-            recent_count: 0,
-            decisions: vec![0; n_routes * n],
+            batch: Batch {
+                batch_size: batch,
+                rx: Vec::with_capacity(batch * n),
+                rx_ends: vec![0; n],
+                tx: Vec::with_capacity(4096),
+                dropped: Vec::with_capacity(4096),
+            },
+            timers: Timers {
+                sample_interval_ns: config.congestion.sample_interval_ns.max(1),
+                next_sample_ns: 0,
+                link_check_interval_ns: config.link_check_interval_ns.max(1),
+                next_link_check_ns: 0,
+                next_link_event_ns: 0,
+                next_evict_ns: 0,
+                evict_budget,
+                last_poll_ns: 0,
+            },
+            telemetry: Telemetry {
+                polls: 0,
+                polls_with_rx: 0,
+                flow_log: None,
+                recent: Vec::with_capacity(RECENT_DECISIONS),
+                recent_count: 0,
+                decisions: vec![0; n_routes * n],
+            },
             ever,
             table_generation: 1,
-            congestion_params: config.congestion,
-            ecn: config.ecn,
-            ecn_link_time: config.ecn_link_time,
-            drop_headroom: headroom,
-            icmp: IcmpLimiter::new(ICMP_RATE_PER_S, ICMP_BURST),
-            port_addrs: vec![(None, None); n],
-            router_v4: Ipv4Addr::new(
-                169,
-                254,
-                (config.seed >> 8) as u8 % 254 + 1,
-                config.seed as u8 % 254 + 1,
-            ),
-            router_v6: Ipv6Addr::from(
-                (0xfe80u128 << 112) | (config.seed as u128 & 0xffff_ffff_ffff_ffff),
-            ),
+            marking: Marking {
+                congestion_params: config.congestion,
+                ecn: config.ecn,
+                ecn_link_time: config.ecn_link_time,
+                ecn_mark_at: config.ecn_mark_at,
+                drop_headroom: headroom,
+            },
+            icmp: IcmpSource {
+                limiter: IcmpLimiter::new(ICMP_RATE_PER_S, ICMP_BURST),
+                port_addrs: vec![(None, None); n],
+                router_v4: Ipv4Addr::new(
+                    169,
+                    254,
+                    (config.seed >> 8) as u8 % 254 + 1,
+                    config.seed as u8 % 254 + 1,
+                ),
+                router_v6: Ipv6Addr::from(
+                    (0xfe80u128 << 112) | (config.seed as u128 & 0xffff_ffff_ffff_ffff),
+                ),
+            },
         })
     }
 
@@ -483,57 +561,58 @@ impl<IO: PacketIo> Switch<IO> {
         // frame is stamped no earlier than it left its ring, and the clock
         // read (which waits for outstanding loads) comes after the ring
         // reads instead of between them.
-        self.rx.clear();
+        self.batch.rx.clear();
         for port in 0..self.ports.len() {
-            let start = self.rx.len();
-            self.io.recv(port, &mut self.rx, self.batch_size);
+            let start = self.batch.rx.len();
+            self.io
+                .recv(port, &mut self.batch.rx, self.batch.batch_size);
             // The kernel wrote these frames on another core: start pulling
             // their headers in now, so the misses overlap instead of
             // stalling each frame's parse in turn.
             let mut bytes = 0;
-            for f in &self.rx[start..] {
+            for f in &self.batch.rx[start..] {
                 prefetch(self.io.frame(*f));
                 bytes += f.len as u64;
             }
             // Counted per batch, not per frame.
-            let frames = (self.rx.len() - start) as u64;
+            let frames = (self.batch.rx.len() - start) as u64;
             if frames > 0 {
                 self.counters.add(port, Counter::RxFrames, frames);
                 self.counters.add(port, Counter::RxBytes, bytes);
             }
-            self.rx_ends[port] = self.rx.len();
+            self.batch.rx_ends[port] = self.batch.rx.len();
         }
         let now_ns = clock();
-        self.last_poll_ns = now_ns;
-        self.polls += 1;
-        if !self.rx.is_empty() {
-            self.polls_with_rx += 1;
+        self.timers.last_poll_ns = now_ns;
+        self.telemetry.polls += 1;
+        if !self.batch.rx.is_empty() {
+            self.telemetry.polls_with_rx += 1;
         }
         // Link events are a syscall to read: look at most every 200 us (the
         // failover budget is milliseconds), else only at the periodic check.
-        let event = now_ns >= self.next_link_event_ns && {
-            self.next_link_event_ns = now_ns + LINK_EVENT_INTERVAL_NS;
+        let event = now_ns >= self.timers.next_link_event_ns && {
+            self.timers.next_link_event_ns = now_ns + LINK_EVENT_INTERVAL_NS;
             self.io.links_changed()
         };
-        if event || now_ns >= self.next_link_check_ns {
+        if event || now_ns >= self.timers.next_link_check_ns {
             self.check_links();
-            self.next_link_check_ns = now_ns + self.link_check_interval_ns;
+            self.timers.next_link_check_ns = now_ns + self.timers.link_check_interval_ns;
         }
-        let mut work = self.rx.len();
+        let mut work = self.batch.rx.len();
         let mut start = 0;
         for port in 0..self.ports.len() {
-            let end = self.rx_ends[port];
+            let end = self.batch.rx_ends[port];
             for i in start..end {
-                let frame = self.rx[i];
+                let frame = self.batch.rx[i];
                 self.forward(port, frame, now_ns);
             }
             start = end;
         }
         work += self.transmit(now_ns);
         self.sample(now_ns);
-        if now_ns >= self.next_evict_ns {
-            self.router.evict_step(now_ns, self.evict_budget);
-            self.next_evict_ns = now_ns + EVICT_INTERVAL_NS;
+        if now_ns >= self.timers.next_evict_ns {
+            self.router.evict_step(now_ns, self.timers.evict_budget);
+            self.timers.next_evict_ns = now_ns + EVICT_INTERVAL_NS;
         }
         self.release_dropped();
         self.io.flush();
@@ -542,8 +621,8 @@ impl<IO: PacketIo> Switch<IO> {
 
     fn drop_frame(&mut self, port: usize, frame: Frame, reason: DropReason) {
         self.counters.drop(port, reason);
-        self.dropped.push(frame);
-        if self.dropped.len() >= 1024 {
+        self.batch.dropped.push(frame);
+        if self.batch.dropped.len() >= 1024 {
             self.release_dropped();
         }
     }
@@ -564,12 +643,15 @@ impl<IO: PacketIo> Switch<IO> {
         if !self.ports[in_port].up {
             return self.recycle(frame);
         }
-        if !self.icmp.allow(now_ns) {
+        if !self.icmp.limiter.allow(now_ns) {
             self.counters.add(in_port, Counter::IcmpRateLimited, 1);
             return self.recycle(frame);
         }
-        let (a4, a6) = self.port_addrs[in_port];
-        let (v4, v6) = (a4.unwrap_or(self.router_v4), a6.unwrap_or(self.router_v6));
+        let (a4, a6) = self.icmp.port_addrs[in_port];
+        let (v4, v6) = (
+            a4.unwrap_or(self.icmp.router_v4),
+            a6.unwrap_or(self.icmp.router_v6),
+        );
         let mac = self.ports[in_port].config.mac;
         let buf = self.io.frame_room_mut(frame);
         let Some(len) = icmp::build_error(buf, frame.len as usize, kind, mac, v4, v6) else {
@@ -592,8 +674,8 @@ impl<IO: PacketIo> Switch<IO> {
 
     /// Hands a frame already counted back to the pool.
     fn recycle(&mut self, frame: Frame) {
-        self.dropped.push(frame);
-        if self.dropped.len() >= 1024 {
+        self.batch.dropped.push(frame);
+        if self.batch.dropped.len() >= 1024 {
             self.release_dropped();
         }
     }
@@ -619,25 +701,26 @@ impl<IO: PacketIo> Switch<IO> {
             .find(|a| !a.is_unicast_link_local())
             .or(v6s.first())
             .copied();
-        if let Some(slot) = self.port_addrs.get_mut(port) {
+        if let Some(slot) = self.icmp.port_addrs.get_mut(port) {
             *slot = (v4, v6);
         }
-        if let Some(a) = self.port_addrs.iter().find_map(|p| p.0) {
-            self.router_v4 = a;
+        if let Some(a) = self.icmp.port_addrs.iter().find_map(|p| p.0) {
+            self.icmp.router_v4 = a;
         }
         if let Some(a) = self
+            .icmp
             .port_addrs
             .iter()
             .find_map(|p| p.1.filter(|a| !a.is_unicast_link_local()))
         {
-            self.router_v6 = a;
+            self.icmp.router_v6 = a;
         }
     }
 
     fn release_dropped(&mut self) {
-        if !self.dropped.is_empty() {
-            self.io.release(&self.dropped);
-            self.dropped.clear();
+        if !self.batch.dropped.is_empty() {
+            self.io.release(&self.batch.dropped);
+            self.batch.dropped.clear();
         }
     }
 
@@ -710,17 +793,15 @@ impl<IO: PacketIo> Switch<IO> {
             return self.drop_frame(out, frame, DropReason::NoNeighbour);
         };
         let coin = self.random();
-        let admit = self.ports[out]
-            .egress
-            .admit(frame.len, parsed.ecn.is_ecn_capable(), coin);
+        let ect = parsed.ecn.is_ecn_capable();
+        let admit = self.ports[out].egress.admit(frame.len, ect, coin);
         let src_mac = self.ports[out].config.mac;
         let data = self.io.frame_mut(frame);
         match admit {
             Admit::DropQueueFull => return self.drop_frame(out, frame, DropReason::QueueFull),
             Admit::QueuedMarkCe => {
-                // Only a mark this switch made counts: a frame that arrived
-                // CE already is left as it is.
-                if let Ok(CeMark::Marked) = mark_ce(data, &parsed) {
+                // Only a mark this switch made counts.
+                if set_ce(data, parsed.l3, parsed.l3_offset) {
                     self.counters.add(out, Counter::CeMarked, 1);
                 }
             }
@@ -733,37 +814,55 @@ impl<IO: PacketIo> Switch<IO> {
             };
             return self.drop_frame(in_port, frame, reason);
         }
-        self.ports[out].egress.enqueue(frame, frame.len, now_ns);
+        // Marking at dequeue, the egress judges the frame when it departs.
+        self.ports[out]
+            .egress
+            .enqueue_ecn(frame, frame.len, ect, coin, now_ns);
     }
 
     /// Runs every port's link emulation and hands due frames to the
-    /// transmit rings.
+    /// transmit rings, setting CE in those marked at their departure.
     fn transmit(&mut self, now_ns: u64) -> usize {
         let mut sent_total = 0;
         for port in 0..self.ports.len() {
-            self.tx.clear();
+            self.batch.tx.clear();
             // Back-pressure: the link hands out no more than the ring takes;
             // frames that are due wait in the delay line, first in line.
             let room = self.io.tx_room(port);
-            let (tx, dropped) = (&mut self.tx, &mut self.dropped);
+            let (tx, dropped) = (&mut self.batch.tx, &mut self.batch.dropped);
+            let (io, counters) = (&mut self.io, &mut self.counters);
             let step = self.ports[port]
                 .egress
                 .poll_budget(now_ns, room, &mut |h| match h {
-                    Handoff::Transmit { frame, .. } => tx.push(frame),
+                    Handoff::Transmit { frame, mark_ce, .. } => {
+                        if mark_ce {
+                            let data = io.frame_mut(frame);
+                            // Only a mark this switch made counts.
+                            if forwarded_ip_header(data)
+                                .is_some_and(|(l3, at)| set_ce(data, l3, at))
+                            {
+                                counters.add(port, Counter::CeMarked, 1);
+                            }
+                        }
+                        tx.push(frame)
+                    }
                     Handoff::Overflow { frame, .. } => dropped.push(frame),
                 });
             self.counters
                 .drop_n(port, DropReason::EmulationOverflow, step.overflowed as u64);
-            if self.tx.is_empty() {
+            if self.batch.tx.is_empty() {
                 continue;
             }
-            let sent = self.io.send(port, &self.tx);
+            let sent = self.io.send(port, &self.batch.tx);
             sent_total += sent;
             self.counters.add(port, Counter::TxFrames, sent as u64);
-            let bytes = self.tx[..sent].iter().map(|f| f.len as u64).sum::<u64>();
+            let bytes = self.batch.tx[..sent]
+                .iter()
+                .map(|f| f.len as u64)
+                .sum::<u64>();
             self.counters.add(port, Counter::TxBytes, bytes);
-            for i in sent..self.tx.len() {
-                let f = self.tx[i];
+            for i in sent..self.batch.tx.len() {
+                let f = self.batch.tx[i];
                 self.drop_frame(port, f, DropReason::TxRingFull);
             }
         }
@@ -773,19 +872,21 @@ impl<IO: PacketIo> Switch<IO> {
     /// Feeds the congestion estimators at their fixed cadence, catching up
     /// after a sleep.
     fn sample(&mut self, now_ns: u64) {
-        if now_ns < self.next_sample_ns {
+        if now_ns < self.timers.next_sample_ns {
             return;
         }
-        let behind = (now_ns - self.next_sample_ns) / self.sample_interval_ns;
+        let behind = (now_ns - self.timers.next_sample_ns) / self.timers.sample_interval_ns;
         if behind > MAX_CATCH_UP_SAMPLES {
-            self.next_sample_ns = now_ns - MAX_CATCH_UP_SAMPLES * self.sample_interval_ns;
+            self.timers.next_sample_ns =
+                now_ns - MAX_CATCH_UP_SAMPLES * self.timers.sample_interval_ns;
         }
-        while self.next_sample_ns <= now_ns {
+        while self.timers.next_sample_ns <= now_ns {
             for port in 0..self.ports.len() {
                 let q = self.ports[port].egress.queue_bytes();
-                self.congestion.sample(port as u8, self.next_sample_ns, q);
+                self.congestion
+                    .sample(port as u8, self.timers.next_sample_ns, q);
             }
-            self.next_sample_ns += self.sample_interval_ns;
+            self.timers.next_sample_ns += self.timers.sample_interval_ns;
         }
     }
 
@@ -827,7 +928,7 @@ impl<IO: PacketIo> Switch<IO> {
         now_ns: u64,
     ) {
         let Some(port) = outcome.port() else { return };
-        if let Some(log) = self.flow_log.as_deref_mut() {
+        if let Some(log) = self.telemetry.flow_log.as_deref_mut() {
             log_decision(log, outcome, flow, now_ns);
         }
         let reason = match outcome {
@@ -841,13 +942,14 @@ impl<IO: PacketIo> Switch<IO> {
             port,
             reason,
         };
-        let at = (self.recent_count % RECENT_DECISIONS as u64) as usize;
-        match self.recent.get_mut(at) {
+        let at = (self.telemetry.recent_count % RECENT_DECISIONS as u64) as usize;
+        match self.telemetry.recent.get_mut(at) {
             Some(slot) => *slot = record,
-            None => self.recent.push(record),
+            None => self.telemetry.recent.push(record),
         }
-        self.recent_count += 1;
+        self.telemetry.recent_count += 1;
         if let Some(c) = self
+            .telemetry
             .decisions
             .get_mut(route_index.wrapping_mul(self.ports.len()) + port as usize)
         {
@@ -871,26 +973,26 @@ impl<IO: PacketIo> Switch<IO> {
     /// release, a congestion sample while queues are busy, a link check.
     /// Event mode sleeps until then (or until a frame arrives).
     pub fn next_deadline(&self) -> u64 {
-        let mut t = self.next_link_check_ns;
+        let mut t = self.timers.next_link_check_ns;
         for p in &self.ports {
             if let Some(d) = p.egress.next_deadline() {
                 t = t.min(d);
             }
         }
         if self.congestion_active() {
-            t = t.min(self.next_sample_ns);
+            t = t.min(self.timers.next_sample_ns);
         }
         t
     }
 
     /// Poll iterations so far, and those that received frames.
     pub fn polls(&self) -> (u64, u64) {
-        (self.polls, self.polls_with_rx)
+        (self.telemetry.polls, self.telemetry.polls_with_rx)
     }
 
     /// The time (monotonic ns) the last poll ran at.
     pub fn last_poll_ns(&self) -> u64 {
-        self.last_poll_ns
+        self.timers.last_poll_ns
     }
 
     /// The packet I/O (tests inject and collect frames through it).
@@ -921,23 +1023,28 @@ impl<IO: PacketIo> Switch<IO> {
 
     /// The ECN thresholds in force (fractions of each buffer).
     pub fn ecn(&self) -> Option<EcnFractions> {
-        self.ecn
+        self.marking.ecn
     }
 
     /// The ECN thresholds in force as time at link rate, if they are.
     pub fn ecn_link_time(&self) -> Option<EcnLinkTime> {
-        self.ecn_link_time
+        self.marking.ecn_link_time
+    }
+
+    /// Where ECN marks are decided (`--ecn-mark-at`).
+    pub fn ecn_mark_at(&self) -> EcnMarkAt {
+        self.marking.ecn_mark_at
     }
 
     /// Sets every port's ECN thresholds as fractions of its buffer
     /// (`None`: marking off); replaces thresholds at link rate.
     pub fn set_ecn(&mut self, ecn: Option<EcnFractions>) {
-        self.ecn = ecn;
-        self.ecn_link_time = None;
+        self.marking.ecn = ecn;
+        self.marking.ecn_link_time = None;
         for p in &mut self.ports {
             let mut cfg = *p.egress.config();
-            let buffer = cfg.buffer_bytes / self.drop_headroom;
-            cfg.ecn = ecn_bytes(ecn, None, cfg.rate_bps, buffer);
+            let buffer = cfg.buffer_bytes / self.marking.drop_headroom;
+            cfg.ecn = ecn_bytes(ecn, None, self.marking.ecn_mark_at, cfg.rate_bps, buffer);
             p.egress.reconfigure(cfg);
         }
     }
@@ -946,17 +1053,26 @@ impl<IO: PacketIo> Switch<IO> {
     /// and buffer. Frames held keep their schedule; the congestion monitor
     /// restarts for the new link.
     pub fn set_link(&mut self, port: usize, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
-        let (ecn, link_time, headroom) = (self.ecn, self.ecn_link_time, self.drop_headroom);
+        let (ecn, link_time, headroom) = (
+            self.marking.ecn,
+            self.marking.ecn_link_time,
+            self.marking.drop_headroom,
+        );
+        let mark_at = self.marking.ecn_mark_at;
         let p = &mut self.ports[port];
         let mut cfg = *p.egress.config();
         cfg.rate_bps = rate_bps;
         cfg.delay_ns = delay_ns;
         cfg.buffer_bytes = buffer_bytes.saturating_mul(headroom);
-        cfg.ecn = ecn_bytes(ecn, link_time, rate_bps, buffer_bytes);
+        cfg.ecn = ecn_bytes(ecn, link_time, mark_at, rate_bps, buffer_bytes);
         cfg.max_in_flight = delay_line_frames(rate_bps, delay_ns);
         p.egress.reconfigure(cfg);
-        self.congestion
-            .set_link(&self.congestion_params, port as u8, rate_bps, buffer_bytes);
+        self.congestion.set_link(
+            &self.marking.congestion_params,
+            port as u8,
+            rate_bps,
+            buffer_bytes,
+        );
     }
 
     /// The egress link of a port.
@@ -964,7 +1080,7 @@ impl<IO: PacketIo> Switch<IO> {
     pub fn link(&self, port: usize) -> EgressConfig {
         let cfg = *self.ports[port].egress.config();
         EgressConfig {
-            buffer_bytes: cfg.buffer_bytes / self.drop_headroom,
+            buffer_bytes: cfg.buffer_bytes / self.marking.drop_headroom,
             ..cfg
         }
     }
@@ -1030,7 +1146,7 @@ impl<IO: PacketIo> Switch<IO> {
         self.router.cache().flows_per_port(&mut per_port);
         let flows_on_ports_left = ports_left.iter().map(|&p| per_port[p as usize]).sum();
         self.router.set_revalidate(revalidate);
-        self.decisions = vec![0; routes.len() * n];
+        self.telemetry.decisions = vec![0; routes.len() * n];
         self.routes = RoutingTable::new(routes);
         if changed {
             self.table_generation += 1;
@@ -1092,7 +1208,8 @@ impl<IO: PacketIo> Switch<IO> {
     pub fn decision_counts(&self) -> Vec<(&Route, usize, u64)> {
         let n = self.ports.len();
         let routes = self.routes.routes();
-        self.decisions
+        self.telemetry
+            .decisions
             .iter()
             .enumerate()
             .filter(|(_, c)| **c > 0)
@@ -1103,10 +1220,10 @@ impl<IO: PacketIo> Switch<IO> {
     /// The most recent decisions, newest first (at most
     /// [`RECENT_DECISIONS`]).
     pub fn recent_decisions(&self) -> impl Iterator<Item = &FlowRecord> + '_ {
-        let n = self.recent_count.min(RECENT_DECISIONS as u64);
+        let n = self.telemetry.recent_count.min(RECENT_DECISIONS as u64);
         (0..n).map(move |i| {
-            let at = (self.recent_count - 1 - i) % RECENT_DECISIONS as u64;
-            &self.recent[at as usize]
+            let at = (self.telemetry.recent_count - 1 - i) % RECENT_DECISIONS as u64;
+            &self.telemetry.recent[at as usize]
         })
     }
 
@@ -1189,12 +1306,12 @@ impl<IO: PacketIo> Switch<IO> {
     /// not cached) into a buffer of `capacity` records, allocated and
     /// touched now. Replaces an earlier log.
     pub fn enable_flow_log(&mut self, capacity: usize) {
-        self.flow_log = Some(Box::new(FlowLog::new(capacity)));
+        self.telemetry.flow_log = Some(Box::new(FlowLog::new(capacity)));
     }
 
     /// The flow log, if enabled: buffered records and counters.
     pub fn flow_log(&self) -> Option<&FlowLog> {
-        self.flow_log.as_deref()
+        self.telemetry.flow_log.as_deref()
     }
 
     /// Writes the buffered decisions to `out` as CSV lines (see
@@ -1202,7 +1319,7 @@ impl<IO: PacketIo> Switch<IO> {
     /// path. Ok(0) when the log is off. Records are counted as written or
     /// as failed in the log's counters.
     pub fn write_flow_log(&mut self, out: &mut impl Write) -> io::Result<usize> {
-        let Some(log) = self.flow_log.as_deref_mut() else {
+        let Some(log) = self.telemetry.flow_log.as_deref_mut() else {
             return Ok(0);
         };
         let (ports, routes) = (&self.ports, &self.routes);
@@ -1228,7 +1345,7 @@ impl<IO: PacketIo> Switch<IO> {
             // Counted, so the final stats account for every frame.
             self.counters
                 .drop_n(port, DropReason::Shutdown, held.len() as u64);
-            self.dropped.extend(held);
+            self.batch.dropped.extend(held);
         }
         self.release_dropped();
     }

@@ -23,6 +23,8 @@ use lcmp_wire::{forward_rewrite, parse, MacAddr, ParseError, L3};
 use crate::io::{Frame, PacketIo};
 use crate::rotor_tor::{RotorTor, TorDrop, TorSettings};
 
+pub use crate::slot::PortTraffic;
+
 pub use lcmp_wire::rotor::{send_stamp, sent_at, target_mac, target_of, TARGET_MAC_PREFIX};
 
 /// Why a ToR dropped a frame.
@@ -81,19 +83,6 @@ impl TorDropReason {
             TorDropReason::Shutdown => "shutdown",
         }
     }
-}
-
-/// Frames and bytes through one port.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PortTraffic {
-    /// Frames received.
-    pub rx_frames: u64,
-    /// Bytes received.
-    pub rx_bytes: u64,
-    /// Frames sent.
-    pub tx_frames: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
 }
 
 /// Counters of a ToR's packet path beyond the queue core's.
@@ -199,6 +188,16 @@ impl<IO: PacketIo> TorSwitch<IO> {
     /// The packet I/O (tests inject and collect through it).
     pub fn io(&mut self) -> &mut IO {
         &mut self.io
+    }
+
+    /// This ToR's index.
+    pub fn tor(&self) -> u32 {
+        self.tor
+    }
+
+    /// The network.
+    pub fn net(&self) -> &RotorNetwork {
+        &self.net
     }
 
     /// The queue core.

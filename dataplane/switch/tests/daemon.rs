@@ -14,7 +14,8 @@ use lcmp_control::{Body, ErrorKind, Snapshot};
 use lcmp_policy::{LcmpParams, Policy};
 use lcmp_switch::counters::{Counter, DropReason};
 use lcmp_switch::daemon::{Daemon, DaemonConfig, PollMode};
-use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::egress::{EcnConfig, EcnMarkAt, EgressConfig};
+use lcmp_switch::lcmp_node::LcmpNode;
 use lcmp_switch::mem_io::MemIo;
 use lcmp_wire::testing::FrameBuilder;
 use lcmp_wire::Ecn;
@@ -22,7 +23,7 @@ use lcmp_wire::Ecn;
 type Clock = Box<dyn FnMut() -> u64>;
 
 struct Rig {
-    d: Daemon<MemIo, Clock>,
+    d: Daemon<LcmpNode<MemIo>, Clock>,
     now: Rc<Cell<u64>>,
 }
 
@@ -30,17 +31,15 @@ fn rig_with(b: Bed, stats_file: Option<std::path::PathBuf>) -> Rig {
     let now = Rc::new(Cell::new(0));
     let t = now.clone();
     let d = Daemon::new(
-        b.sw,
+        LcmpNode::new(b.sw, "s1", None, 100 * MS).unwrap(),
         Box::new(move || t.get()) as Clock,
         DaemonConfig {
             name: "s1".into(),
             poll: PollMode::Busy,
             stats_file,
             stats_interval_ns: 100 * MS,
-            flow_log: None,
         },
-    )
-    .unwrap();
+    );
     Rig { d, now }
 }
 
@@ -197,7 +196,7 @@ fn table_push_and_policy_and_alpha_changes_move_no_flow_and_lose_nothing() {
     assert!(changes.next().is_none(), "every change was applied");
     assert_eq!(trace.frames, sports.len() * rounds as usize);
     trace.assert_stable(rounds);
-    let snap = r.d.snapshot();
+    let snap = r.d.status();
     assert_eq!(snap.drops_total, 0);
     assert_eq!(snap.flows.failovers, 0);
     assert_eq!(snap.policy.alpha, Some(7));
@@ -258,7 +257,7 @@ fn a_port_leaving_a_route_moves_only_its_flows_and_drops_nothing() {
     assert!(out.iter().all(|(p, s, _)| before[s] == *p));
     let fresh: Vec<u16> = (5000..5096).collect();
     assert!(r.round(&fresh, 0).iter().any(|(p, _, _)| *p == 1));
-    assert_eq!(r.d.snapshot().drops_total, 0);
+    assert_eq!(r.d.status().drops_total, 0);
 }
 
 #[test]
@@ -271,7 +270,7 @@ fn admin_down_fails_flows_over_and_admin_up_restores_the_port() {
         port: "p1".into(),
         up: false,
     });
-    let snap = r.d.snapshot();
+    let snap = r.d.status();
     let p1 = snap.port("p1").unwrap();
     assert!(!p1.up && p1.link_up && !p1.admin_up);
     let out = r.round(&sports, 1);
@@ -281,7 +280,7 @@ fn admin_down_fails_flows_over_and_admin_up_restores_the_port() {
         port: "1".into(),
         up: true,
     });
-    assert!(r.d.snapshot().port("p1").unwrap().up);
+    assert!(r.d.status().port("p1").unwrap().up);
     match r.d.handle(Request::SetAdmin {
         port: "p9".into(),
         up: true,
@@ -343,7 +342,7 @@ fn bad_changes_are_refused_and_change_nothing() {
         },
         ErrorKind::NoRoute,
     );
-    let snap = r.d.snapshot();
+    let snap = r.d.status();
     assert_eq!(snap.table_generation, 1);
     assert_eq!(snap.policy.name, "lcmp");
     r.applied(Request::SetPolicy {
@@ -436,7 +435,7 @@ fn a_full_transmit_ring_holds_frames_instead_of_dropping_them() {
     }
     let seqs: Vec<u16> = out.iter().map(|(_, _, q)| *q).collect();
     assert_eq!(seqs, (0..200).collect::<Vec<_>>(), "all, in order");
-    let snap = r.d.snapshot();
+    let snap = r.d.status();
     assert_eq!(snap.dropped("tx_ring_full"), 0);
     assert_eq!(snap.drops_total, 0);
 }
@@ -451,6 +450,7 @@ fn only_marks_made_here_count_as_ce_marked() {
             kmin_bytes: 0,
             kmax_bytes: 1,
             pmax: 1.0,
+            mark_at: EcnMarkAt::Enqueue,
         }),
         max_in_flight: 4096,
     };
@@ -536,6 +536,7 @@ fn a_flow_timeout_beyond_the_cache_limit_is_an_error_not_a_panic() {
         link_check_interval_ns: MS,
         ecn: None,
         ecn_link_time: None,
+        ecn_mark_at: Default::default(),
         drop_headroom: 1,
     };
     let Err(e) = Switch::new(cfg, MemIo::new(0, 1)) else {
@@ -553,7 +554,7 @@ fn drops_count_on_the_port_they_happen_at() {
         .build();
     assert!(r.d.switch().io().inject(0, &no_route));
     r.d.step();
-    let snap = r.d.snapshot();
+    let snap = r.d.status();
     assert_eq!(snap.port("p0").unwrap().dropped("no_route"), 1);
     assert_eq!(snap.port("p1").unwrap().dropped("no_route"), 0);
     assert_eq!(snap.dropped("no_route"), 1);
@@ -628,7 +629,7 @@ fn a_hostile_control_client_does_not_stop_forwarding() {
         "{third}"
     );
     trace.assert_stable(seq);
-    assert_eq!(r.d.snapshot().drops_total, 0);
+    assert_eq!(r.d.status().drops_total, 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -653,7 +654,7 @@ fn run_many_steps_every_switch_with_its_own_state() {
         }
         let mut t = 0u64;
         let mut d = Daemon::new(
-            b.sw,
+            LcmpNode::new(b.sw, name, None, 10 * MS).unwrap(),
             Box::new(move || {
                 t += MS;
                 t
@@ -663,10 +664,8 @@ fn run_many_steps_every_switch_with_its_own_state() {
                 poll: PollMode::Busy,
                 stats_file: Some(dir.join(format!("{name}.stats.json"))),
                 stats_interval_ns: 10 * MS,
-                flow_log: None,
             },
-        )
-        .unwrap();
+        );
         // The last daemon stops the loop once every daemon has run a while
         // (its side work runs only when the loop steps it).
         if i == 1 {
@@ -695,5 +694,96 @@ fn run_many_steps_every_switch_with_its_own_state() {
         assert_eq!(file.switch, name);
         assert_eq!(file.counter("tx_frames"), frames);
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Switches of different kinds on one loop: an LCMP switch and a rotor of
+/// a rotor network, each with its own clock, forwarding and stats file
+/// (a `Snapshot` and a `RotorStatus`).
+#[test]
+fn run_many_runs_switches_of_every_kind_on_one_thread() {
+    use lcmp_control::rotor::RotorStatus;
+    use lcmp_switch::daemon::{run_many, Loop};
+    use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig};
+    use lcmp_topology::rotor_net::RotorNetwork;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let dir = std::env::temp_dir().join(format!("lcmp-run-kinds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stats = |name: &str| dir.join(format!("{name}.stats.json"));
+    let cfg = |name: &str| DaemonConfig {
+        name: name.into(),
+        poll: PollMode::Busy,
+        stats_file: Some(stats(name)),
+        stats_interval_ns: 10 * MS,
+    };
+    let mut b = bed(lcmp(), [unshaped(), unshaped(), unshaped(), unshaped()]);
+    for seq in 0..3 {
+        assert!(b.sw.io().inject(0, &udp_a_to_b(7000, seq)));
+    }
+    let mut t = 0u64;
+    let lcmp_daemon = Daemon::new(
+        LcmpNode::new(b.sw, "s1", None, 10 * MS).unwrap(),
+        Box::new(move || {
+            t += MS;
+            t
+        }) as Clock,
+        cfg("s1"),
+    );
+    // 4 ToRs, 2 rotors, 1 ms slots with 100 us reconfiguration; rotor 0
+    // applies shift +1 in slot 0. Its clock starts past the
+    // reconfiguration and advances 1 us per reading: every poll of this
+    // test is in slot 0, where port 1 (ToR 1) reaches port 2 (ToR 2).
+    let net =
+        RotorNetwork::from_schedule(&lcmp_topology::rotor::complete(4, 2).unwrap(), MS, 100 * US);
+    let mut io = MemIo::new(4, 64);
+    assert!(io.inject(1, &udp_a_to_b(7001, 0)));
+    let mut rt = 200 * US;
+    let mut rotor = Daemon::new(
+        RotorNode::new(
+            io,
+            &net,
+            0,
+            RotorNodeConfig {
+                port_names: (0..4).map(|i| format!("t{i}")).collect(),
+                epoch: Some((0, "file".into())),
+                spin_ns: 0,
+            },
+        )
+        .unwrap(),
+        Box::new(move || {
+            rt += US;
+            rt
+        }) as Clock,
+        cfg("rotor0"),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let mut runs = 0;
+        rotor.add_side_task(Box::new(move |_, now| {
+            runs += 1;
+            if runs == 50 {
+                stop.store(true, Ordering::Relaxed);
+            }
+            now
+        }));
+    }
+    let mut loops: Vec<Box<dyn Loop>> = vec![Box::new(lcmp_daemon), Box::new(rotor)];
+    run_many(&mut loops, &stop);
+    drop(loops);
+    let snap: Snapshot =
+        serde_json::from_str(&std::fs::read_to_string(stats("s1")).unwrap()).unwrap();
+    assert_eq!(snap.switch, "s1");
+    assert_eq!(snap.counter("tx_frames"), 3);
+    let rs: RotorStatus =
+        serde_json::from_str(&std::fs::read_to_string(stats("rotor0")).unwrap()).unwrap();
+    assert_eq!(
+        (rs.name.as_str(), rs.role.as_str(), rs.slot),
+        ("rotor0", "rotor", 0)
+    );
+    assert_eq!(rs.counters["tx_frames"], 1);
+    assert_eq!(rs.ports[2].tx_frames, 1, "ToR 1's frame out to ToR 2");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,9 +5,11 @@ use lcmp_control::snapshot::FlowLogStats;
 use lcmp_policy::Policy;
 use lcmp_switch::control::{snapshot, DaemonInfo};
 use lcmp_switch::counters::{Counter, DropReason};
-use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::egress::{EcnConfig, EcnMarkAt, EgressConfig};
 use lcmp_switch::flow_log::{DecisionReason, FlowLog, FlowRecord};
-use lcmp_wire::testing::{ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder};
+use lcmp_wire::testing::{
+    fix_ipv4_checksum, ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder,
+};
 use lcmp_wire::{Ecn, FlowTuple};
 
 mod common;
@@ -252,6 +254,7 @@ fn ecn_marks_ect_frames_in_a_deep_queue() {
             kmin_bytes: 2_000,
             kmax_bytes: 4_000,
             pmax: 0.5,
+            mark_at: EcnMarkAt::Enqueue,
         }),
         max_in_flight: 4096,
     };
@@ -280,6 +283,99 @@ fn ecn_marks_ect_frames_in_a_deep_queue() {
     assert!(out
         .iter()
         .all(|(_, f)| ipv4_header_checksum_ok(f) == Some(true)));
+}
+
+/// The ECN field of a forwarded IPv4 or IPv6 frame.
+fn ecn_bits(f: &[u8]) -> u8 {
+    match f[14] >> 4 {
+        4 => f[15] & 3,
+        6 => (f[15] >> 4) & 3,
+        v => panic!("IP version {v}"),
+    }
+}
+
+#[test]
+fn ecn_at_dequeue_marks_frames_by_the_queue_they_leave_behind() {
+    // 1 Mbit/s: a 1000-byte frame takes 8 ms. Marks from 2000 to 4000
+    // bytes, decided at departure.
+    let marking = EgressConfig {
+        rate_bps: 1_000_000,
+        delay_ns: 0,
+        buffer_bytes: 1 << 20,
+        ecn: Some(EcnConfig {
+            kmin_bytes: 2_000,
+            kmax_bytes: 4_000,
+            pmax: 0.5,
+            mark_at: EcnMarkAt::Dequeue,
+        }),
+        max_in_flight: 4096,
+    };
+    let v4 = |ecn| {
+        FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+            .macs(HOST_A, mac(0))
+            .ecn(ecn)
+            .udp(8888, 5001)
+            .payload(&[0; 958])
+            .build()
+    };
+    let v6 = |ecn| {
+        FrameBuilder::ipv6(
+            "fd00:1::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+            "fd00:2::2".parse::<std::net::Ipv6Addr>().unwrap().octets(),
+        )
+        .macs(HOST_A, mac(0))
+        .ecn(ecn)
+        .udp(8888, 5001)
+        .payload(&[0; 938])
+        .build()
+    };
+    for make in [&v4 as &dyn Fn(Ecn) -> Vec<u8>, &v6] {
+        let mut b = bed(Policy::Ecmp, [unshaped(), marking, marking, marking]);
+        // One flow of 40 ECT frames of 1000 bytes at t = 0: one port.
+        let frames: Vec<Vec<u8>> = (0..40).map(|_| make(Ecn::Ect0)).collect();
+        assert_eq!(frames[0].len(), 1000);
+        assert!(run(&mut b, &frames, 0).is_empty());
+        // Queued up to 39 000 bytes deep, but nothing is marked on arrival.
+        assert_eq!(b.sw.counters().get(Counter::CeMarked), 0);
+        let out = run(&mut b, &[], 10_000 * MS);
+        assert_eq!(out.len(), 40);
+        assert!(
+            out.iter().all(|(p, _)| *p == out[0].0),
+            "one flow, one port"
+        );
+        // Frame i leaves 1000 * (39 - i) bytes behind: frames 0..=35 leave
+        // at least kmax (4000) and are marked; frame 36 leaves 3000 (marked
+        // with probability 0.25); frames 37..=39 leave at most kmin.
+        let ce: Vec<bool> = out.iter().map(|(_, f)| ecn_bits(f) == 3).collect();
+        assert!(ce[..36].iter().all(|&c| c), "{ce:?}");
+        assert!(ce[37..].iter().all(|&c| !c), "{ce:?}");
+        let marked = ce.iter().filter(|&&c| c).count() as u64;
+        assert_eq!(b.sw.counters().get(Counter::CeMarked), marked);
+        let port = out[0].0;
+        assert_eq!(b.sw.port_reports()[port].egress.ce_marked, marked);
+        // IPv4: the checksum is still what a full recompute gives; the rest
+        // of the frame is as forwarded without a mark.
+        for (_, f) in &out {
+            assert_ne!(ipv4_header_checksum_ok(f), Some(false));
+            assert_eq!(l4_checksum_ok(f), Some(true));
+        }
+        let mut unmarked = out[0].1.clone();
+        if unmarked[14] >> 4 == 4 {
+            unmarked[15] = (unmarked[15] & !3) | Ecn::Ect0.bits();
+            assert!(fix_ipv4_checksum(&mut unmarked));
+        } else {
+            unmarked[15] = (unmarked[15] & !0x30) | (Ecn::Ect0.bits() << 4);
+        }
+        assert_eq!(unmarked, out[39].1, "frame 0 is frame 39 but for CE");
+
+        // Frames that arrive CE stay CE and are not counted as marked here.
+        let arrived_ce: Vec<Vec<u8>> = (0..10).map(|_| make(Ecn::Ce)).collect();
+        run(&mut b, &arrived_ce, 10_000 * MS);
+        let out = run(&mut b, &[], 20_000 * MS);
+        assert_eq!(out.len(), 10);
+        assert!(out.iter().all(|(_, f)| ecn_bits(f) == 3));
+        assert_eq!(b.sw.counters().get(Counter::CeMarked), marked);
+    }
 }
 
 #[test]

@@ -288,14 +288,62 @@ mod daemon {
     use std::rc::Rc;
 
     use lcmp_control::proto::{Body, ErrorKind, Reply};
+    use lcmp_control::rotor::RotorStatus;
     use lcmp_control::Request;
-    use lcmp_switch::daemon::PollMode;
-    use lcmp_switch::rotor_daemon::{RotorDaemon, RotorDaemonConfig, RotorNode};
-    use lcmp_topology::rotor_net::RotorRole;
+    use lcmp_switch::daemon::{Daemon, DaemonConfig, Loop, PollMode};
+    use lcmp_switch::node::Node;
+    use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
 
     use super::*;
 
-    fn daemon(epoch: Option<u64>) -> (RotorDaemon<MemIo, impl FnMut() -> u64>, Rc<Cell<u64>>) {
+    type Clock = Box<dyn FnMut() -> u64>;
+
+    /// A clock every daemon of a test reads: the test sets the time.
+    fn shared_clock() -> (Rc<Cell<u64>>, impl Fn() -> Clock) {
+        let now = Rc::new(Cell::new(0u64));
+        let n = now.clone();
+        (now, move || {
+            let n = n.clone();
+            Box::new(move || n.get()) as Clock
+        })
+    }
+
+    fn config(name: &str, stats_file: Option<std::path::PathBuf>) -> DaemonConfig {
+        DaemonConfig {
+            name: name.into(),
+            poll: PollMode::Event,
+            stats_file,
+            stats_interval_ns: 1_000_000_000,
+        }
+    }
+
+    fn node_config(ports: &[&str], epoch: Option<u64>, spin_ns: u64) -> RotorNodeConfig {
+        RotorNodeConfig {
+            port_names: ports.iter().map(|p| p.to_string()).collect(),
+            epoch: epoch.map(|e| (e, "file".into())),
+            spin_ns,
+        }
+    }
+
+    fn tor_daemon(
+        t: u32,
+        epoch: Option<u64>,
+        stats_file: Option<std::path::PathBuf>,
+        spin_ns: u64,
+        clock: Clock,
+    ) -> Daemon<TorNode<MemIo>, Clock> {
+        let n = net(RotorRouting::Direct);
+        Daemon::new(
+            TorNode::new(
+                tor(t, &n, false),
+                node_config(&["u0", "u1", "h0"], epoch, spin_ns),
+            ),
+            clock,
+            config(&format!("tor{t}"), stats_file),
+        )
+    }
+
+    fn daemon(epoch: Option<u64>) -> (Daemon<TorNode<MemIo>, Clock>, Rc<Cell<u64>>) {
         daemon_with(epoch, None, 0)
     }
 
@@ -303,32 +351,12 @@ mod daemon {
         epoch: Option<u64>,
         stats_file: Option<std::path::PathBuf>,
         spin_ns: u64,
-    ) -> (RotorDaemon<MemIo, impl FnMut() -> u64>, Rc<Cell<u64>>) {
-        let n = net(RotorRouting::Direct);
-        let now = Rc::new(Cell::new(0u64));
-        let clock = {
-            let now = now.clone();
-            move || now.get()
-        };
-        let d = RotorDaemon::new(
-            RotorNode::Tor(Box::new(tor(0, &n, false))),
-            clock,
-            RotorDaemonConfig {
-                name: "tor0".into(),
-                net: n.clone(),
-                role: RotorRole::Tor(0),
-                port_names: vec!["u0".into(), "u1".into(), "h0".into()],
-                poll: PollMode::Event,
-                stats_file,
-                stats_interval_ns: 1_000_000_000,
-                epoch: epoch.map(|e| (e, "file".into())),
-                spin_ns,
-            },
-        );
-        (d, now)
+    ) -> (Daemon<TorNode<MemIo>, Clock>, Rc<Cell<u64>>) {
+        let (now, clock) = shared_clock();
+        (tor_daemon(0, epoch, stats_file, spin_ns, clock()), now)
     }
 
-    fn status(d: &mut RotorDaemon<MemIo, impl FnMut() -> u64>) -> lcmp_control::rotor::RotorStatus {
+    fn status<N: Node>(d: &mut Daemon<N, Clock>) -> RotorStatus {
         match d.handle(Request::Rotor) {
             Body::Ok(r) => match *r {
                 Reply::Rotor(s) => *s,
@@ -348,7 +376,13 @@ mod daemon {
         );
         // Not an LCMP switch: LCMP verbs are refused by name.
         match d.handle(Request::Status) {
-            Body::Error(e) => assert_eq!(e.kind, ErrorKind::Unsupported),
+            Body::Error(e) => {
+                assert_eq!(e.kind, ErrorKind::Unsupported);
+                assert_eq!(
+                    e.message,
+                    "tor0 is a switch of a rotor network: it answers `rotor` and `set_epoch`, not `status`"
+                );
+            }
             other => panic!("{other:?}"),
         }
         let epoch = 5 * SLOT;
@@ -365,6 +399,7 @@ mod daemon {
             Body::Ok(r) => assert!(matches!(*r, Reply::Applied(ref a) if !a.changed)),
             other => panic!("{other:?}"),
         }
+        assert_eq!(d.node_ref().epoch(), Some(epoch));
         // Slot 3 since the epoch, outside the reconfiguration: rotor 0
         // applies shift +2 (odd slot), rotor 1 is idle.
         now.set(epoch + 3 * SLOT + RECONF + 1);
@@ -388,12 +423,17 @@ mod daemon {
         now.set(SLOT);
         d.step();
         assert!(!path.exists(), "written 100 us before a slot opening");
+        // Asleep, it wakes at the opening to write it.
+        assert_eq!(d.timeout_ns(), RECONF);
         now.set(SLOT + RECONF);
         d.step();
-        let s: lcmp_control::rotor::RotorStatus =
+        let s: RotorStatus =
             serde_json::from_slice(&std::fs::read(&path).expect("written after the opening"))
                 .unwrap();
-        assert_eq!(s.slot, 1);
+        assert_eq!(
+            (s.name.as_str(), s.role.as_str(), s.slot),
+            ("tor0", "tor", 1)
+        );
         let _ = std::fs::remove_file(&path);
     }
 
@@ -403,9 +443,7 @@ mod daemon {
         // A frame for ToR 2 arrives in slot 0 (rotor 0 reaches ToR 1):
         // it waits for slot 1.
         now.set(RECONF + 500_000);
-        if let RotorNode::Tor(t) = d.node() {
-            assert!(t.io().inject(2, &frame(0, 2, mac(2))));
-        }
+        assert!(d.node().switch().io().inject(2, &frame(0, 2, mac(2))));
         d.step();
         // The loop wakes 3 us after slot 1's reconfiguration ends.
         now.set(SLOT + RECONF + 3_000);
@@ -420,6 +458,101 @@ mod daemon {
         now.set(2 * SLOT + RECONF + 50_000);
         d.step();
         assert_eq!(status(&mut d).slots_seen, 1);
+    }
+
+    /// Moves what daemon `from` sent on `port` into `to`'s `to_port`.
+    fn carry<A: Node<Io = MemIo>, B: Node<Io = MemIo>>(
+        from: &mut Daemon<A, Clock>,
+        port: usize,
+        to: &mut Daemon<B, Clock>,
+        to_port: usize,
+    ) -> usize {
+        let frames = from.node().io().take_sent(port);
+        for f in &frames {
+            assert!(to.node().io().inject(to_port, f));
+        }
+        frames.len()
+    }
+
+    /// Three whole daemons on one fake clock: ToR 0, rotor 1 (uplink 1 of
+    /// every ToR) and ToR 3. A frame from host (0, 0) to host (3, 0) waits
+    /// at ToR 0 for rotor 1's shift +3, which it applies in even slots.
+    #[test]
+    fn a_frame_crosses_tor_rotor_tor_in_the_slot_the_schedule_gives() {
+        const EPOCH: u64 = 7 * SLOT;
+        let n = net(RotorRouting::Direct);
+        let (now, clock) = shared_clock();
+        let mut a = tor_daemon(0, Some(EPOCH), None, 0, clock());
+        let mut b = tor_daemon(3, Some(EPOCH), None, 0, clock());
+        let mut r = Daemon::new(
+            RotorNode::new(
+                MemIo::new(4, 64),
+                &n,
+                1,
+                node_config(&["t0", "t1", "t2", "t3"], Some(EPOCH), 0),
+            )
+            .unwrap(),
+            clock(),
+            config("rotor1", None),
+        );
+        // Sent in slot 1 (odd: rotor 1 idle), half way through.
+        let sent = EPOCH + SLOT + 500_000;
+        now.set(sent);
+        assert!(a.node().switch().io().inject(2, &frame(0, 3, mac(2))));
+        a.step();
+        assert_eq!(a.node().switch().core().queue_bytes(3), 1000);
+        // Slot 2 opens at EPOCH + 2 SLOT + RECONF, 600 us from now: the
+        // ToR sleeps until then; the rotor, with nothing timed, until a
+        // frame arrives.
+        let opening = EPOCH + 2 * SLOT + RECONF;
+        assert_eq!(a.timeout_ns(), 600_000);
+        assert_eq!(r.timeout_ns(), u64::MAX);
+        // At the opening the frame starts on uplink 1; its last bit is on
+        // the link one serialization (80 us) later, when it is handed out.
+        now.set(opening);
+        a.step();
+        assert_eq!(a.timeout_ns(), SER);
+        let due = opening + SER;
+        now.set(due - 1);
+        a.step();
+        assert_eq!(a.node().io().take_sent(1).len(), 0, "still serializing");
+        now.set(due);
+        a.step();
+        assert_eq!(
+            a.node().io().take_sent(0).len(),
+            0,
+            "rotor 0 never links 0 to 3"
+        );
+        assert_eq!(carry(&mut a, 1, &mut r, 0), 1);
+        r.step();
+        // Through the circuit 0 -> 3 of slot 2, and nowhere else.
+        for p in 0..3 {
+            assert!(r.node().io().take_sent(p).is_empty(), "rotor port {p}");
+        }
+        assert_eq!(carry(&mut r, 3, &mut b, 1), 1);
+        b.step();
+        let got = b.node().io().take_sent(2);
+        assert_eq!(got.len(), 1, "delivered to ToR 3's host at {due}");
+        assert_eq!(got[0][..6], HOST_MAC);
+        assert_eq!(got[0][6..12], mac(2), "from ToR 3's host port");
+        assert_eq!(ttl(&got[0]), 62, "one hop per ToR");
+        // What each daemon reports of it.
+        let rs = status(&mut r);
+        assert_eq!((rs.role.as_str(), rs.index, rs.slot), ("rotor", 1, 2));
+        assert_eq!(rs.circuits, vec![Some(3), Some(0), Some(1), Some(2)]);
+        assert_eq!((rs.counters["rx_frames"], rs.counters["tx_frames"]), (1, 1));
+        let s = status(&mut a);
+        assert_eq!(s.counters["sent_uplink"], 1);
+        assert_eq!((s.ports[1].name.as_str(), s.ports[1].tx_frames), ("u1", 1));
+        assert_eq!(status(&mut b).counters["delivered"], 1);
+        // Shutdown returns every buffer to each pool.
+        for d in [&mut a, &mut b] {
+            let s = d.finish();
+            assert_eq!(s.queued_bytes, 0);
+            assert_eq!(d.node().io().free_frames(), 64);
+        }
+        r.finish();
+        assert_eq!(r.node().io().free_frames(), 64);
     }
 }
 

@@ -14,6 +14,9 @@
 //! result as a complete topology file that parses back to an equal
 //! `Topology`.
 //!
+//! [`network::Network`] reads a file of either kind (a DCI topology or a
+//! rotor network, [`rotor_net`]) and says which it is.
+//!
 //! [`import`] converts real WAN topologies (Internet Topology Zoo GraphML,
 //! NetworkX node-link JSON) into topology files (`lcmp-topology import`).
 //!
@@ -48,22 +51,65 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod candidates;
 mod error;
 pub mod import;
 mod model;
+pub mod network;
 mod raw;
 pub mod rotor;
 pub mod rotor_net;
-mod routes;
+pub mod secs;
+pub mod stdout;
 pub mod tables;
 mod transform;
 pub mod units;
 
+pub use candidates::{PortPaths, PrefixPaths};
 pub use error::TopologyError;
 pub use ipnet::IpNet;
 pub use model::{
     Dc, DcId, Host, HostId, Link, LinkId, Peer, Port, Switch, SwitchId, Topology,
     DEFAULT_BUFFER_BYTES, MAX_PORTS,
 };
-pub use routes::{Candidate, Route};
 pub use transform::{HostTemplate, MIN_SCALED_BUFFER_BYTES, MIN_SCALED_RATE_BPS};
+
+/// The largest network file read, bytes (the largest topology in the tree
+/// is a few hundred kB; `/dev/zero` must not be read for ever).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// Reads the file at `path` as UTF-8 text of at most `limit` bytes; the
+/// error is one line naming the file (and the limit when it is exceeded).
+pub fn read_text(path: &std::path::Path, limit: u64) -> Result<String, String> {
+    read_bounded(path, limit).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// [`read_text`] with the error as an `io::Error` that does not name the
+/// file (for error types that add it themselves).
+pub(crate) fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    // One byte past the limit tells a file of exactly `limit` bytes from a
+    // larger (or endless) one.
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        let size = if limit % (1 << 20) == 0 {
+            format!("{} MiB", limit >> 20)
+        } else {
+            format!("{limit} bytes")
+        };
+        return Err(std::io::Error::other(format!(
+            "larger than {size} (the limit for a network file)"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}

@@ -22,6 +22,31 @@ pub const MAX_PORTS: usize = 255;
 /// Longest interface name Linux accepts (IFNAMSIZ - 1).
 const MAX_IFNAME: usize = 15;
 
+/// Longest switch name, in bytes. The tightest place a switch name goes is
+/// its testbed control socket `/run/lcmp-testbed/<testbed>/<switch>.sock`
+/// (`lcmp_control::paths::testbed_socket`), whose path must fit in
+/// `sun_path`: 108 bytes with the terminating NUL, so 107. That leaves
+/// 107 - 18 (`/run/lcmp-testbed/`) - 16 (longest testbed name,
+/// `lcmp_testbed::state::MAX_NAME_LEN`) - 1 (`/`) - 5 (`.sock`) = 67.
+/// The other uses are looser: the standalone socket
+/// `/run/lcmp-switch/<switch>.sock` allows 107 - 17 - 5 = 85, the
+/// namespace `lcmptb-<testbed>-<switch>` allows [`MAX_HOST_NAME`], and no
+/// interface name is made from a node name (ports are the file's
+/// `*_ifname` or `p<index>`, so IFNAMSIZ does not bound node names).
+const MAX_SWITCH_NAME: usize = 67;
+const SWITCH_NAME_LIMIT: &str =
+    "its control socket /run/lcmp-testbed/<testbed>/<switch>.sock must fit in 107 bytes";
+
+/// Longest host name, in bytes. A host becomes only the network namespace
+/// `lcmptb-<testbed>-<host>` (`lcmp_control::paths::testbed_netns_prefix`),
+/// a file in /run/netns: a file name, like the argument `ip netns add`
+/// checks, has at most NAME_MAX = 255 bytes. That leaves 255 - 7
+/// (`lcmptb-`) - 16 (longest testbed name) - 1 (`-`) = 231. Generated
+/// hosts (`<switch>h<n>` with n <= 255, at most 67 + 1 + 3 bytes) always
+/// fit.
+const MAX_HOST_NAME: usize = 231;
+const HOST_NAME_LIMIT: &str = "its network namespace lcmptb-<testbed>-<host> must fit in 255 bytes";
+
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -269,9 +294,11 @@ impl Topology {
     /// Reads and validates the topology file at `path`; errors name the path.
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| TopologyError::Io {
-            file: file.clone(),
-            error,
+        let text = crate::read_bounded(path, crate::MAX_FILE_BYTES).map_err(|error| {
+            TopologyError::Io {
+                file: file.clone(),
+                error,
+            }
         })?;
         Topology::parse(&text, &file)
     }
@@ -402,23 +429,37 @@ impl<'a> Builder<'a> {
         self.rep.at(&s.span(), field, message)
     }
 
-    /// A name must be non-empty and use only `[A-Za-z0-9_.-]`, so it can
-    /// name a network namespace, a metric label and a file.
-    fn check_name(&self, s: &Str, field: String) -> Result<String, TopologyError> {
+    /// A name must be non-empty, use only `[A-Za-z0-9_.-]` and not start
+    /// with `-` or `.`, so it can name a network namespace, a metric label
+    /// and a file, and is never taken for a command-line option (`-rf`) or
+    /// a directory (`.`, `..`). `kind` ("switch", "host", "DC") and
+    /// `max_len` add the length limit of that kind of name, if any.
+    fn check_name(
+        &self,
+        s: &Str,
+        field: String,
+        kind: &str,
+        max_len: Option<(usize, &str)>,
+    ) -> Result<String, TopologyError> {
         let name = s.get_ref();
-        let ok = !name.is_empty()
+        let chars_ok = !name.is_empty()
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-        if ok {
-            Ok(name.clone())
+        let problem = if !chars_ok {
+            "use letters, digits, '_', '.', '-'".to_string()
+        } else if name.starts_with(['-', '.']) {
+            "it must not start with '-' or '.'".to_string()
+        } else if let Some((max, why)) = max_len.filter(|&(max, _)| name.len() > max) {
+            format!("{} bytes, at most {max}: {why}", name.len())
         } else {
-            Err(self.err(
-                s,
-                field,
-                format!("{name:?} is not a valid name (use letters, digits, '_', '.', '-')"),
-            ))
-        }
+            return Ok(name.clone());
+        };
+        Err(self.err(
+            s,
+            field,
+            format!("{name:?} is not a valid {kind} name ({problem})"),
+        ))
     }
 
     fn check_ifname(
@@ -466,7 +507,20 @@ impl<'a> Builder<'a> {
     }
 
     fn add_node(&mut self, s: &Str, field: String, node: Node) -> Result<String, TopologyError> {
-        let name = self.check_name(s, field.clone())?;
+        let name = match node {
+            Node::Switch(_) => self.check_name(
+                s,
+                field.clone(),
+                "switch",
+                Some((MAX_SWITCH_NAME, SWITCH_NAME_LIMIT)),
+            )?,
+            Node::Host => self.check_name(
+                s,
+                field.clone(),
+                "host",
+                Some((MAX_HOST_NAME, HOST_NAME_LIMIT)),
+            )?,
+        };
         let line = self.rep.line_of(s.span().start);
         if let Some((_, first)) = self.nodes.get(&name) {
             return Err(self.err(
@@ -510,7 +564,9 @@ impl<'a> Builder<'a> {
         for (i, d) in raw.dc.iter().enumerate() {
             let d = d.get_ref();
             let field = format!("dc[{i}].name");
-            let name = self.check_name(&d.name, field.clone())?;
+            // DC names become nothing on the system (no socket, no
+            // namespace), so they have no length limit.
+            let name = self.check_name(&d.name, field.clone(), "DC", None)?;
             if let Some(first) = dc_lines.get(&name) {
                 return Err(self.err(
                     &d.name,
@@ -685,7 +741,7 @@ impl<'a> Builder<'a> {
         let ports = build_ports(&switches, &links, &hosts);
         self.check_unique_ifnames(&raw, &ports, &links)?;
 
-        Ok(Topology {
+        let topo = Topology {
             source: source.to_string(),
             default_buffer_bytes,
             dcs,
@@ -694,7 +750,46 @@ impl<'a> Builder<'a> {
             links,
             ports,
             down_links: Vec::new(),
-        })
+        };
+        self.check_connected(&topo)?;
+        Ok(topo)
+    }
+
+    /// A file without switches (empty, or only comments or DCs) is almost
+    /// certainly the wrong file, and switches that cannot reach each other
+    /// would get routes without candidates; both are rejected here rather
+    /// than when traffic goes nowhere.
+    fn check_connected(&self, topo: &Topology) -> Result<(), TopologyError> {
+        let whole = |message: String| TopologyError::Invalid {
+            file: self.rep.file.to_string(),
+            line: None,
+            field: None,
+            message,
+        };
+        if topo.switches.is_empty() {
+            return Err(whole(
+                "the topology has no switches (declare at least one [[switch]])".to_string(),
+            ));
+        }
+        let mut groups = topo.components();
+        if groups.len() == 1 {
+            return Ok(());
+        }
+        // Largest first; equal sizes stay in switch order (sort is stable).
+        groups.sort_by_key(|g| std::cmp::Reverse(g.len()));
+        let name = |id: SwitchId| format!("{:?}", topo.switches[id.0].name);
+        let sizes: Vec<String> = groups.iter().map(|g| g.len().to_string()).collect();
+        let firsts: Vec<String> = groups.iter().map(|g| name(g[0])).collect();
+        Err(whole(format!(
+            "the switches are not all connected: switch {} cannot reach switch {} \
+             ({} groups of {} switches; one switch of each: {}); \
+             links must join every switch to every other",
+            firsts[0],
+            firsts[1],
+            groups.len(),
+            sizes.join(", "),
+            firsts.join(", ")
+        )))
     }
 
     fn prefix(&self, s: &Str, field: String) -> Result<IpNet, TopologyError> {

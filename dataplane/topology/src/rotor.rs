@@ -53,9 +53,9 @@ pub struct RotorInputs {
     pub max_delay_ns: u64,
 }
 
-/// One degree's figures.
+/// One candidate degree of the emulated graph and its figures.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Candidate {
+pub struct DegreeChoice {
     /// Degree d of the emulated graph.
     pub degree: u32,
     /// D = ceil(log_d n).
@@ -74,10 +74,47 @@ pub struct Candidate {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
     /// Every degree the uplinks allow (multiples of U, 2..=n).
-    pub candidates: Vec<Candidate>,
+    pub candidates: Vec<DegreeChoice>,
     /// Mars's choice: the highest throughput within budget (the smaller
     /// degree on a tie: less buffer).
-    pub chosen: Candidate,
+    pub chosen: DegreeChoice,
+}
+
+/// The most ToRs a plan covers: 2^16, beyond any datacenter fabric (its
+/// table has a row per degree, up to n / U of them).
+pub const MAX_PLAN_TORS: u32 = 65_536;
+
+/// The most ToRs a schedule covers: the rotor network file's limit (ToR t's
+/// hosts are 10.t.h.2). A schedule holds fewer than 2 n matchings (de
+/// Bruijn at most n, complete n - 1 padded to a multiple of U), so a rotor
+/// cycles through fewer than 2 n slots, each matching n entries; building
+/// one takes an n x n table.
+pub const MAX_SCHEDULE_TORS: u32 = 250;
+
+/// The longest slot: 1 s (rotor slots are microseconds to milliseconds);
+/// with [`MAX_PLAN_TORS`] it keeps a worst-case delay within u64 ns.
+pub const MAX_SLOT_NS: u64 = 1_000_000_000;
+
+/// The fastest uplink: 10 Tbit/s, beyond any transceiver.
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+
+/// The largest buffer per ToR: 1 TB, beyond any switch's memory.
+pub const MAX_BUFFER_BYTES: u64 = 1_000_000_000_000;
+
+/// The longest delay budget: 10 s; a worst-case delay beyond that is no
+/// datacenter budget.
+pub const MAX_DELAY_NS: u64 = 10_000_000_000;
+
+/// Refuses a schedule of more than [`MAX_SCHEDULE_TORS`] ToRs before
+/// anything is allocated for it.
+pub fn schedule_size(n: u32) -> Result<(), RotorError> {
+    if n > MAX_SCHEDULE_TORS {
+        return Err(RotorError(format!(
+            "{n} ToRs: a schedule covers at most {MAX_SCHEDULE_TORS} (the rotor network file \
+             numbers ToR t's hosts 10.t.h.2)"
+        )));
+    }
+    Ok(())
 }
 
 /// Smallest D with d^D >= n.
@@ -91,12 +128,17 @@ pub fn diameter(n: u32, d: u32) -> u32 {
 }
 
 /// The figures of degree `d` (see the module documentation).
-pub fn candidate(i: &RotorInputs, d: u32) -> Candidate {
+pub fn candidate(i: &RotorInputs, d: u32) -> DegreeChoice {
     let dia = diameter(i.tors, d).max(1);
     let tax = i.reconfig_ns as f64 / i.slot_ns.max(1) as f64;
-    let delay_ns = 2 * dia as u64 * (d / i.uplinks.max(1)) as u64 * i.slot_ns;
-    let buffer_bytes = (d as u128 * i.rate_bps as u128 * i.slot_ns as u128 / 8_000_000_000) as u64;
-    Candidate {
+    // Saturating: within plan()'s bounds nothing overflows, but this is
+    // public and a saturated figure is still "does not fit".
+    let delay_ns = (2 * dia as u64)
+        .saturating_mul((d / i.uplinks.max(1)) as u64)
+        .saturating_mul(i.slot_ns);
+    let buffer_bytes = (d as u128 * i.rate_bps as u128 * i.slot_ns as u128 / 8_000_000_000)
+        .min(u64::MAX as u128) as u64;
+    DegreeChoice {
         degree: d,
         diameter: dia,
         throughput_bound: (1.0 - tax) / (2.0 * dia as f64),
@@ -114,6 +156,12 @@ pub fn plan(i: &RotorInputs) -> Result<Plan, RotorError> {
             i.tors
         )));
     }
+    if i.tors > MAX_PLAN_TORS {
+        return Err(RotorError(format!(
+            "{} ToRs: a plan covers at most {MAX_PLAN_TORS} (beyond any datacenter fabric)",
+            i.tors
+        )));
+    }
     if i.uplinks == 0 || i.uplinks > i.tors {
         return Err(RotorError(format!(
             "{} uplinks per ToR: need 1 to {} (the number of ToRs)",
@@ -126,7 +174,31 @@ pub fn plan(i: &RotorInputs) -> Result<Plan, RotorError> {
             i.reconfig_ns, i.slot_ns
         )));
     }
-    let candidates: Vec<Candidate> = (2..=i.tors)
+    if i.slot_ns > MAX_SLOT_NS {
+        return Err(RotorError(format!(
+            "slot {} ns: at most {MAX_SLOT_NS} ns (1 s; rotor slots are microseconds to milliseconds)",
+            i.slot_ns
+        )));
+    }
+    if i.rate_bps == 0 || i.rate_bps > MAX_RATE_BPS {
+        return Err(RotorError(format!(
+            "rate {} bit/s: need 1 to {MAX_RATE_BPS} (10 Tbit/s, beyond any transceiver)",
+            i.rate_bps
+        )));
+    }
+    if i.buffer_bytes > MAX_BUFFER_BYTES {
+        return Err(RotorError(format!(
+            "buffer {} B per ToR: at most {MAX_BUFFER_BYTES} B (1 TB, beyond any switch's memory)",
+            i.buffer_bytes
+        )));
+    }
+    if i.max_delay_ns > MAX_DELAY_NS {
+        return Err(RotorError(format!(
+            "delay budget {} ns: at most {MAX_DELAY_NS} ns (10 s, no datacenter budget is longer)",
+            i.max_delay_ns
+        )));
+    }
+    let candidates: Vec<DegreeChoice> = (2..=i.tors)
         .filter(|d| d % i.uplinks == 0)
         .map(|d| candidate(i, d))
         .collect();
@@ -139,7 +211,7 @@ pub fn plan(i: &RotorInputs) -> Result<Plan, RotorError> {
     let chosen = candidates
         .iter()
         .filter(|c| c.feasible)
-        .fold(None::<Candidate>, |best, c| match best {
+        .fold(None::<DegreeChoice>, |best, c| match best {
             Some(b) if b.throughput_bound >= c.throughput_bound => Some(b),
             _ => Some(*c),
         })
@@ -259,6 +331,11 @@ fn augment(u: usize, left: &[Vec<u32>], seen: &mut [bool], right: &mut [Option<u
 /// perfect-matching decomposition of the generalized de Bruijn multigraph.
 pub fn de_bruijn(n: u32, d: u32, rotors: u32) -> Result<Schedule, RotorError> {
     check(n, d, rotors)?;
+    if d > n {
+        // The planner's degrees stop at n; more would be n x d entries of
+        // parallel arcs.
+        return Err(RotorError(format!("degree {d} on {n} ToRs: at most {n}")));
+    }
     let power = (d as u64).checked_pow(diameter(n, d)) == Some(n as u64);
     let matchings = if power {
         (0..d)
@@ -301,36 +378,226 @@ pub fn complete(n: u32, rotors: u32) -> Result<Schedule, RotorError> {
     })
 }
 
-/// A static expander baseline: one fixed matching per rotor, never
-/// reconfigured: circulant shifts x -> x + s_r mod n with distinct strides
-/// s_r (no self-loops).
+/// The seed of [`static_expander`]: fixed, so every run of an experiment
+/// compares Mars against the same expander.
+pub const EXPANDER_SEED: u64 = 1;
+
+/// The most draws [`static_expander_seeded`] makes before giving up.
+pub const EXPANDER_DRAWS: u32 = 1000;
+
+/// The largest second eigenvalue magnitude a static expander of degree `d`
+/// may have (normalised adjacency, eigenvalue 1 excluded): 1.25 / sqrt(d).
+/// The non-trivial eigenvalues of a random d-regular digraph lie within
+/// about 1 / sqrt(d) (Coste, "The spectral gap of sparse random digraphs",
+/// 2021: the digraph analogue of the Ramanujan / Alon bound); the 25 %
+/// margin covers the fluctuation of graphs of tens of ToRs. A 1-regular
+/// digraph is a single cycle (eigenvalues: the n-th roots of unity), so
+/// there the check is vacuous.
+pub fn expander_bound(d: u32) -> f64 {
+    if d <= 1 {
+        1.0
+    } else {
+        (1.25 / f64::from(d).sqrt()).min(1.0)
+    }
+}
+
+/// A static expander baseline with seed [`EXPANDER_SEED`]: see
+/// [`static_expander_seeded`].
 pub fn static_expander(n: u32, rotors: u32) -> Result<Schedule, RotorError> {
+    static_expander_seeded(n, rotors, EXPANDER_SEED)
+}
+
+/// A static expander baseline, as in the Mars paper: a random
+/// `rotors`-regular digraph (one fixed matching per rotor, never
+/// reconfigured), no self-loops and no parallel arcs, redrawn until it is
+/// strongly connected and its second eigenvalue magnitude is within
+/// [`expander_bound`]. Deterministic per `seed`.
+pub fn static_expander_seeded(n: u32, rotors: u32, seed: u64) -> Result<Schedule, RotorError> {
     if n < 2 || rotors == 0 || rotors >= n {
         return Err(RotorError(format!(
             "{rotors} rotors on {n} ToRs: need 1 to {}",
             n.saturating_sub(1)
         )));
     }
-    // Shifts by distinct strides: a circulant expander, no self-loops.
-    let strides: Vec<u32> = (0..rotors)
-        .map(|r| 1 + r * (n / (rotors + 1)).max(1))
-        .collect();
-    let matchings = strides
-        .iter()
-        .map(|s| (0..n).map(|x| (x + s % n) % n).collect())
-        .collect();
-    Ok(Schedule {
-        kind: ScheduleKind::Static,
-        tors: n,
-        rotors,
-        matchings,
-    })
+    schedule_size(n)?;
+    let bound = expander_bound(rotors);
+    let mut rng = SplitMix64(seed);
+    let mut best = f64::INFINITY;
+    for _ in 0..EXPANDER_DRAWS {
+        let s = Schedule {
+            kind: ScheduleKind::Static,
+            tors: n,
+            rotors,
+            matchings: random_simple_matchings(n as usize, rotors as usize, &mut rng),
+        };
+        if !strongly_connected(&s) {
+            continue;
+        }
+        let l2 = second_eigenvalue(&s);
+        if l2 <= bound {
+            return Ok(s);
+        }
+        best = best.min(l2);
+    }
+    Err(RotorError(format!(
+        "no strongly connected {rotors}-regular digraph on {n} ToRs with second eigenvalue \
+         <= {bound:.3} in {EXPANDER_DRAWS} draws (best {best:.3}; seed {seed})"
+    )))
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): deterministic per seed and a
+/// few lines, where the graphs need no more (no new dependency).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in 0..n (multiply-shift; the bias, n / 2^64, is nil here).
+    fn below(&mut self, n: usize) -> usize {
+        ((self.next() as u128 * n as u128) >> 64) as usize
+    }
+
+    /// Uniform in [-1, 1).
+    fn signed_unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 52) as f64 - 1.0
+    }
+
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            v.swap(i, self.below(i + 1));
+        }
+    }
+}
+
+/// `d` permutations of 0..n that together have no fixed point and no arc
+/// twice: each a perfect matching of the arcs still allowed, found by
+/// augmenting paths in random order. The allowed arcs form an
+/// (n - 1 - r)-regular bipartite graph before rotor r, so one exists
+/// (Hall) while d < n.
+fn random_simple_matchings(n: usize, d: usize, rng: &mut SplitMix64) -> Vec<Vec<u32>> {
+    let mut used = vec![vec![false; n]; n];
+    for (i, row) in used.iter_mut().enumerate() {
+        row[i] = true;
+    }
+    let mut out = Vec::with_capacity(d);
+    for _ in 0..d {
+        let adj: Vec<Vec<usize>> = used
+            .iter()
+            .map(|row| {
+                let mut a: Vec<usize> = (0..n).filter(|&j| !row[j]).collect();
+                rng.shuffle(&mut a);
+                a
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        rng.shuffle(&mut order);
+        let mut right: Vec<Option<usize>> = vec![None; n];
+        for &u in &order {
+            let mut seen = vec![false; n];
+            // Cannot fail: the allowed arcs are regular (see above).
+            augment_list(u, &adj, &mut seen, &mut right);
+        }
+        let mut m = vec![0u32; n];
+        for (v, u) in right.iter().enumerate() {
+            if let Some(u) = *u {
+                m[u] = v as u32;
+                used[u][v] = true;
+            }
+        }
+        out.push(m);
+    }
+    out
+}
+
+/// Kuhn's augmenting path from `u` over adjacency lists.
+fn augment_list(
+    u: usize,
+    adj: &[Vec<usize>],
+    seen: &mut [bool],
+    right: &mut [Option<usize>],
+) -> bool {
+    for &v in &adj[u] {
+        if seen[v] {
+            continue;
+        }
+        seen[v] = true;
+        if right[v].is_none_or(|w| augment_list(w, adj, seen, right)) {
+            right[v] = Some(u);
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether every ToR reaches every other on the union of the matchings.
+pub fn strongly_connected(s: &Schedule) -> bool {
+    let (_, hops) = routes(s);
+    hops.iter().flatten().all(|h| *h != u32::MAX)
+}
+
+/// The largest eigenvalue magnitude of the normalised adjacency
+/// `A = (1/d) sum of the matchings' permutation matrices` other than its
+/// eigenvalue 1, by power iteration on the vectors summing to zero: A is
+/// doubly stochastic, so that space is invariant and holds every other
+/// eigenvector. A is not symmetric (a digraph), so the estimate is the
+/// growth rate of ||A^k x|| over a window after a burn-in (Gelfand's
+/// formula), not a Rayleigh quotient: that averages out complex pairs of
+/// equal modulus. For a strongly connected graph it is below 1 unless the
+/// graph is periodic.
+pub fn second_eigenvalue(s: &Schedule) -> f64 {
+    const BURN_IN: usize = 1000;
+    const WINDOW: usize = 1000;
+    let n = s.tors as usize;
+    let d = s.matchings.len();
+    if n < 2 || d == 0 {
+        return 0.0;
+    }
+    let mut rng = SplitMix64(0x5eed);
+    let mut x: Vec<f64> = (0..n).map(|_| rng.signed_unit()).collect();
+    let mut y = vec![0.0; n];
+    let mut log_growth = 0.0;
+    for k in 0..BURN_IN + WINDOW {
+        // Back onto the zero-sum space (rounding drifts off it) and to
+        // unit length, then one step.
+        let mean = x.iter().sum::<f64>() / n as f64;
+        x.iter_mut().for_each(|v| *v -= mean);
+        let norm = x.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm < 1e-300 {
+            // A^k x = 0: nilpotent on that space (de Bruijn: A^D = J / n).
+            return 0.0;
+        }
+        x.iter_mut().for_each(|v| *v /= norm);
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = s.matchings.iter().map(|m| x[m[i] as usize]).sum::<f64>() / d as f64;
+        }
+        std::mem::swap(&mut x, &mut y);
+        if k >= BURN_IN {
+            let mean = x.iter().sum::<f64>() / n as f64;
+            let grown = x
+                .iter()
+                .map(|v| (v - mean) * (v - mean))
+                .sum::<f64>()
+                .sqrt();
+            if grown < 1e-300 {
+                return 0.0;
+            }
+            log_growth += grown.ln();
+        }
+    }
+    (log_growth / WINDOW as f64).exp()
 }
 
 fn check(n: u32, d: u32, rotors: u32) -> Result<(), RotorError> {
     if n < 2 {
         return Err(RotorError(format!("{n} ToRs: need at least 2")));
     }
+    schedule_size(n)?;
     if d < 1 || rotors == 0 || d % rotors != 0 {
         return Err(RotorError(format!(
             "degree {d} is not a multiple of {rotors} rotors (uplinks)"
@@ -509,5 +776,175 @@ mod tests {
         check_schedule(&s, None);
         assert_eq!(s.per_rotor(), 1);
         assert!(s.to_toml(1_000_000, 100_000).contains("kind = \"static\""));
+    }
+
+    fn diameter_of(s: &Schedule) -> u32 {
+        let (_, hops) = routes(s);
+        *hops.iter().flatten().max().unwrap()
+    }
+
+    /// Shifts x -> x + k mod n, one matching per stride.
+    fn circulant(n: u32, strides: &[u32]) -> Schedule {
+        Schedule {
+            kind: ScheduleKind::Static,
+            tors: n,
+            rotors: strides.len() as u32,
+            matchings: strides
+                .iter()
+                .map(|k| (0..n).map(|x| (x + k) % n).collect())
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn second_eigenvalues_of_graphs_known_by_hand() {
+        let close = |got: f64, want: f64| assert!((got - want).abs() < 1e-3, "{got} != {want}");
+        // The old baseline, strides +1 and +22 on 64: eigenvalues
+        // (w^k + w^22k) / 2, w = e^(2 pi i / 64), of modulus
+        // |cos(21 pi k / 64)|; k = 3 (21 x 3 = 63) gives cos(pi / 64).
+        close(second_eigenvalue(&circulant(64, &[1, 22])), 0.998_795);
+        // +1 and +2 on 4: (i^k + (-1)^k) / 2, modulus 1/sqrt(2) at k = 1, 3.
+        close(
+            second_eigenvalue(&circulant(4, &[1, 2])),
+            std::f64::consts::FRAC_1_SQRT_2,
+        );
+        // Complete digraph on 5: (J - I) / 4 is -1/4 off the all-ones vector.
+        close(second_eigenvalue(&circulant(5, &[1, 2, 3, 4])), 0.25);
+        // A ring: eigenvalues are the 8th roots of unity.
+        close(second_eigenvalue(&circulant(8, &[1])), 1.0);
+        // De Bruijn 2^6: A^6 = J / 64, nilpotent off the all-ones vector.
+        assert_eq!(second_eigenvalue(&de_bruijn(64, 2, 2).unwrap()), 0.0);
+    }
+
+    #[test]
+    fn static_expanders_are_simple_regular_digraphs() {
+        for (n, u) in [
+            (3u32, 2u32),
+            (4, 2),
+            (8, 2),
+            (16, 2),
+            (64, 2),
+            (64, 3),
+            (30, 4),
+            (9, 8),
+        ] {
+            let s = static_expander(n, u).unwrap();
+            check_schedule(&s, None);
+            assert_eq!((s.matchings.len(), s.per_rotor()), (u as usize, 1));
+            let mut arcs: Vec<(usize, u32)> = s
+                .matchings
+                .iter()
+                .flat_map(|m| m.iter().copied().enumerate())
+                .collect();
+            // Permutations: every ToR u arcs out and u in; no self-loop
+            // (an idle uplink) and no arc twice (a wasted one).
+            assert!(
+                arcs.iter().all(|&(i, j)| i as u32 != j),
+                "n {n} u {u}: self-loop"
+            );
+            arcs.sort();
+            arcs.dedup();
+            assert_eq!(arcs.len(), (n * u) as usize, "n {n} u {u}: parallel arcs");
+            assert!(strongly_connected(&s), "n {n} u {u}");
+            assert!(second_eigenvalue(&s) <= expander_bound(u), "n {n} u {u}");
+        }
+        // n - 1 rotors: the only simple one is the complete digraph.
+        let (_, hops) = routes(&static_expander(9, 8).unwrap());
+        assert!(hops.iter().flatten().all(|h| *h <= 1));
+    }
+
+    #[test]
+    fn the_static_expander_is_fixed_per_seed() {
+        let a = static_expander_seeded(64, 2, 5).unwrap();
+        assert_eq!(a, static_expander_seeded(64, 2, 5).unwrap());
+        assert_ne!(a, static_expander_seeded(64, 2, 6).unwrap());
+        assert_eq!(
+            static_expander(64, 2).unwrap(),
+            static_expander_seeded(64, 2, EXPANDER_SEED).unwrap()
+        );
+    }
+
+    #[test]
+    fn the_expander_at_64_tors_and_2_uplinks_is_short_and_spectral() {
+        // A 2-regular digraph reaches at most 2 + 4 + ... + 2^k ToRs in k
+        // hops; 63 others need k = 6 (2 + ... + 32 = 62 falls short). A
+        // random one needs about log2 64 + log2 ln 64 = 8.1 (the random
+        // regular graph diameter, Bollobas and de la Vega); 10 leaves room
+        // for a seed's fluctuation. The circulant it replaces had 22.
+        assert_eq!(diameter_of(&circulant(64, &[1, 22])), 22);
+        for seed in 1..=10 {
+            let s = static_expander_seeded(64, 2, seed).unwrap();
+            let dia = diameter_of(&s);
+            assert!((6..=10).contains(&dia), "seed {seed}: diameter {dia}");
+            // Within 1.25 / sqrt(2) = 0.884 (random 2-regular digraphs sit
+            // near 1 / sqrt(2) = 0.707); the circulant had 0.999.
+            let l2 = second_eigenvalue(&s);
+            assert!(l2 <= 0.884, "seed {seed}: {l2}");
+        }
+        assert!((expander_bound(2) - 0.883_883).abs() < 1e-6);
+        assert!((expander_bound(4) - 0.625).abs() < 1e-12);
+        assert_eq!(expander_bound(1), 1.0);
+    }
+
+    #[test]
+    fn oversized_inputs_are_refused_before_allocating() {
+        let e = plan(&RotorInputs {
+            tors: 100_000,
+            ..paper()
+        })
+        .unwrap_err();
+        assert_eq!(
+            e.0,
+            "100000 ToRs: a plan covers at most 65536 (beyond any datacenter fabric)"
+        );
+        let e = plan(&RotorInputs {
+            slot_ns: 2_000_000_000,
+            ..paper()
+        })
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("slot 2000000000 ns: at most 1000000000 ns"),
+            "{e}"
+        );
+        let e = plan(&RotorInputs {
+            rate_bps: 0,
+            ..paper()
+        })
+        .unwrap_err();
+        assert!(e.0.starts_with("rate 0 bit/s: need 1 to"), "{e}");
+        let e = plan(&RotorInputs {
+            buffer_bytes: 2_000_000_000_000,
+            ..paper()
+        })
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("buffer 2000000000000 B per ToR: at most"),
+            "{e}"
+        );
+        let e = plan(&RotorInputs {
+            max_delay_ns: 100_000_000_000,
+            ..paper()
+        })
+        .unwrap_err();
+        assert!(
+            e.0.starts_with("delay budget 100000000000 ns: at most"),
+            "{e}"
+        );
+        let want = "100000 ToRs: a schedule covers at most 250 (the rotor network file \
+                    numbers ToR t's hosts 10.t.h.2)";
+        assert_eq!(de_bruijn(100_000, 100_000, 2).unwrap_err().0, want);
+        assert_eq!(complete(100_000, 2).unwrap_err().0, want);
+        assert_eq!(static_expander(100_000, 2).unwrap_err().0, want);
+        assert!(de_bruijn(16, 32, 2).unwrap_err().0.contains("at most 16"));
+        // The largest plan is fine: d = 65536 has D = 1, theta 0.5.
+        let p = plan(&RotorInputs {
+            tors: MAX_PLAN_TORS,
+            buffer_bytes: MAX_BUFFER_BYTES,
+            max_delay_ns: MAX_DELAY_NS,
+            ..paper()
+        })
+        .unwrap();
+        assert_eq!(p.candidates.len(), 32_768);
+        assert_eq!(p.chosen.degree, 65_536);
     }
 }

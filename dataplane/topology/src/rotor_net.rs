@@ -156,13 +156,6 @@ struct File {
 }
 
 impl RotorNetwork {
-    /// Whether a TOML text is a rotor network file (has a `[rotor]` table
-    /// at the top).
-    pub fn is_rotor_file(text: &str) -> bool {
-        text.parse::<toml::Table>()
-            .is_ok_and(|t| t.get("rotor").is_some_and(toml::Value::is_table))
-    }
-
     /// Parses and validates a file's text; errors name `origin`.
     pub fn parse(text: &str, origin: &str) -> Result<Self, RotorError> {
         let f: File =
@@ -173,10 +166,10 @@ impl RotorNetwork {
         Ok(f.rotor)
     }
 
-    /// Reads and parses a file.
+    /// Reads (at most [`crate::MAX_FILE_BYTES`]) and parses a file. A file
+    /// of either kind: [`crate::network::Network::load`].
     pub fn load(path: &Path) -> Result<Self, RotorError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| RotorError(format!("{}: {e}", path.display())))?;
+        let text = crate::read_text(path, crate::MAX_FILE_BYTES).map_err(RotorError)?;
         Self::parse(&text, &path.display().to_string())
     }
 
@@ -382,7 +375,6 @@ mod tests {
         let s = rotor::de_bruijn(8, 4, 2).unwrap();
         let net = RotorNetwork::from_schedule(&s, 1_000_000, 100_000);
         let text = net.to_toml();
-        assert!(RotorNetwork::is_rotor_file(&text));
         let back = RotorNetwork::parse(&text, "t.toml").unwrap();
         assert_eq!(back, net);
         assert_eq!(back.routing(), RotorRouting::ShiftValiant);
@@ -423,6 +415,5 @@ mod tests {
         assert!(bad(&|n| n.hosts_per_tor = 0).contains("hosts_per_tor"));
         let e = RotorNetwork::parse("[rotor]\ntors = 2\n", "y.toml").unwrap_err();
         assert!(e.0.starts_with("y.toml: missing field"), "{e}");
-        assert!(!RotorNetwork::is_rotor_file("[[switch]]\nname = \"a\"\n"));
     }
 }

@@ -7,13 +7,15 @@ use lcmp_policy::path_cost::PathCostError;
 use lcmp_policy::select::TooManyCandidates;
 use lcmp_policy::{Candidate, CandidateSet, PathCostModel, PathCostParams};
 
-/// Which path attributes C_path describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which path attributes C_path describes (the switch's and the agent's
+/// `--metric path|local`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PathMetric {
     /// The whole path to the destination through the port: total one-way
     /// delay and bottleneck capacity (the paper's per-path scores; default).
     Path,
     /// The local egress link only (what the LCMP artifact does).
+    #[value(name = "local")]
     LocalLink,
 }
 
@@ -87,7 +89,7 @@ impl std::fmt::Display for TableError {
 
 impl std::error::Error for TableError {}
 
-fn attributes(c: &crate::Candidate, metric: PathMetric) -> (u64, u64) {
+fn attributes(c: &crate::PortPaths, metric: PathMetric) -> (u64, u64) {
     match metric {
         PathMetric::Path => (c.delay_ns / 1_000, c.bottleneck_bps),
         PathMetric::LocalLink => (c.local_delay_ns / 1_000, c.local_rate_bps),

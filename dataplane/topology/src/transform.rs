@@ -1,7 +1,7 @@
 //! Transforms of a validated topology for testbeds: writing it back as a
 //! complete topology file ([`Topology::to_toml`]), adding generated end
-//! hosts ([`Topology::with_generated_hosts`]) and scaling rates and buffers
-//! down ([`Topology::scaled`]).
+//! hosts ([`Topology::with_generated_hosts`]), scaling rates and buffers
+//! down ([`Topology::scaled`]) and dilating delays ([`Topology::dilated`]).
 //!
 //! The transforms build the new [`Topology`] directly (the port table is
 //! derived again by the same code as [`Topology::parse`] uses), and they
@@ -352,6 +352,46 @@ impl Topology {
         Ok(topo)
     }
 
+    /// The topology dilated in time by `t`: every link's and host's delay
+    /// multiplied by `t` (rates and buffers unchanged). With rates also
+    /// divided by `t` ([`Topology::scaled_apart`]), every bandwidth-delay
+    /// product and transfer-time/RTT ratio is kept while the network runs
+    /// `t` times slower: a testbed short of CPU for the flows per second of
+    /// a scenario replays it stretched in time.
+    pub fn dilated(&self, t: f64) -> Result<Topology, TopologyError> {
+        let factor = Factor::new(t).ok_or_else(|| {
+            self.transform_error(
+                None,
+                format!("cannot dilate by {t}: the factor must be finite and greater than 0"),
+            )
+        })?;
+        let stretch = |ns: u64, field: String, what: String| {
+            factor.multiply(ns).ok_or_else(|| {
+                self.transform_error(
+                    Some(field),
+                    format!(
+                        "delay {} dilated by {t} is too large ({what})",
+                        format_delay(ns)
+                    ),
+                )
+            })
+        };
+        let mut topo = self.clone();
+        for l in &mut topo.links {
+            let what = format!(
+                "link {} - {}",
+                self.switches[l.a.0].name, self.switches[l.b.0].name
+            );
+            l.delay_ns = stretch(l.delay_ns, format!("link[{}].delay", l.id.0), what)?;
+        }
+        for h in &mut topo.hosts {
+            let what = format!("host {} on {}", h.name, self.switches[h.switch.0].name);
+            h.delay_ns = stretch(h.delay_ns, format!("host[{}].delay", h.id.0), what)?;
+        }
+        topo.ports = build_ports(&topo.switches, &topo.links, &topo.hosts);
+        Ok(topo)
+    }
+
     fn scale_rate(
         &self,
         bps: u64,
@@ -456,6 +496,22 @@ impl Factor {
                 .checked_mul(x)?;
             u64::try_from(numerator / self.mantissa).ok()
         }
+    }
+}
+
+impl Factor {
+    /// `floor(x * s)`, or `None` if it does not fit in a `u64`.
+    fn multiply(&self, x: u64) -> Option<u64> {
+        let product = u128::from(x).checked_mul(self.mantissa)?;
+        let scaled = if self.exp >= 0 {
+            product.checked_mul(10u128.checked_pow(self.exp.unsigned_abs())?)?
+        } else {
+            // A divisor beyond u128 exceeds any product: the result is 0.
+            10u128
+                .checked_pow(self.exp.unsigned_abs())
+                .map_or(0, |d| product / d)
+        };
+        u64::try_from(scaled).ok()
     }
 }
 

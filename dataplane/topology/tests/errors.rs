@@ -166,7 +166,7 @@ fn duplicate_names() {
         "[[switch]]\nname = \"bad name\"\n",
         14,
         "switch[2].name",
-        r#""bad name" is not a valid name (use letters, digits, '_', '.', '-')"#,
+        r#""bad name" is not a valid switch name (use letters, digits, '_', '.', '-')"#,
     );
 }
 
@@ -229,7 +229,7 @@ fn host_addresses() {
     );
     // IPv6 is checked the same way and hosts may have several addresses.
     let ok = "[[host]]\nname = \"h\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\", \"fd00:1::2/64\"]\nrate = \"1G\"\ndelay = \"1us\"\n";
-    Topology::parse(&format!("{BASE}{ok}"), FILE).unwrap();
+    Topology::parse(&format!("{BASE}{LINK}{ok}"), FILE).unwrap();
     check(
         &format!("{ok}\n[[host]]\nname = \"h2\"\nswitch = \"s1\"\naddresses = [\"fd00:1::2/64\"]\nrate = \"1G\"\ndelay = \"1us\"\n"),
         23,
@@ -343,4 +343,177 @@ fn load_names_the_path() {
     assert!(matches!(e, TopologyError::Io { .. }));
     assert!(e.to_string().starts_with(&missing.display().to_string()));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Names that would become a command-line option (`-rf` as the argument of
+/// `--switch`), a directory (`.`, `..`) or a hidden file.
+#[test]
+fn names_must_not_start_with_a_dash_or_a_dot() {
+    for bad in ["-rf", "--help", ".", "..", ".hidden", "-"] {
+        check(
+            &format!("[[switch]]\nname = \"{bad}\"\n"),
+            14,
+            "switch[2].name",
+            &format!("{bad:?} is not a valid switch name (it must not start with '-' or '.')"),
+        );
+        check(
+            &format!(
+                "[[host]]\nname = \"{bad}\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\"]\n\
+                 rate = \"1G\"\ndelay = \"1us\"\n"
+            ),
+            14,
+            "host[0].name",
+            &format!("{bad:?} is not a valid host name (it must not start with '-' or '.')"),
+        );
+        check(
+            &format!("[[dc]]\nname = \"{bad}\"\n"),
+            14,
+            "dc[1].name",
+            &format!("{bad:?} is not a valid DC name (it must not start with '-' or '.')"),
+        );
+    }
+    // Inside a name, '-' and '.' are fine.
+    let t = Topology::parse(
+        &format!("{BASE}{LINK}\n[[switch]]\nname = \"dc-1.edge_a\"\n\n[[link]]\na = \"s1\"\nb = \"dc-1.edge_a\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n"),
+        FILE,
+    )
+    .unwrap();
+    assert!(t.switch_by_name("dc-1.edge_a").is_some());
+}
+
+/// A switch's testbed control socket `/run/lcmp-testbed/<testbed>/<switch>.sock`
+/// has 107 usable bytes: 18 + 16 (longest testbed name) + 1 + name + 5, so
+/// the name may have 67 bytes. A host is only a namespace
+/// `lcmptb-<testbed>-<host>` of at most 255 bytes (NAME_MAX): 7 + 16 + 1 +
+/// name, so 231 bytes.
+#[test]
+fn name_length_limits() {
+    let longest = "s".repeat(67);
+    let t = Topology::parse(
+        &format!(
+            "[[switch]]\nname = \"{longest}\"\n\n[[switch]]\nname = \"b\"\n\n\
+             [[link]]\na = \"{longest}\"\nb = \"b\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n"
+        ),
+        FILE,
+    )
+    .unwrap();
+    assert_eq!(t.switches()[0].name.len(), 67);
+    let too_long = "s".repeat(68);
+    check(
+        &format!("[[switch]]\nname = \"{too_long}\"\n"),
+        14,
+        "switch[2].name",
+        &format!(
+            "{too_long:?} is not a valid switch name (68 bytes, at most 67: its control socket \
+             /run/lcmp-testbed/<testbed>/<switch>.sock must fit in 107 bytes)"
+        ),
+    );
+
+    let host = |name: &str| {
+        format!(
+            "[[host]]\nname = \"{name}\"\nswitch = \"s1\"\naddresses = [\"10.0.1.2/24\"]\n\
+             rate = \"1G\"\ndelay = \"1us\"\n"
+        )
+    };
+    let longest = "h".repeat(231);
+    let t = Topology::parse(&format!("{BASE}{LINK}\n{}", host(&longest)), FILE).unwrap();
+    assert_eq!(t.hosts()[0].name.len(), 231);
+    let too_long = "h".repeat(232);
+    check(
+        &host(&too_long),
+        14,
+        "host[0].name",
+        &format!(
+            "{too_long:?} is not a valid host name (232 bytes, at most 231: its network \
+             namespace lcmptb-<testbed>-<host> must fit in 255 bytes)"
+        ),
+    );
+}
+
+#[test]
+fn a_file_without_switches_is_an_error() {
+    for text in [
+        "",
+        "# nothing yet\n",
+        "[[dc]]\nname = \"DC1\"\n",
+        "[defaults]\nbuffer = \"1MB\"\n",
+    ] {
+        let e = Topology::parse(text, FILE).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("{FILE}: the topology has no switches (declare at least one [[switch]])"),
+            "{text:?}"
+        );
+        assert_eq!(e.line(), None);
+    }
+    // One switch needs no link.
+    let t = Topology::parse("[[switch]]\nname = \"s1\"\n", FILE).unwrap();
+    assert!(t.is_connected());
+}
+
+#[test]
+fn switches_that_cannot_reach_each_other_are_an_error() {
+    // BASE alone: s1 and s2 without a link.
+    let e = Topology::parse(BASE, FILE).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{FILE}: the switches are not all connected: switch \"s1\" cannot reach switch \"s2\" \
+             (2 groups of 1, 1 switches; one switch of each: \"s1\", \"s2\"); links must join \
+             every switch to every other"
+        )
+    );
+    // Groups {a, b, c}, {d}, {e, f}: largest first, so "a" and "e" are named
+    // as the two that cannot reach each other. A host does not join groups.
+    let mut text = String::new();
+    for (i, n) in ["a", "b", "c", "d", "e", "f"].iter().enumerate() {
+        text.push_str(&format!(
+            "[[switch]]\nname = \"{n}\"\nprefixes = [\"10.0.{i}.0/24\"]\n\n"
+        ));
+    }
+    text.push_str(
+        "[[host]]\nname = \"h\"\nswitch = \"d\"\naddresses = [\"10.0.3.2/24\"]\nrate = \"1G\"\ndelay = \"1us\"\n\n",
+    );
+    for (a, b) in [("a", "b"), ("c", "b"), ("e", "f")] {
+        text.push_str(&format!(
+            "[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n\n"
+        ));
+    }
+    let e = Topology::parse(&text, FILE).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{FILE}: the switches are not all connected: switch \"a\" cannot reach switch \"e\" \
+             (3 groups of 3, 2, 1 switches; one switch of each: \"a\", \"e\", \"d\"); links must \
+             join every switch to every other"
+        )
+    );
+    // Linking d to f joins everything.
+    text.push_str("[[link]]\na = \"d\"\nb = \"f\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n\n");
+    text.push_str("[[link]]\na = \"d\"\nb = \"c\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n");
+    assert!(Topology::parse(&text, FILE).unwrap().is_connected());
+}
+
+/// Units are case-sensitive in files too: `100GBps` would be read as
+/// 100 Gbit/s and `20Mb` as 20 megabytes otherwise.
+#[test]
+fn ambiguous_units_name_the_field() {
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"100GBps\"\ndelay = \"1ms\"\n",
+        16,
+        "link[0].rate",
+        r#""100GBps" is not a rate: "B" is bytes; write "100Gbps" (bits per second)"#,
+    );
+    check(
+        &format!("{LINK}buffer = \"20Mb\"\n"),
+        18,
+        "link[0].buffer",
+        r#""20Mb" is not a buffer size: "b" is bits; write "20MB" (bytes)"#,
+    );
+    check(
+        "[[link]]\na = \"s1\"\nb = \"s2\"\nrate = \"1Gbps\"\ndelay = \"25MS\"\n",
+        17,
+        "link[0].delay",
+        r#""25MS" is not a delay: units are case-sensitive; write "25ms""#,
+    );
 }

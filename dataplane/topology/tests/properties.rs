@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use lcmp_topology::{SwitchId, Topology};
+use lcmp_topology::{LinkId, SwitchId, Topology};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -148,15 +148,18 @@ proptest! {
     }
 }
 
+/// A file cannot be partitioned, but failed links can cut a switch off:
+/// its routes stay, without candidates.
 #[test]
 fn disconnected_switch_has_empty_candidates() {
-    let topo = Topology::parse(
-        "[[switch]]\nname = \"a\"\n[[switch]]\nname = \"b\"\nprefixes = [\"10.0.0.0/8\"]\n",
-        "t.toml",
-    )
-    .unwrap();
+    let text = "[[switch]]\nname = \"a\"\n[[switch]]\nname = \"b\"\nprefixes = [\"10.0.0.0/8\"]\n\
+                [[link]]\na = \"a\"\nb = \"b\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n";
+    let topo = Topology::parse(text, "t.toml").unwrap();
+    assert!(topo.is_connected());
+    let topo = topo.with_links_down(&[LinkId(0)]);
     assert!(!topo.is_connected());
     let routes = topo.routes(SwitchId(0));
     assert_eq!(routes.len(), 1);
     assert!(routes[0].candidates.is_empty());
+    assert!(topo.candidates(SwitchId(0), SwitchId(1)).is_empty());
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use lcmp_topology::units::{parse_delay, parse_rate};
-use lcmp_topology::{Candidate, IpNet, Peer, SwitchId, Topology};
+use lcmp_topology::{IpNet, Peer, PortPaths, SwitchId, Topology};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../topologies");
 
@@ -29,7 +29,7 @@ fn net(s: &str) -> IpNet {
 }
 
 /// The candidates of `from`'s route to `prefix`, keyed by next-hop name.
-fn by_next_hop(topo: &Topology, from: &str, prefix: &str) -> BTreeMap<String, Candidate> {
+fn by_next_hop(topo: &Topology, from: &str, prefix: &str) -> BTreeMap<String, PortPaths> {
     let routes = topo.routes(id(topo, from));
     let route = routes
         .iter()

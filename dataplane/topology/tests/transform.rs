@@ -342,6 +342,34 @@ fn rates_and_buffers_scale_apart() {
 }
 
 #[test]
+fn dilation_multiplies_delays_only() {
+    let topo = load("8dc.toml");
+    let t = topo.dilated(10.0).unwrap();
+    let l = &t.links()[0];
+    // dc1 - dc2: 25 ms x 10; rate and buffer as in the file.
+    assert_eq!(l.delay_ns, 250_000_000);
+    assert_eq!(l.rate_bps, 200_000_000_000);
+    assert_eq!(l.buffer_bytes, 134_217_728);
+    // The port table follows: dc1's port 0 is that link.
+    let dc1 = t.switch_by_name("dc1").unwrap().id;
+    assert_eq!(t.ports(dc1)[0].delay_ns, 250_000_000);
+    assert_round_trips(&t);
+    // 25 ms x 0.1 is exact, not 2.4999 ms.
+    assert_eq!(topo.dilated(0.1).unwrap().links()[0].delay_ns, 2_500_000);
+    assert_eq!(topo.dilated(1.0).unwrap(), topo);
+    for bad in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+        let e = topo.dilated(bad).unwrap_err().to_string();
+        assert!(e.contains("cannot dilate"), "{e}");
+    }
+    // 25 ms x 1e12 ns does not fit in a u64: named, not wrapped.
+    let e = topo.dilated(1e12).unwrap_err().to_string();
+    assert!(
+        e.contains("link[0].delay") && e.contains("too large"),
+        "{e}"
+    );
+}
+
+#[test]
 fn hosts_generated_on_chosen_switches_only() {
     let topo = load("8dc.toml");
     let dc1 = topo.switch_by_name("dc1").unwrap().id;

@@ -123,10 +123,18 @@ pub fn forward_rewrite(
 /// has no header checksum. Not-ECT and already-CE packets are left alone.
 #[inline]
 pub fn mark_ce(frame: &mut [u8], parsed: &ParsedFrame) -> Result<CeMark, RewriteError> {
+    mark_ce_at(frame, parsed.l3, parsed.l3_offset)
+}
+
+/// [`mark_ce`] on the IP header of version `l3` at `l3_offset`, for a frame
+/// whose parse is gone (a mark decided when it leaves a queue); the version
+/// nibble is checked, so a wrong offset is a mismatch, not a corruption.
+#[inline]
+pub fn mark_ce_at(frame: &mut [u8], l3: L3, l3_offset: usize) -> Result<CeMark, RewriteError> {
     let ip = frame
-        .get_mut(parsed.l3_offset..)
+        .get_mut(l3_offset..)
         .ok_or(RewriteError::FrameMismatch)?;
-    match parsed.l3 {
+    match l3 {
         L3::V4 => {
             let (hdr, _) = ip
                 .split_first_chunk_mut::<20>()

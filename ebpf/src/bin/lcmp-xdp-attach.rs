@@ -13,7 +13,6 @@
 //! behind.
 
 use std::io::{BufRead, Write};
-use std::os::fd::AsRawFd;
 use std::process::ExitCode;
 
 use lcmp_ebpf::{XdpMode, XdpSteering};
@@ -23,11 +22,7 @@ const USAGE: &str = "usage: lcmp-xdp-attach IFNAME [--mode auto|native|generic] 
 fn enter_netns(name: &str) -> Result<(), String> {
     let path = format!("/run/netns/{name}");
     let f = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-    // SAFETY: `f` is an open namespace file for the duration of the call.
-    if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
+    lcmp_ebpf::sys::enter_netns(&f).map_err(|e| format!("setns {path}: {e}"))
 }
 
 fn run() -> Result<(), String> {

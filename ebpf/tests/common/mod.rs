@@ -113,10 +113,8 @@ impl Netns {
         std::thread::scope(|s| {
             let h = s.spawn(|| {
                 let file = std::fs::File::open(&path).expect("open netns");
-                // SAFETY: `file` is an open netns file for the duration of
-                // the call; setns only changes this (fresh) thread.
-                let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-                assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+                // Only this (fresh) thread moves.
+                lcmp_ebpf::sys::enter_netns(&file).unwrap_or_else(|e| panic!("setns {path}: {e}"));
                 f()
             });
             match h.join() {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use lcmp_results::trace::TraceFormat;
 use lcmp_topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,14 @@ pub struct TopologyArgs {
     /// would drop.
     #[arg(long, value_name = "B")]
     pub buffer_scale: Option<f64>,
+    /// Dilate time by T: every delay multiplied by T and every rate divided
+    /// by T (on top of --scale), so bandwidth-delay products and slowdowns
+    /// stay while flows per second drop T-fold; the switches' sampling
+    /// interval and the rocev2 transport's timers stretch alike. FCTs are
+    /// wall-clock (T times the modeled network's). Default: 1, and 10 for
+    /// an experiment under --transport rocev2 (README, time dilation).
+    #[arg(long, value_name = "T")]
+    pub time_scale: Option<f64>,
     /// LCMP weight of the path cost C_path.
     #[arg(long, default_value_t = 3)]
     pub alpha: u32,
@@ -59,6 +68,12 @@ pub struct TopologyArgs {
 /// second do not scale).
 pub const ROCEV2_DEFAULT_SCALE: f64 = 1000.0;
 
+/// The time dilation of a rocev2 experiment that gives none: the 8-DC
+/// trace starts 35,000 flows per second, more than 2 cores carry (about
+/// 100 us of CPU per flow in the transport alone); stretched ten-fold,
+/// 3,500 per second leave the machine idle time.
+pub const ROCEV2_DEFAULT_TIME_SCALE: f64 = 10.0;
+
 impl TopologyArgs {
     /// `--scale`, 1 if not given.
     pub fn scale(&self) -> f64 {
@@ -68,6 +83,9 @@ impl TopologyArgs {
     /// Rejects values that cannot work, before anything is built.
     pub fn validate(&self) -> Result<()> {
         check_scale(self.scale())?;
+        if let Some(t) = self.time_scale {
+            check_time_scale(t)?;
+        }
         if let Some(cc) = &self.cc {
             crate::bed::check_congestion_control(cc)?;
         }
@@ -75,6 +93,18 @@ impl TopologyArgs {
             return Err(Error::new("--initcwnd must be at least 1"));
         }
         Ok(())
+    }
+}
+
+/// `--time-scale` must be a positive number, at most 1e6 (beyond, the
+/// transport's dilated intervals stop being representable).
+pub fn check_time_scale(t: f64) -> Result<()> {
+    if t.is_finite() && t > 0.0 && t <= 1e6 {
+        Ok(())
+    } else {
+        Err(Error::new(format!(
+            "--time-scale must be a number in (0, 1e6] (delays are multiplied by it), not {t}"
+        )))
     }
 }
 
@@ -140,7 +170,9 @@ impl Transport {
 pub struct Failure {
     /// The link, as `<switch>-<switch>` (either order).
     pub link: String,
-    /// When, seconds after the run's arrivals start.
+    /// When, seconds after the run's arrivals start (a number, or a
+    /// string with a unit: "15s").
+    #[serde(deserialize_with = "lcmp_topology::secs::deserialize")]
     pub at_s: f64,
 }
 
@@ -163,6 +195,9 @@ pub struct ExperimentConfig {
     /// Buffer divisor (default: `scale`).
     #[serde(default)]
     pub buffer_scale: Option<f64>,
+    /// Time dilation (default: 10 under rocev2, else 1).
+    #[serde(default)]
+    pub time_scale: Option<f64>,
     /// LCMP alpha.
     #[serde(default = "three")]
     pub alpha: u32,
@@ -186,13 +221,28 @@ pub struct ExperimentConfig {
     #[serde(default = "one_u32")]
     pub seeds: u32,
     /// Arrivals last this long, seconds (a trace: until its last start).
-    #[serde(default)]
+    /// Also `duration`; a number of seconds or a string with a unit
+    /// ("30s"), as are `warmup_s` and `drain_s`.
+    #[serde(
+        default,
+        alias = "duration",
+        deserialize_with = "lcmp_topology::secs::deserialize"
+    )]
     pub duration_s: f64,
-    /// Flows starting in the first `warmup_s` are excluded.
-    #[serde(default)]
+    /// Flows starting in the first `warmup_s` (or `warmup`) are excluded.
+    #[serde(
+        default,
+        alias = "warmup",
+        deserialize_with = "lcmp_topology::secs::deserialize_opt"
+    )]
     pub warmup_s: Option<f64>,
-    /// After the arrivals stop, flows get at most this long to finish.
-    #[serde(default = "default_drain")]
+    /// After the arrivals stop, flows get at most this long to finish
+    /// (also `drain`).
+    #[serde(
+        default = "default_drain",
+        alias = "drain",
+        deserialize_with = "lcmp_topology::secs::deserialize"
+    )]
     pub drain_s: f64,
     /// How load is defined.
     #[serde(default = "default_load_def")]
@@ -311,8 +361,8 @@ pub struct ExperimentArgs {
     /// Format of --trace: hpcc-fct (the simulator's FCT output, `sip dip
     /// sport dport size start_ns fct_ns standalone_ns`) or hpcc-flow (its
     /// flow file, `src dst pg dport size start_s`).
-    #[arg(long, value_name = "FORMAT", value_parser = ["hpcc-fct", "hpcc-flow"])]
-    pub trace_format: Option<String>,
+    #[arg(long, value_name = "FORMAT", value_parser = parse_trace_format)]
+    pub trace_format: Option<TraceFormat>,
     /// How flows are carried: tcp (a connection per flow) or rocev2 (a
     /// queue pair per flow with DCQCN, the paper's RDMA; the switches then
     /// mark ECN at the simulator's 32-128 us of queueing at link rate).
@@ -332,22 +382,24 @@ pub struct ExperimentArgs {
     /// --rocev2-arg=--dcqcn-rate-ai=25M (repeatable).
     #[arg(long = "rocev2-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub rocev2_args: Vec<String>,
-    /// Policies to compare.
+    /// Policies to compare (comma-separated; names as lcmp_policy::PolicyName
+    /// spells them, checked with the experiment, in one line).
     #[arg(long, value_delimiter = ',', default_value = "lcmp,ecmp,ucmp,wcmp")]
     pub policies: Vec<String>,
     /// Repetitions (seeds 1..=K).
     #[arg(long, default_value_t = 1)]
     pub seeds: u32,
-    /// Arrival period per run, seconds (default 30; a trace lasts until
-    /// its last start).
-    #[arg(long, conflicts_with = "trace")]
+    /// Arrival period per run (default 30 s; a trace lasts until its last
+    /// start). A bare number is seconds, or with a unit: 30s, 1.5s, 500ms.
+    #[arg(long, value_name = "SECS", value_parser = lcmp_topology::secs::parse, conflicts_with = "trace")]
     pub duration: Option<f64>,
-    /// Warm-up excluded from results, seconds. Default: 10% of the
-    /// duration.
-    #[arg(long)]
+    /// Warm-up excluded from results. Default: 10% of the duration. A bare
+    /// number is seconds, or with a unit: 3s, 500ms.
+    #[arg(long, value_name = "SECS", value_parser = lcmp_topology::secs::parse)]
     pub warmup: Option<f64>,
-    /// Bound on the wait for in-flight flows after the arrivals, seconds.
-    #[arg(long, default_value_t = 30.0)]
+    /// Bound on the wait for in-flight flows after the arrivals. A bare
+    /// number is seconds, or with a unit: 30s, 500ms.
+    #[arg(long, value_name = "SECS", default_value = "30", value_parser = lcmp_topology::secs::parse)]
     pub drain: f64,
     /// Load definition.
     #[arg(long, value_enum, default_value = "inter-dc")]
@@ -357,8 +409,8 @@ pub struct ExperimentArgs {
     pub switch_args: Vec<String>,
     /// `one` (default): one process runs every switch, an event loop per
     /// core; `per-switch`: a process per switch. Overrides the file.
-    #[arg(long, value_name = "HOW", value_parser = ["one", "per-switch"])]
-    pub switch_processes: Option<String>,
+    #[arg(long, value_name = "HOW", value_enum)]
+    pub switch_processes: Option<crate::bed::SwitchProcesses>,
 }
 
 impl ExperimentArgs {
@@ -383,8 +435,8 @@ impl ExperimentArgs {
             for f in c.reference.values_mut() {
                 *f = rebase(f);
             }
-            if self.switch_processes.is_some() {
-                c.switch_processes = self.switch_processes.clone();
+            if let Some(how) = self.switch_processes {
+                c.switch_processes = Some(how.name().to_string());
             }
             return Ok(c);
         }
@@ -397,6 +449,7 @@ impl ExperimentArgs {
                 Transport::Tcp => 1.0,
             }),
             buffer_scale: self.topo.buffer_scale,
+            time_scale: self.topo.time_scale,
             alpha: self.topo.alpha,
             beta: self.topo.beta,
             from: self.from.clone().unwrap_or_default(),
@@ -415,13 +468,13 @@ impl ExperimentArgs {
             cc: self.topo.cc.clone(),
             initcwnd: self.topo.initcwnd,
             switch_args: self.switch_args.clone(),
-            switch_processes: self.switch_processes.clone(),
+            switch_processes: self.switch_processes.map(|h| h.name().to_string()),
             max_concurrent: None,
             failure: None,
             transport: self.transport,
             size_scale: self.size_scale,
             trace: self.trace.clone(),
-            trace_format: self.trace_format.clone(),
+            trace_format: self.trace_format.map(|f| f.name().to_string()),
             rocev2_args: self.rocev2_args.clone(),
             reference: self
                 .reference
@@ -438,15 +491,15 @@ impl ExperimentArgs {
 }
 
 /// Fails with the list of known policies if `name` is not one.
+/// `--trace-format`, by the trace module's one spelling of the names.
+fn parse_trace_format(text: &str) -> std::result::Result<TraceFormat, String> {
+    text.parse().map_err(|e: lcmp_results::Error| e.to_string())
+}
+
 pub fn check_policy(name: &str) -> Result<()> {
-    if lcmp_policy::Policy::from_name(name).is_some() {
-        Ok(())
-    } else {
-        Err(Error::new(format!(
-            "unknown policy {name:?}; one of {}",
-            lcmp_policy::Policy::NAMES.join(", ")
-        )))
-    }
+    name.parse::<lcmp_policy::PolicyName>()
+        .map(|_| ())
+        .map_err(Error::new)
 }
 
 impl ExperimentConfig {
@@ -457,6 +510,14 @@ impl ExperimentConfig {
             Some(_) => self.warmup_s.unwrap_or(0.0),
             None => self.warmup_s.unwrap_or(self.duration_s * 0.1),
         }
+    }
+
+    /// The time dilation.
+    pub fn time_scale(&self) -> f64 {
+        self.time_scale.unwrap_or(match self.transport {
+            Transport::Rocev2 => ROCEV2_DEFAULT_TIME_SCALE,
+            Transport::Tcp => 1.0,
+        })
     }
 
     /// Flow sizes are divided by this.
@@ -479,6 +540,7 @@ impl ExperimentConfig {
     pub fn validate(&self) -> Result<Topology> {
         crate::state::validate_name(&self.name)?;
         check_scale(self.scale)?;
+        check_time_scale(self.time_scale())?;
         if self.trace.is_some() {
             if !self.workloads.is_empty() || !self.loads.is_empty() {
                 return Err(Error::new(
@@ -595,6 +657,7 @@ impl ExperimentConfig {
                 Some(&self.host_switches()),
                 self.scale,
                 self.buffer_scale,
+                self.time_scale(),
             )?
         } else {
             crate::bed::effective_topology(
@@ -603,6 +666,7 @@ impl ExperimentConfig {
                 None,
                 self.scale,
                 self.buffer_scale,
+                self.time_scale(),
             )?
         };
         let names: Vec<&str> = topo
@@ -674,6 +738,32 @@ mod tests {
             "#,
         )
         .unwrap()
+    }
+
+    #[test]
+    fn durations_take_numbers_or_units() {
+        let parse = |extra: &str| -> std::result::Result<ExperimentConfig, String> {
+            toml::from_str(&format!(
+                "from = \"dc1\"\nto = \"dc8\"\nworkloads = [\"websearch\"]\nloads = [0.3]\npolicies = [\"lcmp\"]\n{extra}"
+            ))
+            .map_err(|e| e.to_string())
+        };
+        let c = parse("duration = \"30s\"\nwarmup = \"1.5s\"\ndrain = \"250ms\"").unwrap();
+        assert_eq!(
+            (c.duration_s, c.warmup_s, c.drain_s),
+            (30.0, Some(1.5), 0.25)
+        );
+        let c = parse("duration_s = 20\nwarmup_s = 2\ndrain_s = 20").unwrap();
+        assert_eq!(
+            (c.duration_s, c.warmup_s, c.drain_s),
+            (20.0, Some(2.0), 20.0)
+        );
+        let c = parse("duration_s = \"20\"").unwrap();
+        assert_eq!(c.duration_s, 20.0);
+        let e = parse("duration = \"20 s\"").unwrap_err();
+        assert!(e.contains("write \"20s\""), "{e}");
+        let e = parse("duration = \"20S\"").unwrap_err();
+        assert!(e.contains("units are case-sensitive; write \"20s\""), "{e}");
     }
 
     #[test]
@@ -772,6 +862,16 @@ mod tests {
         assert_eq!(c.size_scale(), 1000.0);
         c.size_scale = Some(10.0);
         assert_eq!(c.size_scale(), 10.0);
+        // Time is dilated ten-fold under rocev2 unless given, not under tcp.
+        assert_eq!(c.time_scale(), 10.0);
+        c.transport = Transport::Tcp;
+        assert_eq!(c.time_scale(), 1.0);
+        for t in [0.0, -1.0, f64::NAN, 1e7] {
+            bad(
+                &|c| c.time_scale = Some(t),
+                "--time-scale must be a number in (0, 1e6]",
+            );
+        }
     }
 
     #[test]

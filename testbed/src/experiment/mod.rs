@@ -12,8 +12,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use lcmp_netns_tests::Bg;
-use lcmp_topology::Topology;
+use lcmp_netlab::{Bg, Lab};
+use lcmp_results::analysis::{self, IdealModel, PathSpec, RunInput};
+use lcmp_results::{plots, report, trace};
+use lcmp_topology::{SwitchId, Topology};
 use lcmp_traffic::record::FlowRecord;
 use serde_json::json;
 
@@ -21,10 +23,9 @@ pub use config::{
     check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs, Transport,
 };
 
-use crate::analysis::{self, IdealModel, PathSpec, RunInput};
 use crate::bed::{self, AgentOptions, UpOptions};
 use crate::state::{State, SwitchSettings};
-use crate::{plots, report, trace, Error, Result};
+use crate::{Error, Result};
 
 /// TCP port of the traffic servers.
 pub const SERVER_PORT: u16 = 5001;
@@ -34,8 +35,14 @@ pub const ROCEV2_PORT: u16 = 4791;
 
 /// The switches' ECN marking under rocev2: the simulator's DCQCN
 /// thresholds (100-400 KB at 25 Gbit/s, i.e. 32-128 us at link rate at any
-/// rate), kmin at least 2000 bytes (about two 1000-byte packets).
-pub const ROCEV2_ECN_LINK_TIME: &str = "32,128,0.2,2000";
+/// rate; multiplied by the time dilation), marking with probability up to
+/// 0.2 between them, kmin at least 2000 bytes (about two 1000-byte
+/// packets).
+pub const ROCEV2_ECN_LINK_TIME_US: (f64, f64) = (32.0, 128.0);
+/// See [`ROCEV2_ECN_LINK_TIME_US`].
+pub const ROCEV2_ECN_PMAX: f64 = 0.2;
+/// See [`ROCEV2_ECN_LINK_TIME_US`].
+pub const ROCEV2_ECN_FLOOR_BYTES: u64 = 2000;
 
 /// The switches' drop headroom under rocev2: the simulator's fabric is
 /// lossless (PFC), so a port drops only beyond 1000 times its buffer
@@ -43,8 +50,8 @@ pub const ROCEV2_ECN_LINK_TIME: &str = "32,128,0.2,2000";
 pub const ROCEV2_DROP_HEADROOM: u64 = 1000;
 
 /// The switch arguments of an experiment: the configured ones, plus under
-/// rocev2 the simulator's ECN marking and lossless headroom unless the
-/// configuration sets them.
+/// rocev2 the simulator's ECN marking (thresholds, at dequeue) and lossless
+/// headroom unless the configuration sets them, and the time dilation's.
 pub fn switch_args(cfg: &ExperimentConfig) -> Vec<String> {
     let mut args = cfg.switch_args.clone();
     if cfg.transport == Transport::Rocev2 {
@@ -52,12 +59,24 @@ pub fn switch_args(cfg: &ExperimentConfig) -> Vec<String> {
             .iter()
             .any(|a| a.starts_with("--ecn") || a == "--no-ecn")
         {
-            args.push(format!("--ecn-link-time={ROCEV2_ECN_LINK_TIME}"));
+            let t = cfg.time_scale();
+            let (kmin, kmax) = ROCEV2_ECN_LINK_TIME_US;
+            args.push(format!(
+                "--ecn-link-time={},{},{ROCEV2_ECN_PMAX},{ROCEV2_ECN_FLOOR_BYTES}",
+                kmin * t,
+                kmax * t
+            ));
         }
         if !args.iter().any(|a| a.starts_with("--drop-headroom")) {
             args.push(format!("--drop-headroom={ROCEV2_DROP_HEADROOM}"));
         }
+        // The simulator marks as a packet leaves the queue (HPCC's
+        // `SwitchNotifyDequeue`), on the bytes behind it.
+        if !args.iter().any(|a| a.starts_with("--ecn-mark-at")) {
+            args.push("--ecn-mark-at=dequeue".into());
+        }
     }
+    bed::dilate_switch_args(&mut args, cfg.time_scale());
     args
 }
 
@@ -75,9 +94,14 @@ fn trace_schedules(
     let (Some(file), Some(format)) = (&cfg.trace, &cfg.trace_format) else {
         return Ok(None);
     };
-    let format: trace::TraceFormat = format.parse()?;
-    let t = trace::load(file, format)?;
-    let schedules = t.schedules(&trace::HostMap::new(topo, trace::ARTIFACT_HOSTS_PER_DC))?;
+    let format: trace::TraceFormat = format.parse().map_err(Error::new)?;
+    let t = trace::load(file, format).map_err(Error::new)?;
+    let schedules = t
+        .schedules(
+            &trace::HostMap::new(topo, trace::ARTIFACT_HOSTS_PER_DC),
+            cfg.time_scale(),
+        )
+        .map_err(Error::new)?;
     for (sender, rows) in &schedules {
         if !senders.contains(sender) {
             return Err(Error::new(format!(
@@ -181,18 +205,8 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
 
     let from = topo.switch_by_name(&cfg.from).expect("validated").id;
     let to = topo.switch_by_name(&cfg.to).expect("validated").id;
-    let senders: Vec<String> = topo
-        .hosts()
-        .iter()
-        .filter(|h| h.switch == from)
-        .map(|h| h.name.clone())
-        .collect();
-    let receivers: Vec<String> = topo
-        .hosts()
-        .iter()
-        .filter(|h| h.switch == to)
-        .map(|h| h.name.clone())
-        .collect();
+    let senders = hosts_behind(&topo, from);
+    let receivers = hosts_behind(&topo, to);
 
     // A bad trace is refused before anything is built.
     let replay = trace_schedules(cfg, &topo, &senders, &receivers)?;
@@ -204,6 +218,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         host_switches: Some(cfg.host_switches()),
         scale: cfg.scale,
         buffer_scale: cfg.buffer_scale,
+        time_scale: cfg.time_scale(),
         switches: SwitchSettings {
             policy: "ecmp".into(),
             alpha: cfg.alpha,
@@ -236,7 +251,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let pids: Vec<u32> = st.procs.iter().map(|p| p.pid).collect();
     run::wait_until_settled(&pids);
     say("calibrating the paths on the idle testbed");
-    let cal = calibrate::calibrate(&tb, &topo, &senders[0], &receivers[0], say)?;
+    let cal = calibrate::calibrate(&tb, &topo, &cfg.name, &senders[0], &receivers[0], say)?;
     std::fs::write(
         out.join("calibration.json"),
         serde_json::to_string_pretty(&cal).expect("calibration serializes"),
@@ -244,59 +259,14 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     run::check_interrupted()?;
 
     // Traffic servers on every receiver, for the whole experiment.
-    let mut servers: Vec<Bg> = Vec::new();
-    let mut dsts = Vec::new();
-    for r in &receivers {
-        let h = tb.host(r);
-        let addr = h
-            .ipv4()
-            .map(std::net::IpAddr::V4)
-            .or(h.ipv6().map(std::net::IpAddr::V6))
-            .ok_or_else(|| Error::new(format!("host {r} has no address")))?;
-        let port = match cfg.transport {
-            Transport::Tcp => SERVER_PORT,
-            Transport::Rocev2 => ROCEV2_PORT,
-        };
-        let sa = std::net::SocketAddr::new(addr, port);
-        let bg = h.netns.spawn(&[
-            &traffic_bin.display().to_string(),
-            "server",
-            "--transport",
-            cfg.transport.name(),
-            "--listen",
-            &sa.to_string(),
-        ])?;
-        wait_log(&bg, "listening", Duration::from_secs(10))?;
-        servers.push(bg);
-        dsts.push(format!("{r}={sa}"));
-    }
+    let (servers, dsts) = start_servers(cfg, &tb, &traffic_bin, &receivers)?;
 
-    let paths: Vec<PathSpec> = cal
-        .paths
-        .iter()
-        .map(|p| PathSpec {
-            name: p.name.clone(),
-            port: p.port,
-            rtt_us: p.configured_rtt_us,
-            bottleneck_bps: p.bottleneck_bps,
-        })
-        .collect();
-    let ideal = match cfg.transport {
-        Transport::Tcp => IdealModel {
-            base_rtt_ns: cal.base_rtt_ns,
-            bottleneck_bps: cal.bottleneck_bps,
-            ..IdealModel::default()
-        },
-        // The simulator's `standalone`: one base RTT + size over the
-        // bottleneck (no handshake; the payload alone, per byte).
-        Transport::Rocev2 => IdealModel {
-            base_rtt_ns: cal.base_rtt_ns,
-            bottleneck_bps: cal.bottleneck_bps,
-            rtts: 1.0,
-            mss_bytes: 1,
-            wire_bytes_per_segment: 1,
-        },
-    };
+    // The per-path tables count bytes at the source switch's ports and
+    // flows by the port it logged: its first hops, whatever the switches
+    // downstream choose (the ideal below rests on the calibrated
+    // minimum-delay path end to end).
+    let paths: Vec<PathSpec> = cal.first_hops();
+    let ideal = ideal_model(cfg.transport, &cal);
     let failure = match &cfg.failure {
         Some(f) => {
             let l = config::find_link(&topo, &f.link)?;
@@ -323,30 +293,223 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         transport: cfg.transport,
         size_scale: cfg.size_scale(),
         rate_scale: cfg.scale,
+        time_scale: cfg.time_scale(),
         rocev2_args: cfg.rocev2_args.clone(),
         schedules: None,
     };
+    let (specs, trace_echo) = plan_runs(cfg, &topo, &senders, replay.as_ref(), out, &base_spec)?;
+    let run_s = |s: &run::RunSpec| s.duration_s.max(0.1);
+
+    let total_s: f64 = specs.iter().map(|(_, s)| run_s(s)).sum();
+    let bar = progress_bar((total_s * 10.0) as u64);
+    let mut env = run::RunEnv {
+        state: &mut st,
+        tb: &tb,
+        switch_bin: &switch_bin,
+        traffic_bin: &traffic_bin,
+        from: &cfg.from,
+        senders: &senders,
+        dsts: &dsts,
+    };
+    let mut inputs = Vec::new();
+    // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
+    let mut networks = Vec::new();
+    let mut failures = Vec::new();
+    let started = Instant::now();
+    let mut base = 0.0;
+    for (k, (load, spec)) in specs.iter().enumerate() {
+        let dir = out.join("runs").join(&spec.id);
+        let n = specs.len();
+        let tick = |elapsed: f64, p: run::Progress| {
+            bar.set_position(((base + elapsed.min(run_s(spec))) * 10.0) as u64);
+            bar.set_message(format!(
+                "run {}/{n} {}: {} flows started, {} done, {} active",
+                k + 1,
+                spec.id,
+                p.started,
+                p.completed,
+                p.active
+            ));
+        };
+        let (flows, meas) = run::run_one(&mut env, spec, &dir, &tick)?;
+        let input = run_input(spec, *load, flows, &meas, &cal.notes, &paths);
+        base += run_s(spec);
+        let line = run_line(&input, &meas.network, &ideal);
+        bar.println(line.clone());
+        if bar.is_hidden() {
+            say(&line);
+        }
+        if let Some(at) = meas.failure_at_s {
+            failures.push(failure_report(&spec.id, at, &input.flows, meas.failovers));
+        }
+        inputs.push(input);
+        networks.push(meas.network);
+    }
+    bar.finish_and_clear();
+    drop(servers);
+    say(&format!(
+        "{} runs in {:.0} s; writing results",
+        specs.len(),
+        started.elapsed().as_secs_f64()
+    ));
+
+    let echo = json!({
+        "config": cfg,
+        "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
+        "senders": senders,
+        "receivers": receivers,
+        "load_definition": match cfg.load_definition {
+            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
+            LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
+        },
+        "rate_bps_per_sender": cfg.loads.iter().map(|&l| rate_per_sender(&topo, cfg, &senders, l)).collect::<Vec<_>>(),
+        "ideal": {
+            "base_rtt_ns": ideal.base_rtt_ns,
+            "bottleneck_bps": ideal.bottleneck_bps,
+            "path": cal.paths[cal.min_path].name,
+            "definition": match cfg.transport {
+                Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+                Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+            },
+        },
+        "calibration": cal,
+        "failures": failures,
+        "transport": cfg.transport.name(),
+        "size_scale": cfg.size_scale(),
+        "time_scale": cfg.time_scale(),
+        "trace": trace_echo,
+    });
+    let summary = analysis::build_summary_with_network(echo, &inputs, &networks, &ideal);
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    write_report(cfg, out, &summary, &inputs, &ideal, say)?;
+    Ok(summary)
+}
+
+/// The progress bar of an experiment's runs: `len` steps (tenths of a
+/// second of traffic), elapsed time, the run's message and the ETA.
+pub fn progress_bar(len: u64) -> ProgressBar {
+    let bar = ProgressBar::new(len);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg} (ETA {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// The hosts behind switch `sw`, by name in topology order.
+fn hosts_behind(topo: &Topology, sw: SwitchId) -> Vec<String> {
+    topo.hosts()
+        .iter()
+        .filter(|h| h.switch == sw)
+        .map(|h| h.name.clone())
+        .collect()
+}
+
+/// Starts a traffic server on every receiver, for the whole experiment;
+/// returns them and each one's `NAME=ADDR:PORT` for the clients.
+fn start_servers(
+    cfg: &ExperimentConfig,
+    tb: &Lab,
+    traffic_bin: &Path,
+    receivers: &[String],
+) -> Result<(Vec<Bg>, Vec<String>)> {
+    let mut servers: Vec<Bg> = Vec::new();
+    let mut dsts = Vec::new();
+    for r in receivers {
+        let h = tb.host(r);
+        let addr = h
+            .ipv4()
+            .map(std::net::IpAddr::V4)
+            .or(h.ipv6().map(std::net::IpAddr::V6))
+            .ok_or_else(|| Error::new(format!("host {r} has no address")))?;
+        let port = match cfg.transport {
+            Transport::Tcp => SERVER_PORT,
+            Transport::Rocev2 => ROCEV2_PORT,
+        };
+        let sa = std::net::SocketAddr::new(addr, port);
+        let mut argv = vec![
+            traffic_bin.display().to_string(),
+            "server".into(),
+            "--transport".into(),
+            cfg.transport.name().into(),
+            "--listen".into(),
+            sa.to_string(),
+        ];
+        if cfg.transport == Transport::Rocev2 {
+            argv.extend(["--time-scale".into(), cfg.time_scale().to_string()]);
+        }
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let bg = h.netns.spawn(&argv)?;
+        wait_log(&bg, "listening", Duration::from_secs(10))?;
+        servers.push(bg);
+        dsts.push(format!("{r}={sa}"));
+    }
+    Ok((servers, dsts))
+}
+
+/// The ideal FCT model the slowdowns rest on: the calibrated
+/// minimum-delay path's base RTT and bottleneck, per transport.
+fn ideal_model(transport: Transport, cal: &calibrate::Calibration) -> IdealModel {
+    match transport {
+        Transport::Tcp => IdealModel {
+            base_rtt_ns: cal.base_rtt_ns,
+            bottleneck_bps: cal.bottleneck_bps,
+            ..IdealModel::default()
+        },
+        // The simulator's `standalone`: one base RTT + size over the
+        // bottleneck (no handshake; the payload alone, per byte).
+        Transport::Rocev2 => IdealModel {
+            base_rtt_ns: cal.base_rtt_ns,
+            bottleneck_bps: cal.bottleneck_bps,
+            rtts: 1.0,
+            mss_bytes: 1,
+            wire_bytes_per_segment: 1,
+        },
+    }
+}
+
+/// Every run of the experiment, in order, with its load: per seed and
+/// policy the trace replay (writing its schedules under `out/trace/`), or
+/// per workload, load, seed and policy the Poisson runs; and the trace's
+/// echo for `summary.json` (null without one).
+fn plan_runs(
+    cfg: &ExperimentConfig,
+    topo: &Topology,
+    senders: &[String],
+    replay: Option<&(trace::Trace, Schedules)>,
+    out: &Path,
+    base_spec: &dyn Fn(&str, u64) -> run::RunSpec,
+) -> Result<(Vec<(f64, run::RunSpec)>, serde_json::Value)> {
     let mut specs = Vec::new();
     let mut trace_echo = serde_json::Value::Null;
-    if let Some((t, schedules)) = &replay {
+    if let Some((t, schedules)) = replay {
         let dir = out.join("trace");
         std::fs::create_dir_all(&dir)?;
         let mut files = std::collections::BTreeMap::new();
         for (sender, rows) in schedules {
             let f = dir.join(format!("schedule-{sender}.csv"));
-            trace::write_schedule(&f, rows)?;
+            trace::write_schedule(&f, rows).map_err(Error::new)?;
             files.insert(sender.clone(), f);
         }
-        let rel = t.relative();
-        let span_ns = rel.flows.iter().map(|f| f.start_ns).max().unwrap_or(0);
-        let bytes: f64 = rel
+        // The schedules' starts: dilated, as the capacity below is divided.
+        let span_ns = schedules
+            .values()
+            .flatten()
+            .map(|r| r.start_ns)
+            .max()
+            .unwrap_or(0);
+        let bytes: f64 = t
             .flows
             .iter()
             .map(|f| (f.size_bytes as f64 / cfg.size_scale()).round().max(1.0))
             .sum();
         // Offered payload over the source DC's inter-DC capacity while the
         // flows arrive (the load definition of the Poisson experiments).
-        let capacity = rate_per_sender(&topo, cfg, &["x".to_string()], 1.0);
+        let capacity = rate_per_sender(topo, cfg, &["x".to_string()], 1.0);
         let offered = if span_ns > 0 {
             bytes * 8.0 / (span_ns as f64 / 1e9) / capacity
         } else {
@@ -382,142 +545,80 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
                         let mut s = base_spec(policy, seed);
                         s.id = format!("{wname}-load{load}-{policy}-seed{seed}");
                         s.workload = w.clone();
-                        s.rate_bps_per_sender = rate_per_sender(&topo, cfg, &senders, load);
+                        s.rate_bps_per_sender = rate_per_sender(topo, cfg, senders, load);
                         specs.push((load, s));
                     }
                 }
             }
         }
     }
-    let run_s = |s: &run::RunSpec| s.duration_s.max(0.1);
+    Ok((specs, trace_echo))
+}
 
-    let total_s: f64 = specs.iter().map(|(_, s)| run_s(s)).sum();
-    let bar = ProgressBar::new((total_s * 10.0) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg} (ETA {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    let mut env = run::RunEnv {
-        state: &mut st,
-        tb: &tb,
-        switch_bin: &switch_bin,
-        traffic_bin: &traffic_bin,
-        from: &cfg.from,
-        senders: &senders,
-        dsts: &dsts,
-    };
-    let mut inputs = Vec::new();
-    let mut failures = Vec::new();
-    let started = Instant::now();
-    let mut base = 0.0;
-    for (k, (load, spec)) in specs.iter().enumerate() {
-        let dir = out.join("runs").join(&spec.id);
-        let n = specs.len();
-        let tick = |elapsed: f64, p: run::Progress| {
-            bar.set_position(((base + elapsed.min(run_s(spec))) * 10.0) as u64);
-            bar.set_message(format!(
-                "run {}/{n} {}: {} flows started, {} done, {} active",
-                k + 1,
-                spec.id,
-                p.started,
-                p.completed,
-                p.active
-            ));
-        };
-        let (flows, meas) = run::run_one(&mut env, spec, &dir, &tick)?;
-        let mut notes = cal.notes.clone();
-        notes.extend(meas.notes.iter().cloned());
-        let input = RunInput {
-            policy: spec.policy.clone(),
-            workload: workload_label(&spec.workload),
-            load: *load,
-            seed: spec.seed,
-            port_tx_bytes: paths
-                .iter()
-                .map(|p| meas.port_tx_bytes.get(&p.port).copied().unwrap_or(0))
-                .collect(),
-            paths: paths.clone(),
-            window_s: meas.window_s,
-            calibration_ok: notes.is_empty(),
-            calibration_notes: notes,
-            flow_paths: flows
-                .iter()
-                .filter_map(|f| {
-                    let name = f.path.as_deref()?;
-                    Some((f.id, paths.iter().position(|p| p.name == name)?))
-                })
-                .collect(),
-            deadline_ns: Some(((spec.duration_s + spec.drain_s) * 1e9) as u64),
-            flows,
-            transport_counters: meas.transport_counters.clone(),
-            switch_drops: meas.switch_drops.clone(),
-        };
-        base += run_s(spec);
-        let line = run_line(&input, &ideal);
-        bar.println(line.clone());
-        if bar.is_hidden() {
-            say(&line);
-        }
-        if let Some(at) = meas.failure_at_s {
-            failures.push(failure_report(&spec.id, at, &input.flows, meas.failovers));
-        }
-        inputs.push(input);
+/// What the analysis takes of one run: its flows, the bytes each first
+/// hop carried and the calibration's and the run's notes.
+fn run_input(
+    spec: &run::RunSpec,
+    load: f64,
+    flows: Vec<FlowRecord>,
+    meas: &run::RunMeasurements,
+    cal_notes: &[String],
+    paths: &[PathSpec],
+) -> RunInput {
+    let mut notes = cal_notes.to_vec();
+    notes.extend(meas.notes.iter().cloned());
+    RunInput {
+        policy: spec.policy.clone(),
+        workload: workload_label(&spec.workload),
+        load,
+        seed: spec.seed,
+        port_tx_bytes: paths
+            .iter()
+            .map(|p| meas.port_tx_bytes.get(&p.port).copied().unwrap_or(0))
+            .collect(),
+        paths: paths.to_vec(),
+        window_s: meas.window_s,
+        calibration_ok: notes.is_empty(),
+        calibration_notes: notes,
+        flow_paths: flows
+            .iter()
+            .filter_map(|f| {
+                let name = f.path.as_deref()?;
+                Some((f.id, paths.iter().position(|p| p.name == name)?))
+            })
+            .collect(),
+        deadline_ns: Some(((spec.duration_s + spec.drain_s) * 1e9) as u64),
+        flows,
+        transport_counters: meas.transport_counters.clone(),
+        switch_drops: meas.switch_drops.clone(),
     }
-    bar.finish_and_clear();
-    drop(servers);
-    say(&format!(
-        "{} runs in {:.0} s; writing results",
-        specs.len(),
-        started.elapsed().as_secs_f64()
-    ));
+}
 
-    let echo = json!({
-        "config": cfg,
-        "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
-        "senders": senders,
-        "receivers": receivers,
-        "load_definition": match cfg.load_definition {
-            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
-            LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
-        },
-        "rate_bps_per_sender": cfg.loads.iter().map(|&l| rate_per_sender(&topo, cfg, &senders, l)).collect::<Vec<_>>(),
-        "ideal": {
-            "base_rtt_ns": ideal.base_rtt_ns,
-            "bottleneck_bps": ideal.bottleneck_bps,
-            "path": cal.paths[cal.min_path].name,
-            "definition": match cfg.transport {
-                Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
-                Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-            },
-        },
-        "calibration": cal,
-        "failures": failures,
-        "transport": cfg.transport.name(),
-        "size_scale": cfg.size_scale(),
-        "trace": trace_echo,
-    });
-    let summary = analysis::build_summary(echo, &inputs, &ideal);
-    std::fs::write(
-        out.join("summary.json"),
-        serde_json::to_string_pretty(&summary).expect("summary serializes"),
-    )?;
+/// Writes the plots and `report.md` of `summary` under `out`, and with
+/// references the fidelity (see [`lcmp_results::fidelity::run_fidelity`]).
+fn write_report(
+    cfg: &ExperimentConfig,
+    out: &Path,
+    summary: &analysis::Summary,
+    inputs: &[RunInput],
+    ideal: &IdealModel,
+    say: &dyn Fn(&str),
+) -> Result<()> {
     let plot_dir = out.join("plots");
     std::fs::create_dir_all(&plot_dir)?;
-    let plot_files =
-        plots::write_plots(&summary, &inputs, &ideal, &plot_dir).map_err(Error::new)?;
+    let plot_files = plots::write_plots(summary, inputs, ideal, &plot_dir).map_err(Error::new)?;
     let rel: Vec<PathBuf> = plot_files
         .iter()
         .filter_map(|p| p.strip_prefix(out).ok().map(Path::to_path_buf))
         .collect();
-    std::fs::write(out.join("report.md"), report::render_report(&summary, &rel))?;
+    std::fs::write(out.join("report.md"), report::render_report(summary, &rel))?;
     if !cfg.reference.is_empty() {
         let refs: Vec<(String, PathBuf)> = cfg
             .reference
             .iter()
             .map(|(p, f)| (p.clone(), f.clone()))
             .collect();
-        let f = crate::fidelity::run_fidelity(out, &refs)?;
+        let f = lcmp_results::fidelity::run_fidelity(out, &refs).map_err(Error::new)?;
         let r = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
         for p in &f.policies {
             say(&format!(
@@ -536,7 +637,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             f.paper_r_p99
         ));
     }
-    Ok(summary)
+    Ok(())
 }
 
 /// A workload's label: the short name, or a file's stem.
@@ -561,8 +662,8 @@ fn wait_log(bg: &Bg, needle: &str, timeout: Duration) -> Result<()> {
 }
 
 /// One line per finished run.
-fn run_line(input: &RunInput, ideal: &IdealModel) -> String {
-    let s = analysis::summarize_run(input, ideal);
+fn run_line(input: &RunInput, network: &analysis::NetworkInput, ideal: &IdealModel) -> String {
+    let s = analysis::summarize_run_with_network(input, Some(network), ideal);
     let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
     let drops: u64 = s
         .switch_drops
@@ -582,7 +683,7 @@ fn run_line(input: &RunInput, ideal: &IdealModel) -> String {
         )
     };
     format!(
-        "{:<8} {:<12} load {:<4} seed {}: {}/{} flows, slowdown median {} p99 {}, {drops} switch drops{transport}{}",
+        "{:<8} {:<12} load {:<4} seed {}: {}/{} flows, slowdown median {} p99 {}, {drops} switch drops{transport}{}{}",
         s.policy,
         s.workload,
         s.load,
@@ -591,6 +692,7 @@ fn run_line(input: &RunInput, ideal: &IdealModel) -> String {
         s.flows_started,
         q(s.median_slowdown),
         q(s.p99_slowdown),
+        analysis::paths_missing_note(&s).map_or(String::new(), |n| format!("  [{n}]")),
         if s.calibration_ok {
             String::new()
         } else {
@@ -690,17 +792,44 @@ mod tests {
     #[test]
     fn rocev2_switches_mark_at_link_time_and_hold_back_drops_unless_told_otherwise() {
         assert!(switch_args(&cfg(Transport::Tcp, &[])).is_empty());
+        let real_time = |args: &[&str]| {
+            let mut c = cfg(Transport::Rocev2, args);
+            c.time_scale = Some(1.0);
+            switch_args(&c)
+        };
         assert_eq!(
-            switch_args(&cfg(Transport::Rocev2, &["--batch=32"])),
+            real_time(&["--batch=32"]),
             [
                 "--batch=32",
                 "--ecn-link-time=32,128,0.2,2000",
-                "--drop-headroom=1000"
+                "--drop-headroom=1000",
+                "--ecn-mark-at=dequeue"
             ]
         );
         assert_eq!(
-            switch_args(&cfg(Transport::Rocev2, &["--no-ecn", "--drop-headroom=1"])),
-            ["--no-ecn", "--drop-headroom=1"]
+            real_time(&["--no-ecn", "--drop-headroom=1", "--ecn-mark-at=enqueue"]),
+            ["--no-ecn", "--drop-headroom=1", "--ecn-mark-at=enqueue"]
         );
+    }
+
+    #[test]
+    fn time_dilation_stretches_the_switches_time_constants() {
+        // rocev2 dilates ten-fold by default: ECN at 320-1280 us of link
+        // time (the floor is bytes, unchanged), sampling every 1000 us.
+        assert_eq!(
+            switch_args(&cfg(Transport::Rocev2, &[])),
+            [
+                "--ecn-link-time=320,1280,0.2,2000",
+                "--drop-headroom=1000",
+                "--ecn-mark-at=dequeue",
+                "--sample-interval-us=1000"
+            ]
+        );
+        let mut c = cfg(Transport::Tcp, &["--sample-interval-us=50"]);
+        c.time_scale = Some(2.5);
+        // A given interval is the user's.
+        assert_eq!(switch_args(&c), ["--sample-interval-us=50"]);
+        c.switch_args.clear();
+        assert_eq!(switch_args(&c), ["--sample-interval-us=250"]);
     }
 }

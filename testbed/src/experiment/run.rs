@@ -1,21 +1,25 @@
 //! One run of an experiment: fresh switches with the run's policy, traffic
 //! clients on the source DC's hosts, progress, the measurement window's
-//! switch counters and CPU, and the checks that flag a run whose emulation
-//! was not faithful.
+//! switch counters (every port of every switch) and CPU, every switch's
+//! decision log (each flow's path through the switches), and the checks
+//! that flag a run whose emulation was not faithful.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lcmp_control::Snapshot as SwitchStats;
-use lcmp_netns_tests::{Bg, PortPeer, Testbed};
+use lcmp_netlab::{Bg, Lab};
+use lcmp_results::analysis::{link_name, LinkLoad, LinkSpec, NetworkInput};
+use lcmp_topology::{SwitchId, Topology};
 use lcmp_traffic::record::FlowRecord;
 use serde_json::Value;
 
 use super::config::Transport;
 use crate::bed;
+use crate::flow_paths::{self, SwitchDecisions, Tuple};
 use crate::state::{State, SwitchSettings};
 use crate::{Error, Result};
 
@@ -53,26 +57,17 @@ pub struct RunMeasurements {
     pub failure_at_s: Option<f64>,
     /// Flow-cache failovers counted by the source switch.
     pub failovers: u64,
-    /// The port the source switch first chose for each flow it logged, by
-    /// flow (source, destination).
-    pub decisions: HashMap<(SocketAddr, SocketAddr), u8>,
+    /// What every switch saw: each link direction's bytes in the window,
+    /// the flows whose switch paths could not be reconstructed from the
+    /// decision logs (by reason), the logs' lost records, and which
+    /// switches after the source have a choice.
+    pub network: NetworkInput,
     /// The transport's counters, summed over the senders.
     pub transport_counters: BTreeMap<String, u64>,
     /// Frames the switches dropped in the run, by reason, summed over the
     /// switches; `xsk_rx_ring_full` and `xsk_rx_dropped` are the kernel's
     /// AF_XDP drops before a switch saw the frame.
     pub switch_drops: BTreeMap<String, u64>,
-}
-
-/// One line of `lcmp-switch --flow-log`.
-#[derive(Debug, serde::Deserialize)]
-struct Decision {
-    src: IpAddr,
-    dst: IpAddr,
-    sport: u16,
-    dport: u16,
-    port: u8,
-    reason: String,
 }
 
 /// The counters of the client's final progress line (`"done":true`) under
@@ -93,26 +88,49 @@ fn transport_counters_of(log: &str) -> BTreeMap<String, u64> {
         .unwrap_or_default()
 }
 
-/// The first port the switch chose for each flow in its decision log (a
-/// later `failover` line moves a flow off a dead port; the path it was
-/// put on is the first).
-fn read_decisions(path: &Path) -> Result<HashMap<(SocketAddr, SocketAddr), u8>> {
-    let mut rd =
-        csv::Reader::from_path(path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
-    let mut m = HashMap::new();
-    for row in rd.deserialize::<Decision>() {
-        let d = row.map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
-        let key = (
-            SocketAddr::new(d.src, d.sport),
-            SocketAddr::new(d.dst, d.dport),
-        );
-        if d.reason == "failover" {
-            m.entry(key).or_insert(d.port);
-        } else {
-            m.insert(key, d.port);
+/// Every switch's decision log (`lcmp-switch lcmp --flow-log`), by switch id
+/// (`None` where there is no log file), each copied into `dir` as
+/// `decisions-<switch>.csv`.
+fn read_decision_logs(
+    topo: &Topology,
+    st: &State,
+    dir: &Path,
+) -> Result<Vec<Option<SwitchDecisions>>> {
+    let mut out = vec![None; topo.switches().len()];
+    for p in &st.procs {
+        let Some(sw) = topo.switch_by_name(&p.name) else {
+            continue;
+        };
+        let log = bed::flow_log_path(&p.stats);
+        if !log.is_file() {
+            continue;
         }
+        let file =
+            std::fs::File::open(&log).map_err(|e| Error::new(format!("{}: {e}", log.display())))?;
+        out[sw.id.0] = Some(
+            SwitchDecisions::from_csv(std::io::BufReader::new(file), &log.display().to_string())
+                .map_err(Error::new)?,
+        );
+        let copy = dir.join(format!("decisions-{}.csv", p.name));
+        std::fs::copy(&log, &copy).map_err(|e| Error::new(format!("{}: {e}", copy.display())))?;
     }
-    Ok(m)
+    Ok(out)
+}
+
+/// The tuple a flow's acknowledgements carry back to the sender: TCP's
+/// come from the receiver's socket to the sender's (the flow's tuple
+/// swapped); rocev2's go from the receiver's address and port to the
+/// sender's port 4791, the same for every queue pair between two hosts
+/// (`lcmp-traffic server --transport rocev2`), so those flows share one
+/// reverse path: the switches' last decision for it.
+fn reverse_tuple(transport: Transport, (src, dst): Tuple) -> Tuple {
+    match transport {
+        Transport::Tcp => (dst, src),
+        Transport::Rocev2 => (
+            dst,
+            SocketAddr::new(src.ip(), lcmp_traffic::rocev2::wire::ROCEV2_PORT),
+        ),
+    }
 }
 
 /// Client progress as printed by `lcmp-traffic client`.
@@ -231,17 +249,25 @@ fn cpu_s_of_stat(stat: &str) -> Option<f64> {
     Some(ticks / hz.max(1.0))
 }
 
-/// (idle, total) jiffies of the whole machine.
+/// (available, total) jiffies of the whole machine: available is idle,
+/// iowait and niced time. Niced work (a build beside the testbed) yields
+/// the CPU to the testbed's processes as soon as they wake (CFS weight 15
+/// at nice 19 against 1024), so it does not starve them.
 fn machine_jiffies() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let cpu = stat.lines().next()?;
+    machine_jiffies_of(stat.lines().next()?)
+}
+
+/// [`machine_jiffies`] of `/proc/stat`'s `cpu` line (user nice system idle
+/// iowait ...).
+fn machine_jiffies_of(cpu: &str) -> Option<(u64, u64)> {
     let v: Vec<u64> = cpu
         .split_whitespace()
         .skip(1)
         .filter_map(|x| x.parse().ok())
         .collect();
-    let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
-    Some((idle, v.iter().sum()))
+    let available = v.get(1)? + v.get(3)? + v.get(4).copied().unwrap_or(0);
+    Some((available, v.iter().sum()))
 }
 
 fn read_stats(path: &Path) -> Option<SwitchStats> {
@@ -259,10 +285,44 @@ fn tx_bytes_by_port(stats: &SwitchStats, ifnames: &[String]) -> HashMap<u8, u64>
     m
 }
 
+/// Transmitted bytes per port index of every switch (by switch id) at one
+/// moment; `None` where a switch's stats were not readable.
+type PortTx = Vec<Option<HashMap<u8, u64>>>;
+
+/// Bytes port `port` of switch `switch` sent between two [`PortTx`]
+/// readings; `None` if either lacks it. A counter that went backwards (a
+/// restarted switch) gives 0.
+fn tx_delta(start: &PortTx, end: &PortTx, switch: SwitchId, port: u8) -> Option<u64> {
+    let read = |t: &PortTx| t.get(switch.0)?.as_ref()?.get(&port).copied();
+    Some(read(end)?.saturating_sub(read(start)?))
+}
+
+/// What every direction of every switch-to-switch link of `topo` carried
+/// between the readings `start` and `end`, in topology order (links in file
+/// order, `a -> b` then `b -> a`).
+fn link_loads(topo: &Topology, start: &PortTx, end: &PortTx) -> Vec<LinkLoad> {
+    let mut out = Vec::new();
+    for l in topo.links() {
+        for (from, port, to) in [(l.a, l.a_port, l.b), (l.b, l.b_port, l.a)] {
+            let (f, t) = (&topo.switch(from).name, &topo.switch(to).name);
+            out.push(LinkLoad {
+                link: LinkSpec {
+                    name: link_name(f, t),
+                    from: f.clone(),
+                    to: t.clone(),
+                    rate_bps: topo.port(from, port).map_or(l.rate_bps, |p| p.rate_bps),
+                },
+                tx_bytes: tx_delta(start, end, from, port),
+            });
+        }
+    }
+    out
+}
+
 /// Snapshot of what a run compares between the window's start and end.
 struct Snapshot {
     at: Instant,
-    src_tx: HashMap<u8, u64>,
+    tx: PortTx,
     switch_cpu: Vec<Option<f64>>,
     /// Per process: its event loops' CPU seconds, by thread id (shared
     /// processes only).
@@ -275,7 +335,7 @@ pub struct RunEnv<'a> {
     /// The testbed's state (switch pids are updated by each run).
     pub state: &'a mut State,
     /// The testbed.
-    pub tb: &'a Testbed,
+    pub tb: &'a Lab,
     /// lcmp-switch.
     pub switch_bin: &'a Path,
     /// lcmp-traffic.
@@ -326,6 +386,9 @@ pub struct RunSpec {
     /// The testbed's rate scale (rocev2 scales its line rate and DCQCN's
     /// rate steps by it).
     pub rate_scale: f64,
+    /// The testbed's time dilation (rocev2 stretches its timers and divides
+    /// its rates by it).
+    pub time_scale: f64,
     /// Extra client arguments under rocev2.
     pub rocev2_args: Vec<String>,
     /// A trace replay: each sender's schedule file (`lcmp-traffic client
@@ -355,8 +418,8 @@ pub fn run_one(
     let pids: Vec<u32> = env.state.procs.iter().map(|p| p.pid).collect();
     let settle = wait_until_settled(&pids);
 
-    let src_node = env.tb.switch(env.from);
-    let src_ifnames: Vec<String> = src_node.ports.iter().map(|p| p.ifname.clone()).collect();
+    let topo = env.tb.topology();
+    let src = env.tb.switch(env.from).id;
     let src_stats_path = env
         .state
         .procs
@@ -364,12 +427,28 @@ pub fn run_one(
         .find(|p| p.name == env.from)
         .map(|p| p.stats.clone())
         .ok_or_else(|| Error::new(format!("no switch process for {}", env.from)))?;
+    // Every switch's stats file and interface names, by switch id.
+    let switch_ports: Vec<(Option<PathBuf>, Vec<String>)> = env
+        .tb
+        .switches
+        .iter()
+        .map(|n| {
+            let stats = env.state.procs.iter().find(|p| p.name == n.name);
+            (
+                stats.map(|p| p.stats.clone()),
+                n.ports.iter().map(|p| p.ifname.clone()).collect(),
+            )
+        })
+        .collect();
     let shared: Vec<bool> = env.state.procs.iter().map(|p| p.shared).collect();
     let snapshot = || Snapshot {
         at: Instant::now(),
-        src_tx: read_stats(&src_stats_path)
-            .map(|s| tx_bytes_by_port(&s, &src_ifnames))
-            .unwrap_or_default(),
+        tx: switch_ports
+            .iter()
+            .map(|(stats, ifnames)| {
+                read_stats(stats.as_deref()?).map(|s| tx_bytes_by_port(&s, ifnames))
+            })
+            .collect(),
         switch_cpu: pids.iter().map(|&p| process_cpu_s(p)).collect(),
         loop_cpu: pids
             .iter()
@@ -384,57 +463,9 @@ pub fn run_one(
     for (i, s) in env.senders.iter().enumerate() {
         let host = env.tb.host(s);
         let out = dir.join(format!("flows-{s}.csv"));
-        let mut args: Vec<String> = vec![
-            env.traffic_bin.display().to_string(),
-            "client".into(),
-            "--transport".into(),
-            spec.transport.name().into(),
-            "--name".into(),
-            s.clone(),
-        ];
-        match &spec.schedules {
-            Some(files) => {
-                let Some(file) = files.get(s) else { continue };
-                args.extend(["--schedule".into(), file.display().to_string()]);
-            }
-            None => args.extend([
-                "--workload".into(),
-                spec.workload.clone(),
-                "--rate-bps".into(),
-                format!("{:.0}", spec.rate_bps_per_sender),
-                "--duration".into(),
-                spec.duration_s.to_string(),
-                "--seed".into(),
-                (spec.seed * 1_000_003 + i as u64).to_string(),
-                "--id-base".into(),
-                (i as u64 * 1_000_000_000).to_string(),
-            ]),
-        }
-        args.extend([
-            "--size-scale".into(),
-            spec.size_scale.to_string(),
-            "--warmup".into(),
-            spec.warmup_s.to_string(),
-            "--drain".into(),
-            spec.drain_s.to_string(),
-            "--out".into(),
-            out.display().to_string(),
-            "--progress-ms".into(),
-            "250".into(),
-        ]);
-        if spec.transport == Transport::Rocev2 {
-            args.extend(["--rate-scale".into(), spec.rate_scale.to_string()]);
-            args.extend(spec.rocev2_args.iter().cloned());
-        }
-        if let Some(cc) = &spec.cc {
-            args.extend(["--cc".into(), cc.clone()]);
-        }
-        if let Some(m) = spec.max_concurrent {
-            args.extend(["--max-concurrent".into(), m.to_string()]);
-        }
-        for d in env.dsts {
-            args.extend(["--dst".into(), d.clone()]);
-        }
+        let Some(args) = client_args(env, spec, i, s, &out) else {
+            continue;
+        };
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         clients.push((host.netns.spawn(&argv)?, out));
     }
@@ -446,15 +477,7 @@ pub fn run_one(
         check_interrupted()?;
         std::thread::sleep(Duration::from_millis(250));
         let elapsed = start.at.elapsed().as_secs_f64();
-        let mut total = Progress::default();
-        for (bg, _) in &clients {
-            let p = last_progress(&bg.log());
-            total.started += p.started;
-            total.completed += p.completed;
-            total.failed += p.failed;
-            total.active += p.active;
-        }
-        tick(elapsed, total);
+        tick(elapsed, total_progress(&clients));
         if let Some((sw, port, at)) = spec.failure {
             if failure_at.is_none() && elapsed >= at {
                 let node = &env.tb.switches[sw];
@@ -496,12 +519,7 @@ pub fn run_one(
         }
     }
     let end = end.unwrap_or_else(snapshot);
-    let mut transport_counters = BTreeMap::new();
-    for (bg, _) in &clients {
-        for (k, v) in transport_counters_of(&bg.log()) {
-            *transport_counters.entry(k).or_insert(0) += v;
-        }
-    }
+    let transport_counters = clients_transport_counters(&clients);
 
     let mut meas = RunMeasurements {
         window_s: end.at.duration_since(start.at).as_secs_f64(),
@@ -520,35 +538,135 @@ pub fn run_one(
         node.netns
             .ip(&["link", "set", "dev", &node.port(port).ifname, "up"])?;
     }
-    for (&port, &bytes) in &end.src_tx {
-        let before = start.src_tx.get(&port).copied().unwrap_or(0);
-        meas.port_tx_bytes
-            .insert(port, bytes.saturating_sub(before));
+    for port in 0..switch_ports[src.0].1.len() as u8 {
+        if let Some(bytes) = tx_delta(&start.tx, &end.tx, src, port) {
+            meas.port_tx_bytes.insert(port, bytes);
+        }
     }
+    meas.network.links = link_loads(topo, &start.tx, &end.tx);
     check_faithfulness(env.state, &start, &end, &mut meas);
     if let Some(s) = read_stats(&src_stats_path) {
         meas.failovers = s.flows.failovers;
     }
     // Stopping the switches flushes their decision logs (the next run
     // starts fresh ones anyway).
-    let src_log = env
-        .state
-        .procs
-        .iter()
-        .find(|p| p.name == env.from)
-        .map(|p| bed::flow_log_path(&p.stats));
     bed::stop_switches(env.state)?;
     // Their final stats, written at shutdown: the whole run (they started
     // fresh).
     meas.switch_drops = switch_drops(env.state);
-    if let Some(log) = src_log {
-        if log.is_file() {
-            meas.decisions = read_decisions(&log)?;
-            let _ = std::fs::copy(&log, dir.join(format!("decisions-{}.csv", env.from)));
+    meas.network.flow_log_lost = flow_log_lost(env.state);
+    let decisions = read_decision_logs(topo, env.state, dir)?;
+    let mut flows = read_client_flows(&clients)?;
+    annotate_paths(
+        topo,
+        &decisions,
+        src,
+        spec.transport,
+        &mut flows,
+        &mut meas.network,
+    );
+    meas.network.transit_choices = Some(transit_choices(topo, src, env.dsts));
+    write_flows(&dir.join("flows.csv"), &flows)?;
+    for (_, path) in &clients {
+        let _ = std::fs::remove_file(path);
+    }
+
+    Ok((flows, meas))
+}
+
+/// `lcmp-traffic client`'s arguments for sender `s` (the `i`-th), writing
+/// its flows to `out`; `None` for a sender a trace replay has no schedule
+/// for.
+fn client_args(
+    env: &RunEnv<'_>,
+    spec: &RunSpec,
+    i: usize,
+    s: &str,
+    out: &Path,
+) -> Option<Vec<String>> {
+    let mut args: Vec<String> = vec![
+        env.traffic_bin.display().to_string(),
+        "client".into(),
+        "--transport".into(),
+        spec.transport.name().into(),
+        "--name".into(),
+        s.to_string(),
+    ];
+    match &spec.schedules {
+        Some(files) => {
+            let file = files.get(s)?;
+            args.extend(["--schedule".into(), file.display().to_string()]);
+        }
+        None => args.extend([
+            "--workload".into(),
+            spec.workload.clone(),
+            "--rate-bps".into(),
+            format!("{:.0}", spec.rate_bps_per_sender),
+            "--duration".into(),
+            spec.duration_s.to_string(),
+            "--seed".into(),
+            (spec.seed * 1_000_003 + i as u64).to_string(),
+            "--id-base".into(),
+            (i as u64 * 1_000_000_000).to_string(),
+        ]),
+    }
+    args.extend([
+        "--size-scale".into(),
+        spec.size_scale.to_string(),
+        "--warmup".into(),
+        spec.warmup_s.to_string(),
+        "--drain".into(),
+        spec.drain_s.to_string(),
+        "--out".into(),
+        out.display().to_string(),
+        "--progress-ms".into(),
+        "250".into(),
+    ]);
+    if spec.transport == Transport::Rocev2 {
+        args.extend(["--rate-scale".into(), spec.rate_scale.to_string()]);
+        args.extend(["--time-scale".into(), spec.time_scale.to_string()]);
+        args.extend(spec.rocev2_args.iter().cloned());
+    }
+    if let Some(cc) = &spec.cc {
+        args.extend(["--cc".into(), cc.clone()]);
+    }
+    if let Some(m) = spec.max_concurrent {
+        args.extend(["--max-concurrent".into(), m.to_string()]);
+    }
+    for d in env.dsts {
+        args.extend(["--dst".into(), d.clone()]);
+    }
+    Some(args)
+}
+
+/// The clients' progress added up.
+fn total_progress(clients: &[(Bg, PathBuf)]) -> Progress {
+    let mut total = Progress::default();
+    for (bg, _) in clients {
+        let p = last_progress(&bg.log());
+        total.started += p.started;
+        total.completed += p.completed;
+        total.failed += p.failed;
+        total.active += p.active;
+    }
+    total
+}
+
+/// The clients' transport counters (their done lines) added up.
+fn clients_transport_counters(clients: &[(Bg, PathBuf)]) -> BTreeMap<String, u64> {
+    let mut transport_counters = BTreeMap::new();
+    for (bg, _) in clients {
+        for (k, v) in transport_counters_of(&bg.log()) {
+            *transport_counters.entry(k).or_insert(0) += v;
         }
     }
+    transport_counters
+}
+
+/// Every client's flows, by id.
+fn read_client_flows(clients: &[(Bg, PathBuf)]) -> Result<Vec<FlowRecord>> {
     let mut flows = Vec::new();
-    for (_, path) in &clients {
+    for (_, path) in clients {
         let mut rd = csv::Reader::from_path(path)
             .map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
         for row in rd.deserialize::<FlowRecord>() {
@@ -556,34 +674,95 @@ pub fn run_one(
         }
     }
     flows.sort_by_key(|f| f.id);
-    // The path of each flow: the neighbour behind the port the source
-    // switch logged for it.
-    for f in &mut flows {
-        let key = (f.src.parse::<SocketAddr>(), f.dst.parse::<SocketAddr>());
-        if let (Ok(src), Ok(dst)) = key {
-            f.path = meas
-                .decisions
-                .get(&(src, dst))
-                .and_then(|&port| src_node.ports.get(usize::from(port)))
-                .map(|p| match p.peer {
-                    PortPeer::Switch { switch, .. } => env.tb.switches[switch.0].name.clone(),
-                    PortPeer::Host(h) => env.tb.hosts[h.0].name.clone(),
-                });
+    Ok(flows)
+}
+
+/// Each flow's path as the decision logs tell it: `path` (the neighbour
+/// behind the port the source switch `src` logged), `switch_path` and
+/// `reverse_switch_path` end to end; the flows after warm-up whose paths
+/// the logs do not complete are tallied in `network`.
+fn annotate_paths(
+    topo: &Topology,
+    decisions: &[Option<SwitchDecisions>],
+    src: SwitchId,
+    transport: Transport,
+    flows: &mut [FlowRecord],
+    network: &mut NetworkInput,
+) {
+    for f in flows {
+        let tuple = f
+            .src
+            .parse::<SocketAddr>()
+            .ok()
+            .zip(f.dst.parse::<SocketAddr>().ok());
+        // `path`: the neighbour behind the port the source switch logged.
+        f.path = tuple.and_then(|t| {
+            let port = decisions[src.0].as_ref()?.port(&t)?;
+            flow_paths::neighbour_name(topo, src, port)
+        });
+        let paths = flow_paths::flow_paths(
+            topo,
+            decisions,
+            &f.sender,
+            &f.receiver,
+            tuple,
+            tuple.map(|t| reverse_tuple(transport, t)),
+        );
+        if !f.warmup {
+            flow_paths::tally(&mut network.forward_paths_missing, &paths.forward);
+            flow_paths::tally(&mut network.reverse_paths_missing, &paths.reverse);
         }
+        let name =
+            |p: &flow_paths::PathResult| p.as_ref().ok().map(|p| flow_paths::path_name(topo, p));
+        f.switch_path = name(&paths.forward);
+        f.reverse_switch_path = name(&paths.reverse);
     }
-    let merged = dir.join("flows.csv");
-    let mut wr = csv::Writer::from_path(&merged)
+}
+
+/// Writes the run's merged `flows.csv`.
+fn write_flows(merged: &Path, flows: &[FlowRecord]) -> Result<()> {
+    let mut wr = csv::Writer::from_path(merged)
         .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
-    for f in &flows {
+    for f in flows {
         wr.serialize(f)
             .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
     }
     wr.flush()?;
-    for (_, path) in &clients {
-        let _ = std::fs::remove_file(path);
-    }
+    Ok(())
+}
 
-    Ok((flows, meas))
+/// The switches after `src` that choose a next hop toward any receiver
+/// of `dsts` (`NAME=ADDR:PORT`), by name in topology order.
+fn transit_choices(topo: &Topology, src: SwitchId, dsts: &[String]) -> Vec<String> {
+    let mut tos: Vec<SwitchId> = dsts
+        .iter()
+        .filter_map(|d| Some(topo.host_by_name(d.split_once('=')?.0)?.switch))
+        .collect();
+    tos.sort();
+    tos.dedup();
+    let mut choosing: Vec<SwitchId> = tos
+        .into_iter()
+        .flat_map(|to| flow_paths::transit_choices(topo, src, to))
+        .collect();
+    choosing.sort();
+    choosing.dedup();
+    choosing
+        .into_iter()
+        .map(|s| topo.switch(s).name.clone())
+        .collect()
+}
+
+/// Decision-log records each switch lost (its log buffer was full, or a
+/// write failed), by switch; switches that lost none are left out.
+fn flow_log_lost(st: &State) -> BTreeMap<String, u64> {
+    st.procs
+        .iter()
+        .filter_map(|p| {
+            let l = read_stats(&p.stats)?.flow_log?;
+            let n = l.dropped + l.write_failed;
+            (n > 0).then(|| (p.name.clone(), n))
+        })
+        .collect()
 }
 
 /// Every drop of every switch by reason, with the AF_XDP sockets' own.
@@ -646,7 +825,7 @@ fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut R
         let idle = i1.saturating_sub(i0) as f64 / total;
         if idle < MIN_MACHINE_IDLE {
             meas.notes.push(format!(
-                "machine CPU saturated: {:.1}% idle (limit {:.0}%)",
+                "machine CPU saturated: {:.1}% idle or niced (limit {:.0}%)",
                 idle * 100.0,
                 MIN_MACHINE_IDLE * 100.0
             ));
@@ -679,6 +858,129 @@ fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// s1 -100 Mbit/s- s2 -10 Mbit/s- s3. Ports: s1 0 -> s2; s2 0 -> s1,
+    /// 1 -> s3; s3 0 -> s2.
+    fn chain() -> Topology {
+        Topology::parse(
+            r#"
+            [[switch]]
+            name = "s1"
+            [[switch]]
+            name = "s2"
+            [[switch]]
+            name = "s3"
+            [[link]]
+            a = "s1"
+            b = "s2"
+            rate = "100Mbps"
+            delay = "1ms"
+            [[link]]
+            a = "s2"
+            b = "s3"
+            rate = "10Mbps"
+            delay = "1ms"
+            "#,
+            "chain.toml",
+        )
+        .unwrap()
+    }
+
+    fn ports(v: &[(u8, u64)]) -> Option<HashMap<u8, u64>> {
+        Some(v.iter().copied().collect())
+    }
+
+    #[test]
+    fn link_utilization_from_snapshots_by_hand() {
+        let t = chain();
+        // s3's stats were unreadable at the start.
+        let start: PortTx = vec![ports(&[(0, 1_000)]), ports(&[(0, 500), (1, 0)]), None];
+        let end: PortTx = vec![
+            ports(&[(0, 12_501_000)]),
+            ports(&[(0, 2_500_500), (1, 1_250_000)]),
+            ports(&[(0, 7)]),
+        ];
+        let loads = link_loads(&t, &start, &end);
+        let got: Vec<(&str, u64, Option<u64>)> = loads
+            .iter()
+            .map(|l| (l.link.name.as_str(), l.link.rate_bps, l.tx_bytes))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("s1->s2", 100_000_000, Some(12_500_000)),
+                ("s2->s1", 100_000_000, Some(2_500_000)),
+                ("s2->s3", 10_000_000, Some(1_250_000)),
+                ("s3->s2", 10_000_000, None),
+            ]
+        );
+        // A 2 s window: s1->s2 100 Mbit over 200 Mbit of capacity, s2->s1
+        // 20 of 200, s2->s3 10 of 20.
+        let u = |i: usize| {
+            lcmp_results::analysis::utilization(
+                loads[i].tx_bytes.unwrap(),
+                loads[i].link.rate_bps,
+                2.0,
+            )
+        };
+        assert_eq!((u(0), u(1), u(2)), (Some(0.5), Some(0.1), Some(0.5)));
+        // A counter that went backwards (a restarted switch) counts 0; a
+        // port missing from a reading is unknown.
+        let later: PortTx = vec![ports(&[(0, 10)]), ports(&[(1, 5)]), None];
+        assert_eq!(tx_delta(&start, &later, SwitchId(0), 0), Some(0));
+        assert_eq!(tx_delta(&start, &later, SwitchId(1), 0), None);
+        assert_eq!(tx_delta(&start, &later, SwitchId(7), 0), None);
+    }
+
+    #[test]
+    fn acknowledgements_carry_the_transports_reverse_tuple() {
+        let t: Tuple = (
+            "10.1.0.2:49152".parse().unwrap(),
+            "10.8.0.2:4791".parse().unwrap(),
+        );
+        assert_eq!(reverse_tuple(Transport::Tcp, t), (t.1, t.0));
+        // RoCEv2 ACKs go to the sender's port 4791, not the queue pair's.
+        assert_eq!(
+            reverse_tuple(Transport::Rocev2, t),
+            (
+                "10.8.0.2:4791".parse().unwrap(),
+                "10.1.0.2:4791".parse().unwrap()
+            )
+        );
+    }
+
+    #[test]
+    fn transit_choices_toward_the_receivers() {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../topologies/13dc.toml");
+        let host = lcmp_topology::HostTemplate {
+            rate_bps: None,
+            delay_ns: 0,
+            buffer_bytes: None,
+        };
+        let t = Topology::load(&file)
+            .unwrap()
+            .with_generated_hosts(2, host)
+            .unwrap();
+        let dc1 = t.switch_by_name("dc1").unwrap().id;
+        let dsts = [
+            "dc13h1=10.13.0.2:5001".to_string(),
+            "dc13h2=10.13.0.3:5001".to_string(),
+        ];
+        assert_eq!(transit_choices(&t, dc1, &dsts), ["dc3", "dc6"]);
+        // Toward DC3 itself nobody after DC1 chooses.
+        assert!(transit_choices(&t, dc1, &["dc3h1=10.3.0.2:5001".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn niced_time_is_available_to_the_testbed() {
+        // user 100, nice 300, system 50, idle 500, iowait 50, irq 0,
+        // softirq 0, steal 0: available 300 + 500 + 50 of 1000.
+        assert_eq!(
+            machine_jiffies_of("cpu  100 300 50 500 50 0 0 0 0 0"),
+            Some((850, 1000))
+        );
+        assert_eq!(machine_jiffies_of("cpu 1 2"), None);
+    }
 
     #[test]
     fn progress_lines() {

@@ -22,9 +22,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lcmp_control::rotor::RotorStatus;
-use lcmp_netns_tests::daemon::switch_argv;
-use lcmp_netns_tests::{Netns, Testbed};
-use lcmp_topology::rotor::{self, Candidate, RotorInputs};
+use lcmp_netlab::daemon::{switch_argv, SwitchKind};
+use lcmp_netlab::{Lab, Netns};
+use lcmp_results::rotor::{Design, RotorParams, DEFAULT_PARAMS};
+use lcmp_topology::rotor::{self, DegreeChoice, RotorInputs};
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole, RotorRouting};
 use lcmp_topology::Topology;
 
@@ -91,86 +92,6 @@ pub fn topology_of(net: &RotorNetwork) -> Result<Topology> {
     Topology::parse(&t, "rotor network wiring").map_err(|e| Error::new(e.to_string()))
 }
 
-/// The figures every design of an experiment shares.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RotorParams {
-    /// ToRs (n_t).
-    pub tors: u32,
-    /// Rotors = uplinks per ToR (U).
-    pub rotors: u32,
-    /// Hosts behind each ToR.
-    pub hosts_per_tor: u32,
-    /// Slot Delta, ns.
-    pub slot_ns: u64,
-    /// Reconfiguration Delta_r, ns.
-    pub reconfig_ns: u64,
-    /// Uplink rate c, bit/s.
-    pub rate_bps: u64,
-    /// Buffer per ToR B, bytes.
-    pub buffer_bytes: u64,
-    /// Delay budget L that Mars's degree must meet, ns.
-    pub max_delay_ns: u64,
-}
-
-/// The built-in network's figures: 8 ToRs x 2 rotors, 1 host per ToR,
-/// Delta = 1 ms, Delta_r = 100 us, c = 100 Mbit/s, B = 4 c Delta = 50 kB,
-/// L = 8.5 Delta (the ratios of the Mars paper's worked example: B / (c
-/// Delta) = 4 and L / Delta = 8.5, which make it choose d = 4).
-pub const DEFAULT_PARAMS: RotorParams = RotorParams {
-    tors: 8,
-    rotors: 2,
-    hosts_per_tor: 1,
-    slot_ns: 1_000_000,
-    reconfig_ns: 100_000,
-    rate_bps: 100_000_000,
-    buffer_bytes: 50_000,
-    max_delay_ns: 8_500_000,
-};
-
-/// A schedule design of the throughput experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Design {
-    /// RotorNet / Sirius: the complete graph, direct (one-hop) routing.
-    Complete,
-    /// The complete graph with Valiant load balancing (one hop per phase).
-    CompleteValiant,
-    /// A static expander: one matching per rotor, shortest-path routing.
-    Static,
-    /// Mars: de Bruijn of the planner's degree, shift routing with Valiant
-    /// load balancing.
-    Mars,
-    /// Mars's graph with shift routing alone (no Valiant phase): what the
-    /// emulated graph carries when the traffic is already spread.
-    MarsShift,
-}
-
-impl Design {
-    /// Every design, in report order.
-    pub const ALL: [Design; 5] = [
-        Design::Complete,
-        Design::CompleteValiant,
-        Design::Static,
-        Design::Mars,
-        Design::MarsShift,
-    ];
-
-    /// The name in configs and reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Design::Complete => "complete",
-            Design::CompleteValiant => "complete-valiant",
-            Design::Static => "static",
-            Design::Mars => "mars",
-            Design::MarsShift => "mars-shift",
-        }
-    }
-
-    /// By name.
-    pub fn from_name(s: &str) -> Option<Design> {
-        Self::ALL.into_iter().find(|d| d.name() == s)
-    }
-}
-
 /// The planner's inputs for `p`.
 pub fn inputs(p: &RotorParams) -> RotorInputs {
     RotorInputs {
@@ -186,7 +107,7 @@ pub fn inputs(p: &RotorParams) -> RotorInputs {
 
 /// The network of `design` on `p` (no epoch yet), with Mars's chosen
 /// candidate for [`Design::Mars`].
-pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<Candidate>)> {
+pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<DegreeChoice>)> {
     let e = |e: rotor::RotorError| Error::new(e.to_string());
     let (schedule, routing, chosen) = match design {
         Design::Complete => (
@@ -289,9 +210,13 @@ pub fn load_network(st: &State) -> Result<RotorNetwork> {
     RotorNetwork::load(&st.topology_file).map_err(|e| Error::new(e.to_string()))
 }
 
-/// Whether testbed `st` is a rotor network.
+/// Whether testbed `st` is a rotor network (an unreadable or invalid
+/// file is not: its loader reports why).
 pub fn is_rotor(st: &State) -> bool {
-    std::fs::read_to_string(&st.topology_file).is_ok_and(|t| RotorNetwork::is_rotor_file(&t))
+    matches!(
+        lcmp_topology::network::Network::load(&st.topology_file),
+        Ok(lcmp_topology::network::Network::Rotor(_))
+    )
 }
 
 /// Brings a rotor network up: namespaces and veths of [`topology_of`],
@@ -346,7 +271,7 @@ fn up_inner(opts: &RotorUpOptions, switch_bin: &Path, progress: &dyn Fn(&str)) -
         topo.hosts().len()
     ));
     let name = opts.name.clone();
-    let mut tb = Testbed::build(&topo, &mut |node| {
+    let mut tb = Lab::build(&topo, &mut |node| {
         Netns::create(&state::netns_name(&name, node))
     })?;
     start(&mut st, &tb, net, switch_bin, progress)?;
@@ -374,7 +299,7 @@ fn write_network(path: &Path, net: &RotorNetwork) -> Result<()> {
 /// other.
 fn start(
     st: &mut State,
-    tb: &Testbed,
+    tb: &Lab,
     net: &RotorNetwork,
     switch_bin: &Path,
     progress: &dyn Fn(&str),
@@ -391,6 +316,7 @@ fn start(
     bed::launch_switches(st, tb, &|node, stats| {
         switch_argv(
             switch_bin,
+            SwitchKind::Rotor,
             &file,
             node,
             stats,
@@ -421,7 +347,7 @@ fn start(
 /// file with a new epoch, starts them again and checks reachability.
 pub fn restart(
     st: &mut State,
-    tb: &Testbed,
+    tb: &Lab,
     net: &RotorNetwork,
     progress: &dyn Fn(&str),
 ) -> Result<()> {
@@ -442,7 +368,7 @@ pub fn restart(
 }
 
 /// The role of each switch of the testbed, by name.
-pub fn roles(net: &RotorNetwork, tb: &Testbed) -> Vec<(String, RotorRole)> {
+pub fn roles(net: &RotorNetwork, tb: &Lab) -> Vec<(String, RotorRole)> {
     tb.switches
         .iter()
         .filter_map(|s| net.role(&s.name).ok().map(|r| (s.name.clone(), r)))

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use lcmp_netns_tests::{release_binary, repo_root};
+use lcmp_netlab::{release_binary, repo_root};
 use serde_json::Value;
 
 pub static SERIAL: Mutex<()> = Mutex::new(());

@@ -34,10 +34,13 @@ use crate::record::{FlowRecord, FlowStatus};
 const BATCH: usize = 256;
 
 /// The rocev2 options as given: rates in simulator units (bit/s), divided
-/// by `rate_scale` when used.
+/// by `rate_scale` x `time_scale` when used; intervals in the simulator's
+/// time, multiplied by `time_scale`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoceOptions {
     pub rate_scale: f64,
+    /// Time dilation: the emulated network runs this many times slower.
+    pub time_scale: f64,
     /// The host NIC's rate (before scaling); also DCQCN's line rate.
     pub line_rate: f64,
     pub payload: u32,
@@ -49,6 +52,7 @@ impl Default for RoceOptions {
     fn default() -> Self {
         RoceOptions {
             rate_scale: 1.0,
+            time_scale: 1.0,
             line_rate: 100e9,
             payload: 1000,
             dcqcn: DcqcnParams::default(),
@@ -58,7 +62,8 @@ impl Default for RoceOptions {
 }
 
 impl RoceOptions {
-    /// The sender's configuration: rates divided by the scale, validated.
+    /// The sender's configuration: rates divided by the scales, intervals
+    /// dilated, validated.
     pub fn sender_config(&self) -> Result<SenderConfig, String> {
         if !(self.rate_scale.is_finite() && self.rate_scale > 0.0) {
             return Err(format!(
@@ -66,6 +71,7 @@ impl RoceOptions {
                 self.rate_scale
             ));
         }
+        check_time_scale(self.time_scale)?;
         if !(1..=MAX_PAYLOAD as u32).contains(&self.payload) {
             return Err(format!(
                 "--payload must be in [1, {MAX_PAYLOAD}] bytes, got {}",
@@ -85,13 +91,26 @@ impl RoceOptions {
             line_rate: self.line_rate,
             ..self.dcqcn
         }
-        .scaled(self.rate_scale);
+        .scaled(self.rate_scale * self.time_scale)
+        .dilated(self.time_scale);
         dcqcn.validate()?;
         Ok(SenderConfig {
             dcqcn,
             payload: self.payload,
-            rto_ns: (self.rto_ms * 1e6) as u64,
+            rto_ns: (self.rto_ms * 1e6 * self.time_scale) as u64,
         })
+    }
+}
+
+/// `--time-scale` must be a positive number small enough that dilated
+/// intervals stay representable.
+pub fn check_time_scale(t: f64) -> Result<(), String> {
+    if t.is_finite() && t > 0.0 && t <= 1e6 {
+        Ok(())
+    } else {
+        Err(format!(
+            "--time-scale must be a number in (0, 1e6], got {t}"
+        ))
     }
 }
 
@@ -165,10 +184,31 @@ struct LoopStats {
 
 /// The final JSON line's "rocev2" object.
 pub fn totals_json(s: &SenderStats, malformed: u64, send_drops: u64) -> String {
-    format!(
-        "{{\"packets\":{},\"retransmissions\":{},\"naks\":{},\"ecn_echoes\":{},\"cnps\":{},\"rate_cuts\":{},\"timeouts\":{},\"malformed\":{},\"send_drops\":{}}}",
-        s.packets, s.retransmissions, s.naks, s.ecn_echoes, s.cnps, s.rate_cuts, s.timeouts, malformed, send_drops
-    )
+    /// The sender's totals as the done line carries them.
+    #[derive(serde::Serialize)]
+    struct Totals {
+        packets: u64,
+        retransmissions: u64,
+        naks: u64,
+        ecn_echoes: u64,
+        cnps: u64,
+        rate_cuts: u64,
+        timeouts: u64,
+        malformed: u64,
+        send_drops: u64,
+    }
+    let totals = Totals {
+        packets: s.packets,
+        retransmissions: s.retransmissions,
+        naks: s.naks,
+        ecn_echoes: s.ecn_echoes,
+        cnps: s.cnps,
+        rate_cuts: s.rate_cuts,
+        timeouts: s.timeouts,
+        malformed,
+        send_drops,
+    };
+    serde_json::to_string(&totals).expect("a struct of integers serializes")
 }
 
 /// Runs the flows; progress and the final line go to stdout.
@@ -282,6 +322,8 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                 error: String::new(),
                 warmup: f.warmup,
                 path: None,
+                switch_path: None,
+                reverse_switch_path: None,
             };
             let added = core.add_flow(NewFlow {
                 qpn,
@@ -368,17 +410,7 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
         rocev2: Some(totals_json(&stats, st.malformed, st.send_drops)),
         ..Summary::default()
     };
-    for r in &records {
-        match r.status {
-            FlowStatus::Ok => {
-                summary.completed += 1;
-                summary.bytes_completed += r.size_bytes;
-            }
-            FlowStatus::Failed => summary.failed += 1,
-            FlowStatus::Unfinished => summary.unfinished += 1,
-        }
-        summary.warmup += u64::from(r.warmup);
-    }
+    summary.tally(&records);
     write_csv(out, &records).map_err(|e| format!("cannot write --out {out_path}: {e}"))?;
     print_line(&done_line(&summary));
     Ok(summary)
@@ -429,4 +461,31 @@ fn print_progress(st: &LoopStats, active: usize, now_ns: u64) {
         st.failed,
         active,
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_scale_divides_rates_and_stretches_times() {
+        let o = RoceOptions {
+            rate_scale: 1000.0,
+            time_scale: 10.0,
+            ..RoceOptions::default()
+        };
+        let c = o.sender_config().unwrap();
+        // 100G / (1000 x 10) = 10 Mbit/s; 50M / 1e4 = 5 kbit/s.
+        assert_eq!((c.dcqcn.line_rate, c.dcqcn.rate_ai), (1e7, 5e3));
+        assert_eq!(c.dcqcn.increase_interval_ns, 9_000_000);
+        // 4000 ms x 10.
+        assert_eq!(c.rto_ns, 40_000_000_000);
+        for bad in [0.0, -1.0, f64::NAN, 2e6] {
+            let o = RoceOptions {
+                time_scale: bad,
+                ..RoceOptions::default()
+            };
+            assert!(o.sender_config().unwrap_err().contains("--time-scale"));
+        }
+    }
 }

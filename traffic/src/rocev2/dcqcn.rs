@@ -74,6 +74,16 @@ impl DcqcnParams {
         self
     }
 
+    /// Every interval multiplied by `t` (an emulation dilated in time runs
+    /// `t` times slower; rates are then divided by `t` as well).
+    pub fn dilated(mut self, t: f64) -> DcqcnParams {
+        let stretch = |ns: u64| (ns as f64 * t).round().clamp(1.0, u64::MAX as f64) as u64;
+        self.alpha_interval_ns = stretch(self.alpha_interval_ns);
+        self.decrease_interval_ns = stretch(self.decrease_interval_ns);
+        self.increase_interval_ns = stretch(self.increase_interval_ns);
+        self
+    }
+
     /// One line naming the first unusable parameter.
     pub fn validate(&self) -> Result<(), String> {
         let rate = |v: f64, what: &str| {
@@ -349,6 +359,22 @@ mod tests {
             (1e8, 5e4, 1e5, 1e5)
         );
         assert!(p.validate().is_ok());
+    }
+
+    #[test]
+    fn dilation_stretches_every_interval_and_no_rate() {
+        let d = DcqcnParams::default().dilated(10.0);
+        assert_eq!(
+            (
+                d.alpha_interval_ns,
+                d.decrease_interval_ns,
+                d.increase_interval_ns
+            ),
+            (550_000, 40_000, 9_000_000)
+        );
+        assert_eq!((d.line_rate, d.rate_ai, d.min_rate), (100e9, 50e6, 100e6));
+        // Never below 1 ns (a zero interval would be invalid).
+        assert_eq!(DcqcnParams::default().dilated(1e-9).decrease_interval_ns, 1);
     }
 
     /// A hand-worked sequence with the default parameters (line rate 100G,

@@ -4,7 +4,8 @@
 //! The input (decoded with `arbitrary`) is a switch setup like the test bed
 //! of `tests/common` (port 0 faces host A, ports 1-3 are three paths to
 //! 10.0.2.0/24 and fd00:2::/64), with fuzz-chosen policy, links (shaped or
-//! not, delay, buffer, delay-line size, ECN), pool size, batch size and
+//! not, delay, buffer, delay-line size, ECN marked at enqueue or at
+//! dequeue), pool size, batch size and
 //! flow cache, and then a sequence of operations: bursts of well-formed
 //! frames built from fuzz-chosen fields, raw frames, time steps, taking what
 //! the ports sent, carrier and admin changes, transmit ring room, ECN and
@@ -41,9 +42,9 @@ use arbitrary::Arbitrary;
 use lcmp_control::snapshot::EcnFractions;
 use lcmp_policy::{AllCongested, Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
 use lcmp_switch::counters::{Counter, DropReason};
-use lcmp_switch::egress::{EcnConfig, EgressConfig};
+use lcmp_switch::egress::{EcnConfig, EcnMarkAt, EgressConfig};
 use lcmp_switch::mem_io::{MemIo, FRAME_SIZE};
-use lcmp_switch::routing::Route;
+use lcmp_switch::lpm::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::{
     fix_ipv4_checksum, ipv4_header_checksum_ok, l4_checksum_ok, FrameBuilder,
@@ -179,15 +180,26 @@ enum InFlight {
     K4,
 }
 
-/// ECN thresholds in 1/255 of the buffer, probability in 1/255.
+/// ECN thresholds in 1/255 of the buffer, probability in 1/255, and where
+/// marks are decided (the switch-wide choice is the setup's; `SetEcn`
+/// keeps the switch's).
 #[derive(Arbitrary, Debug, Clone, Copy)]
 struct EcnChoice {
     kmin: u8,
     kmax: u8,
     pmax: u8,
+    at_dequeue: bool,
 }
 
 impl EcnChoice {
+    fn mark_at(self) -> EcnMarkAt {
+        if self.at_dequeue {
+            EcnMarkAt::Dequeue
+        } else {
+            EcnMarkAt::Enqueue
+        }
+    }
+
     fn fractions(self) -> EcnFractions {
         EcnFractions {
             kmin: f64::from(self.kmin) / 255.0,
@@ -251,6 +263,7 @@ impl Link {
                     kmin_bytes: (buffer as f64 * f.kmin) as u64,
                     kmax_bytes: (buffer as f64 * f.kmax) as u64,
                     pmax: f.pmax,
+                    mark_at: e.mark_at(),
                 }
             }),
             max_in_flight: match self.in_flight {
@@ -658,6 +671,9 @@ impl Harness {
             batch_size: 1 + usize::from(setup.batch % 64),
             link_check_interval_ns: 100 * US,
             ecn: setup.ecn.map(EcnChoice::fractions),
+            ecn_link_time: None,
+            ecn_mark_at: setup.ecn.map_or(EcnMarkAt::Enqueue, EcnChoice::mark_at),
+            drop_headroom: 1,
         };
         let mut sw = Switch::new(config, MemIo::new(PORTS, pool)).expect("valid test switch");
         let mut icmp_from = [(None, None); PORTS];

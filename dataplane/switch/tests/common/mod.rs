@@ -4,8 +4,8 @@
 
 use lcmp_policy::{Candidate, CandidateSet, CongestionParams, LcmpParams, Policy};
 use lcmp_switch::egress::EgressConfig;
+use lcmp_switch::lpm::Route;
 use lcmp_switch::mem_io::MemIo;
-use lcmp_switch::routing::Route;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::FrameBuilder;
 
@@ -102,6 +102,7 @@ pub fn bed_with(
         link_check_interval_ns: 100 * US,
         ecn: None,
         ecn_link_time: None,
+        ecn_mark_at: Default::default(),
         drop_headroom,
     };
     Bed {

@@ -1,5 +1,6 @@
 //! `lcmp-topology`: tools for topology files.
 
+use lcmp_topology::out;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -131,7 +132,7 @@ fn run_import(args: &ImportArgs) -> Result<(), String> {
     };
     let imported = import::import(&text, format, &path, &opts).map_err(|e| e.to_string())?;
     match &args.out {
-        None => print!("{}", imported.toml),
+        None => out!("{}", imported.toml),
         Some(out) => {
             std::fs::write(out, &imported.toml).map_err(|e| format!("{}: {e}", out.display()))?;
             let t = &imported.topology;

@@ -56,11 +56,13 @@ pub fn edge_speed(get: impl Fn(&str) -> Option<String>) -> Speed {
         let units = get("LinkSpeedUnits").unwrap_or_default();
         let (s, u) = (speed.trim(), units.trim());
         // An empty unit would make the number bits/s; the Zoo always
-        // gives one (K, M, G, T) where the speed is known.
+        // gives one (K, M, G, T) where the speed is known. The field holds
+        // only that prefix letter, so its case cannot mean milli or bytes:
+        // upper-case it for the case-sensitive rate parser.
         let parsed = if u.is_empty() {
             Err(())
         } else {
-            parse_rate(&format!("{s}{u}bps")).map_err(|_| ())
+            parse_rate(&format!("{s}{}bps", u.to_ascii_uppercase())).map_err(|_| ())
         };
         match parsed {
             Ok(bps) => {
@@ -158,6 +160,11 @@ mod tests {
         assert_eq!(bps(speed(&[("capacity", "2.5Gbps")])), Some(2_500_000_000));
         assert_eq!(
             bps(speed(&[("LinkSpeed", "2.5"), ("LinkSpeedUnits", "G")])),
+            Some(2_500_000_000)
+        );
+        // A lower-case Zoo prefix letter still means giga.
+        assert_eq!(
+            bps(speed(&[("LinkSpeed", "2.5"), ("LinkSpeedUnits", "g")])),
             Some(2_500_000_000)
         );
         assert_eq!(

@@ -10,15 +10,15 @@ use lcmp_ebpf::RouteSocket;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{from_topology, Options};
 use lcmp_switch::daemon::{run_many, Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
+use lcmp_switch::lcmp_node::LcmpNode;
 use lcmp_switch::switch::Switch;
 use lcmp_switch::xsk::XskIo;
-use lcmp_topology::tables::PathMetric;
 use lcmp_topology::Topology;
 use tracing::{info, warn};
 
 use super::{
-    check_stats_path, install_signal_handlers, neighbour_macs, open_ports, tune_poll_thread, Args,
-    Metric, PollMode, STOP,
+    check_stats_path, install_signal_handlers, neighbour_macs, open_ports, tune_poll_thread,
+    LcmpArgs, PollMode, STOP,
 };
 
 /// Fills in unknown peer MACs from the kernel's IPv4 neighbour table of
@@ -122,7 +122,7 @@ fn for_switch<'a>(
 }
 
 /// The switches to run and their per-switch settings from the command line.
-fn plans(args: &Args, topo: &Topology) -> Result<Vec<Plan>, String> {
+fn plans(args: &LcmpArgs, topo: &Topology) -> Result<Vec<Plan>, String> {
     let names: Vec<String> = if args.all_switches {
         topo.switches().iter().map(|s| s.name.clone()).collect()
     } else {
@@ -148,6 +148,7 @@ fn plans(args: &Args, topo: &Topology) -> Result<Vec<Plan>, String> {
     let mut plans: Vec<Plan> = Vec::new();
     for name in &names {
         let stats_file = args
+            .common
             .stats_file
             .as_deref()
             .map(|p| per_switch_path(p, name, several, "--stats-file"))
@@ -157,10 +158,10 @@ fn plans(args: &Args, topo: &Topology) -> Result<Vec<Plan>, String> {
             .as_deref()
             .map(|p| per_switch_path(p, name, several, "--flow-log"))
             .transpose()?;
-        let control = if args.no_control {
+        let control = if args.common.no_control {
             None
         } else {
-            Some(match &args.control_socket {
+            Some(match &args.common.control_socket {
                 Some(p) => per_switch_path(p, name, several, "--control-socket")?,
                 None => lcmp_control::paths::switch_socket(name),
             })
@@ -195,12 +196,12 @@ fn plans(args: &Args, topo: &Topology) -> Result<Vec<Plan>, String> {
         let i = plan_of(&mut plans, sw);
         plans[i].netns = Some(ns.clone());
     }
-    for port in &args.ports {
+    for port in &args.common.ports {
         let (sw, ifname) = for_switch(port, &names, "--port")?;
         let i = plan_of(&mut plans, &sw);
         plans[i].ports.push(ifname.to_string());
     }
-    for (ifname, mac) in &args.peer_macs {
+    for (ifname, mac) in &args.common.peer_macs {
         let (sw, ifname) = for_switch(ifname, &names, "--peer-mac")?;
         let i = plan_of(&mut plans, &sw);
         plans[i].peer_macs.push((ifname.to_string(), *mac));
@@ -209,7 +210,7 @@ fn plans(args: &Args, topo: &Topology) -> Result<Vec<Plan>, String> {
 }
 
 /// The switch options shared by every switch of the process.
-fn options(args: &Args) -> Options {
+fn options(args: &LcmpArgs) -> Options {
     let lcmp = LcmpParams {
         alpha: args.alpha,
         beta: args.beta,
@@ -218,7 +219,7 @@ fn options(args: &Args) -> Options {
         keep_all_up_to: args.keep_all_up_to,
         ..Default::default()
     };
-    let policy = match args.policy {
+    let policy = match args.policy.policy() {
         Policy::Lcmp(p) => Policy::Lcmp(LcmpParams {
             alpha: if p.alpha == 0 { 0 } else { lcmp.alpha },
             beta: if p.beta == 0 { 0 } else { lcmp.beta },
@@ -233,10 +234,7 @@ fn options(args: &Args) -> Options {
             w_capacity: args.w_capacity,
             ..Default::default()
         },
-        metric: match args.metric {
-            Metric::Path => PathMetric::Path,
-            Metric::Local => PathMetric::LocalLink,
-        },
+        metric: args.metric,
         congestion: CongestionParams {
             sample_interval_ns: args.sample_interval_us * 1_000,
             ..Default::default()
@@ -244,10 +242,11 @@ fn options(args: &Args) -> Options {
         emulate_links: !args.no_emulation,
         ecn: (!args.no_ecn).then_some(args.ecn),
         ecn_link_time: args.ecn_link_time,
+        ecn_mark_at: args.ecn_mark_at,
         drop_headroom: args.drop_headroom,
         flow_capacity: args.flow_capacity,
         flow_idle_timeout_ns: args.flow_timeout_ms.map(|ms| ms * 1_000_000),
-        seed: args.seed,
+        seed: args.common.seed,
         batch_size: args.batch,
         link_check_interval_ns: args.link_check_ms.max(1) * 1_000_000,
         ifnames: Vec::new(),
@@ -256,7 +255,7 @@ fn options(args: &Args) -> Options {
 }
 
 /// A switch opened by [`open_switch`], ready to run on a loop.
-type SwitchDaemon = Daemon<XskIo, MonotonicClock>;
+type SwitchDaemon = Daemon<LcmpNode<XskIo>, MonotonicClock>;
 
 /// Opens switch `plan` on the calling thread: inside its namespace for
 /// the duration (netlink and AF_XDP sockets, XDP programs and the UDP
@@ -264,7 +263,7 @@ type SwitchDaemon = Daemon<XskIo, MonotonicClock>;
 /// back in the thread's own namespace when this returns. Nothing is left
 /// attached on an error.
 fn open_switch(
-    args: &Args,
+    args: &LcmpArgs,
     topo: &Topology,
     base: &Options,
     plan: &Plan,
@@ -307,7 +306,7 @@ fn open_switch(
         }
     }
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
-    let io = open_ports(args, &ifnames)?;
+    let io = open_ports(&args.common, &ifnames)?;
     for p in io.port_info() {
         info!(switch = %plan.name, port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
@@ -325,20 +324,21 @@ fn open_switch(
     if plan.flow_log.is_some() {
         sw.enable_flow_log(args.flow_log_capacity);
     }
+    let interval_ns = args.common.stats_interval_ms.max(10) * 1_000_000;
+    let node = LcmpNode::new(sw, &plan.name, plan.flow_log.as_deref(), interval_ns)?;
     let mut daemon = Daemon::new(
-        sw,
+        node,
         MonotonicClock,
         DaemonConfig {
             name: plan.name.clone(),
-            poll: match args.poll {
+            poll: match args.common.poll {
                 PollMode::Busy => LoopMode::Busy,
                 PollMode::Event => LoopMode::Event,
             },
             stats_file: plan.stats_file.clone(),
-            stats_interval_ns: args.stats_interval_ms.max(10) * 1_000_000,
-            flow_log: plan.flow_log.clone(),
+            stats_interval_ns: interval_ns,
         },
-    )?;
+    );
     daemon.attach_inbox(inbox);
     // IPv4 host addresses behind each port, to make the kernel resolve a
     // silent host's MAC (see `resolve_peers`).
@@ -355,8 +355,8 @@ fn open_switch(
         })
         .collect();
     let udp = std::net::UdpSocket::bind("0.0.0.0:0").ok();
-    daemon.add_side_task(Box::new(move |sw, now| {
-        if resolve_peers(sw, &ifnames, &host_v4, udp.as_ref()) {
+    daemon.add_side_task(Box::new(move |node, now| {
+        if resolve_peers(node.switch(), &ifnames, &host_v4, udp.as_ref()) {
             now + 200_000_000
         } else {
             u64::MAX
@@ -366,8 +366,9 @@ fn open_switch(
         switch = %plan.name,
         netns = %plan.netns.as_deref().unwrap_or("(own)"),
         policy = base.policy.name(),
+        ecn_mark_at = %base.ecn_mark_at,
         routes = daemon.switch_ref().routes().len(),
-        poll = ?args.poll,
+        poll = ?args.common.poll,
         control = %plan.control.as_ref().map_or("off".into(), |p| p.display().to_string()),
         "forwarding"
     );
@@ -395,7 +396,7 @@ fn close_switch(mut d: SwitchDaemon, plan: &Plan) -> lcmp_control::Snapshot {
 /// outcome on `ready`, and if every switch of the process opened, runs them
 /// on one loop until SIGINT/SIGTERM. Returns the final snapshots.
 fn run_loop(
-    args: &Args,
+    args: &LcmpArgs,
     topo: &Topology,
     base: &Options,
     group: Vec<(Plan, Inbox)>,
@@ -427,7 +428,7 @@ fn run_loop(
     // only once every switch is open, and a failure anywhere closes all.
     go.wait();
     if all_ok.load(Ordering::SeqCst) {
-        tune_poll_thread(args);
+        tune_poll_thread(&args.common);
         run_many(&mut daemons, &STOP);
         info!("stopping: detaching XDP programs");
     }
@@ -458,8 +459,7 @@ fn cores() -> usize {
 }
 
 /// Runs the LCMP switches `args` selects until SIGINT/SIGTERM.
-pub(super) fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let topo = Topology::load(&args.topology)?;
+pub(super) fn run(args: LcmpArgs, topo: Topology) -> Result<(), Box<dyn std::error::Error>> {
     let plans = plans(&args, &topo)?;
     let loops = usize::from(args.loops);
     if loops > cores() {
@@ -476,7 +476,7 @@ pub(super) fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    if loops > 1 && args.cpu.is_some() {
+    if loops > 1 && args.common.cpu.is_some() {
         return Err("--cpu pins one loop; with --loops above 1 the kernel places the loops".into());
     }
     let base = options(&args);

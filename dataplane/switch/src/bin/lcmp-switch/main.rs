@@ -1,16 +1,18 @@
-//! `lcmp-switch`: the AF_XDP DCI switch daemon.
+//! `lcmp-switch`: the AF_XDP switch daemon: `lcmp` (the DCI switch) or
+//! `rotor` (a rotor network's rotor or ToR).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use clap::{Parser, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use lcmp_ebpf::{RouteSocket, XdpMode};
-use lcmp_policy::Policy;
-use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime};
+use lcmp_policy::PolicyName;
+use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime, EcnMarkAt};
 use lcmp_switch::xsk::{XskConfig, XskIo};
-use lcmp_topology::rotor_net::RotorNetwork;
+use lcmp_topology::network::Network;
+use lcmp_topology::tables::PathMetric;
 use tracing::warn;
 
 mod lcmp;
@@ -19,140 +21,81 @@ mod rotor;
 #[derive(Parser, Debug)]
 #[command(
     version,
-    about = "LCMP inter-datacenter switch over AF_XDP",
-    long_about = "LCMP inter-datacenter switch over AF_XDP.\n\n\
-    Reads its ports and routes from the topology file (the part of switch \
-    --switch), attaches an XDP program to every port that steers IPv4/IPv6 \
+    about = "LCMP inter-datacenter switch and rotor-network switch over AF_XDP",
+    long_about = "LCMP inter-datacenter switch and rotor-network switch over AF_XDP.\n\n\
+    `lcmp-switch lcmp` runs LCMP switches of a DCI topology file, \
+    `lcmp-switch rotor` a rotor or ToR of a rotor network file ([rotor] \
+    table). Both attach an XDP program to every port that steers IPv4/IPv6 \
     data into an AF_XDP socket (ARP, ND and everything else stays with the \
-    kernel), and forwards: each new flow's egress port is chosen by the \
+    kernel), serve a control socket for lcmp-ctl and lcmp-agent and write \
+    a stats file. SIGINT/SIGTERM detach the XDP programs and exit. Needs \
+    Linux 6.1 or newer (older kernels are refused at start). \
+    `lcmp-switch lcmp --help` and `lcmp-switch rotor --help` list each \
+    one's options."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+// Parsed once at start: the size difference of the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// LCMP switches of a DCI topology (one or several in this process).
+    #[command(long_about = "LCMP switches of a DCI topology file.\n\n\
+    Reads its ports and routes from the topology file (the part of switch \
+    --switch), and forwards: each new flow's egress port is chosen by the \
     policy among the route's candidate next hops and kept for the flow's \
     life. Each egress port has a byte-limited buffer with ECN marking and, \
     unless --no-emulation, emulates its link's rate and one-way delay from \
-    the topology (AF_XDP transmission bypasses \
-    qdiscs). A control socket (--control-socket) serves lcmp-ctl and \
-    lcmp-agent: status, ports, flows, costs, and live changes of policy, \
-    parameters, route tables and links between polls, hitless for cached \
-    flows. SIGINT/SIGTERM detach the XDP programs and exit. Needs Linux \
-    6.1 or newer (older kernels are refused at start).\n\n\
-    Rotor networks (Mars): given a rotor network file (a [rotor] table, \
-    written by `lcmp-agent rotor-plan --schedule`), --switch rotorR runs \
-    a bufferless circuit switch that connects port i to the port of its \
-    matching in each slot, and --switch torT a rotor-aware ToR (uplinks \
-    u0.., host ports h0..) with per-next-hop queues that send only while \
-    the circuit to the next hop is up and never past the slot's end, \
-    routing direct, Valiant, or by shift routing on the emulated graph. \
-    Slots come from CLOCK_REALTIME and the epoch (--epoch-unix-ns, the \
-    file, or the agent's set_epoch). The stats file then holds the rotor \
-    status (slot, lateness, queues, drops); `lcmp-ctl rotor` shows it."
-)]
-struct Args {
-    /// Topology file (TOML).
+    the topology (AF_XDP transmission bypasses qdiscs). The control socket \
+    (--control-socket) serves status, ports, flows, costs, and live changes \
+    of policy, parameters, route tables and links between polls, hitless \
+    for cached flows. Several switches can run in one process (repeat \
+    --switch, or --all-switches), each in its namespace (--netns, \
+    --netns-prefix) on shared event loops (--loops).")]
+    Lcmp(LcmpArgs),
+    /// A rotor or rotor-aware ToR of a rotor network (one per process).
+    #[command(
+        long_about = "A rotor or a rotor-aware ToR of a rotor network (Mars).\n\n\
+    Given a rotor network file (a [rotor] table, written by `lcmp-agent \
+    rotor-plan --schedule`), --switch rotorR runs a bufferless circuit \
+    switch that connects port i to the port of its matching in each slot, \
+    and --switch torT a rotor-aware ToR (uplinks u0.., host ports h0..) \
+    with per-next-hop queues that send only while the circuit to the next \
+    hop is up and never past the slot's end, routing direct, Valiant, or \
+    by shift routing on the emulated graph. Slots come from CLOCK_REALTIME \
+    and the epoch (--epoch-unix-ns, the file, or the agent's set_epoch). \
+    The stats file holds the rotor status (slot, lateness, queues, drops); \
+    `lcmp-ctl rotor` shows it. One switch per process; its metrics are \
+    served by the agent (lcmp-agent run --metrics-listen)."
+    )]
+    Rotor(RotorArgs),
+}
+
+/// The options both kinds of switch take: the file, ports, AF_XDP and
+/// polling, stats and control socket.
+#[derive(Args, Debug)]
+struct Common {
+    /// Network file (TOML): a DCI topology for `lcmp`, a rotor network
+    /// for `rotor`.
     #[arg(long, short)]
     topology: PathBuf,
-    /// Name of a switch in the topology file. Repeat it to run several
-    /// switches in this process, each with its own ports, tables, flow
-    /// cache, counters, stats file and control socket (see --netns,
-    /// --loops; per-switch paths take a {switch} placeholder).
-    #[arg(
-        long = "switch",
-        short,
-        value_name = "NAME",
-        required_unless_present = "all_switches"
-    )]
-    switches: Vec<String>,
-    /// Run every switch of the topology in this process.
-    #[arg(long, conflicts_with = "switches")]
-    all_switches: bool,
-    /// The one switch of a rotor network (set from --switch).
-    #[arg(skip)]
-    switch: String,
-    /// The network namespace of a switch's ports: SWITCH=NAME (a namespace
-    /// of `ip netns`, or a path such as /proc/PID/ns/net). The switch's
-    /// sockets and XDP programs are opened inside it. Default: this
-    /// process's namespace.
-    #[arg(long = "netns", value_name = "SWITCH=NS", value_parser = parse_netns)]
-    netns: Vec<(String, String)>,
-    /// The network namespace of every switch is PREFIX followed by its name
-    /// (a testbed's are lcmptb-TESTBED-); --netns overrides it per switch.
-    #[arg(long, value_name = "PREFIX")]
-    netns_prefix: Option<String>,
-    /// Event loops (threads) the switches share, at most one per core:
-    /// switch i runs on loop i mod N. One loop sleeps in one poll over all
-    /// its switches' sockets, which costs less CPU than a process per
-    /// switch.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    loops: u16,
     /// Interface of each port, in the topology's port order (repeat, or
-    /// comma-separate); SWITCH/IFNAME when running several switches.
+    /// comma-separate); SWITCH/IFNAME when `lcmp` runs several switches.
     /// Default: the interface names in the topology file.
     #[arg(long = "port", value_delimiter = ',')]
     ports: Vec<String>,
     /// MAC address of the device at the far end of a port: IFNAME=MAC, or
-    /// SWITCH/IFNAME=MAC when running several switches (repeatable). Ports
+    /// SWITCH/IFNAME=MAC when `lcmp` runs several switches (repeatable). Ports
     /// without one use the kernel's ARP table, else learn it from the first
     /// frame they receive.
     #[arg(long = "peer-mac", value_parser = parse_peer_mac)]
     peer_macs: Vec<(String, [u8; 6])>,
-    /// Path-selection policy.
-    #[arg(long, default_value = "lcmp", value_parser = parse_policy)]
-    policy: Policy,
-    /// LCMP: weight of the path cost C_path.
-    #[arg(long, default_value_t = defaults::ALPHA)]
-    alpha: u32,
-    /// LCMP: weight of the congestion cost C_cong.
-    #[arg(long, default_value_t = defaults::BETA)]
-    beta: u32,
-    /// LCMP: fraction of the live candidates kept, as N/D.
-    #[arg(long, default_value = "1/2", value_parser = parse_fraction)]
-    keep: (u8, u8),
-    /// LCMP: routes with at most this many live candidates keep them all.
-    #[arg(long, default_value_t = 3)]
-    keep_all_up_to: u8,
-    /// What C_path describes: the whole path or the local link only.
-    #[arg(long, value_enum, default_value = "path")]
-    metric: Metric,
-    /// Weight of the delay score in C_path.
-    #[arg(long, default_value_t = 3)]
-    w_delay: u32,
-    /// Weight of the capacity score in C_path.
-    #[arg(long, default_value_t = 1)]
-    w_capacity: u32,
-    /// Congestion sampling interval, microseconds.
-    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
-    sample_interval_us: u64,
-    /// Flow cache capacity (flows).
-    #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
-    flow_capacity: usize,
-    /// Idle time after which a flow may change path, milliseconds. Default:
-    /// 1 s or twice the largest path RTT, whichever is larger.
-    #[arg(long)]
-    flow_timeout_ms: Option<u64>,
     /// Flow hash seed. Default: derived from the switch name.
     #[arg(long)]
     seed: Option<u64>,
-    /// Forward at line rate: no link-rate shaping or delay emulation.
-    #[arg(long)]
-    no_emulation: bool,
-    /// ECN marking thresholds as fractions of the port buffer: KMIN,KMAX,PMAX.
-    #[arg(long, default_value = "0.2,0.8,0.2", value_parser = parse_ecn)]
-    ecn: EcnFractions,
-    /// ECN thresholds as queueing time at each port's link rate instead:
-    /// KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES. `32,128,0.2,2000` gives the
-    /// LCMP simulator's DCQCN marking (100-400 KB at 25 Gbit/s, 400-1600
-    /// KB at 100 Gbit/s) at any rate scale, with kmin at least 2000 bytes
-    /// and kmax floored in the same ratio (8000).
-    #[arg(long, value_name = "KMIN_US,KMAX_US,PMAX,FLOOR", value_parser = parse_ecn_link_time, conflicts_with = "no_ecn")]
-    ecn_link_time: Option<EcnLinkTime>,
-    /// Disable ECN marking.
-    #[arg(long)]
-    no_ecn: bool,
-    /// Drop only when a port's queue would exceed N times its buffer
-    /// (default 1: at the buffer). N > 1 stands in for a lossless (PFC)
-    /// fabric such as the LCMP simulator's, which holds back at the senders
-    /// what a full buffer would drop; congestion levels (C_cong) and ECN
-    /// stay relative to the buffer itself.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
-    drop_headroom: u64,
     /// XDP attach mode.
     #[arg(long, value_enum, default_value = "auto")]
     xdp_mode: Mode,
@@ -170,9 +113,6 @@ struct Args {
     /// kernel's real-time throttling still leaves others 5 % of each CPU.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     rt_priority: Option<i32>,
-    /// Frames received per port per poll.
-    #[arg(long, default_value_t = defaults::BATCH)]
-    batch: usize,
     /// Frames in the shared UMEM (all ports).
     #[arg(long, default_value_t = defaults::FRAMES)]
     frames: u32,
@@ -187,12 +127,128 @@ struct Args {
     rx_ring_size: u32,
     /// Write counters as JSON to this file (atomically replaced). A
     /// {switch} in the path is replaced by the switch's name (required
-    /// when running several).
+    /// when `lcmp` runs several).
     #[arg(long)]
     stats_file: Option<PathBuf>,
     /// How often the stats file is written, milliseconds.
     #[arg(long, default_value_t = defaults::STATS_INTERVAL_MS)]
     stats_interval_ms: u64,
+    /// Control socket (Unix, mode 0600, root only) that `lcmp-ctl` and
+    /// `lcmp-agent` talk to; {switch} as in --stats-file. Default:
+    /// /run/lcmp-switch/SWITCH.sock.
+    #[arg(long, value_name = "PATH")]
+    control_socket: Option<PathBuf>,
+    /// Serve no control socket.
+    #[arg(long, conflicts_with = "control_socket")]
+    no_control: bool,
+}
+
+/// `lcmp-switch lcmp`: the LCMP switches of a DCI topology.
+#[derive(Args, Debug)]
+struct LcmpArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Name of a switch in the topology file. Repeat it to run several
+    /// switches in this process, each with its own ports, tables, flow
+    /// cache, counters, stats file and control socket (see --netns,
+    /// --loops; per-switch paths take a {switch} placeholder).
+    #[arg(
+        long = "switch",
+        short,
+        value_name = "NAME",
+        required_unless_present = "all_switches"
+    )]
+    switches: Vec<String>,
+    /// Run every switch of the topology in this process.
+    #[arg(long, conflicts_with = "switches")]
+    all_switches: bool,
+    /// The network namespace of a switch's ports: SWITCH=NAME (a namespace
+    /// of `ip netns`, or a path such as /proc/PID/ns/net). The switch's
+    /// sockets and XDP programs are opened inside it. Default: this
+    /// process's namespace.
+    #[arg(long = "netns", value_name = "SWITCH=NS", value_parser = parse_netns)]
+    netns: Vec<(String, String)>,
+    /// The network namespace of every switch is PREFIX followed by its name
+    /// (a testbed's are lcmptb-TESTBED-); --netns overrides it per switch.
+    #[arg(long, value_name = "PREFIX")]
+    netns_prefix: Option<String>,
+    /// Event loops (threads) the switches share, at most one per core:
+    /// switch i runs on loop i mod N. One loop sleeps in one poll over all
+    /// its switches' sockets, which costs less CPU than a process per
+    /// switch.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    loops: u16,
+    /// Path-selection policy.
+    #[arg(long, value_enum, default_value_t = PolicyName::Lcmp)]
+    policy: PolicyName,
+    /// LCMP: weight of the path cost C_path.
+    #[arg(long, default_value_t = defaults::ALPHA)]
+    alpha: u32,
+    /// LCMP: weight of the congestion cost C_cong.
+    #[arg(long, default_value_t = defaults::BETA)]
+    beta: u32,
+    /// LCMP: fraction of the live candidates kept, as N/D.
+    #[arg(long, default_value = "1/2", value_parser = parse_fraction)]
+    keep: (u8, u8),
+    /// LCMP: routes with at most this many live candidates keep them all.
+    #[arg(long, default_value_t = 3)]
+    keep_all_up_to: u8,
+    /// What C_path describes: the whole path or the local link only.
+    #[arg(long, value_enum, default_value = "path")]
+    metric: PathMetric,
+    /// Weight of the delay score in C_path.
+    #[arg(long, default_value_t = 3)]
+    w_delay: u32,
+    /// Weight of the capacity score in C_path.
+    #[arg(long, default_value_t = 1)]
+    w_capacity: u32,
+    /// Congestion sampling interval, microseconds.
+    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
+    sample_interval_us: u64,
+    /// Flow cache capacity (flows).
+    #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
+    flow_capacity: usize,
+    /// Idle time after which a flow may change path, milliseconds. Default:
+    /// 1 s or twice the largest path RTT, whichever is larger.
+    #[arg(long)]
+    flow_timeout_ms: Option<u64>,
+    /// Forward at line rate: no link-rate shaping or delay emulation.
+    #[arg(long)]
+    no_emulation: bool,
+    /// ECN marking thresholds as fractions of the port buffer: KMIN,KMAX,PMAX.
+    #[arg(long, default_value = "0.2,0.8,0.2", value_parser = parse_ecn)]
+    ecn: EcnFractions,
+    /// ECN thresholds as queueing time at each port's link rate instead:
+    /// KMIN_US,KMAX_US,PMAX,KMIN_FLOOR_BYTES. `32,128,0.2,2000` gives the
+    /// LCMP simulator's DCQCN marking (100-400 KB at 25 Gbit/s, 400-1600
+    /// KB at 100 Gbit/s) at any rate scale, with kmin at least 2000 bytes
+    /// and kmax floored in the same ratio (8000).
+    #[arg(long, value_name = "KMIN_US,KMAX_US,PMAX,FLOOR", value_parser = parse_ecn_link_time, conflicts_with = "no_ecn")]
+    ecn_link_time: Option<EcnLinkTime>,
+    /// Disable ECN marking.
+    #[arg(long)]
+    no_ecn: bool,
+    /// When the ECN mark is decided, with --ecn and --ecn-link-time alike.
+    /// `enqueue`: when a frame is admitted, on the bytes queued in front of
+    /// it. `dequeue`: when it leaves the port buffer, on the bytes left
+    /// behind it, as the HPCC/LCMP ns-3 simulator does
+    /// (SwitchNotifyDequeue, ShouldSendCN): choose it to reproduce the
+    /// simulator's DCQCN feedback, which is fresher (the mark reflects the
+    /// queue when the frame departs, not the queue it found one queueing
+    /// delay earlier, so marks start and stop sooner as the queue moves).
+    /// The same thresholds apply either way.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "enqueue")]
+    ecn_mark_at: EcnMarkAt,
+    /// Drop only when a port's queue would exceed N times its buffer
+    /// (default 1: at the buffer). N > 1 stands in for a lossless (PFC)
+    /// fabric such as the LCMP simulator's, which holds back at the senders
+    /// what a full buffer would drop; congestion levels (C_cong) and ECN
+    /// stay relative to the buffer itself.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    drop_headroom: u64,
+    /// Frames received per port per poll.
+    #[arg(long, default_value_t = defaults::BATCH)]
+    batch: usize,
     /// Log every path decision to this file as CSV (created or truncated
     /// at start): a new flow (`new`), a flow moved off a dead port
     /// (`failover`), a flow decided but not cached because the flow cache
@@ -216,43 +272,40 @@ struct Args {
     /// trigger a check at once; this is the fallback.
     #[arg(long, default_value_t = defaults::LINK_CHECK_MS)]
     link_check_ms: u64,
-    /// Control socket (Unix, mode 0600, root only) that `lcmp-ctl` and
-    /// `lcmp-agent` talk to; {switch} as in --stats-file. Default:
-    /// /run/lcmp-switch/SWITCH.sock.
-    #[arg(long, value_name = "PATH")]
-    control_socket: Option<PathBuf>,
-    /// Serve no control socket.
-    #[arg(long, conflicts_with = "control_socket")]
-    no_control: bool,
     /// Serve Prometheus/OpenMetrics metrics of this process's switches at
     /// http://ADDR/metrics (e.g. 127.0.0.1:9464). In a testbed the agent
     /// serves every switch's metrics instead.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<std::net::SocketAddr>,
-    /// Rotor networks, ToRs in event mode: stop sleeping this long before
-    /// a slot in which frames wait, and poll from there, so the first frame
-    /// leaves on time despite wake-up latency (tens of microseconds on a
-    /// VM). 0: always sleep.
+}
+
+/// `lcmp-switch rotor`: one rotor or ToR of a rotor network.
+#[derive(Args, Debug)]
+struct RotorArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The switch of the rotor network file to run: rotorR (a rotor) or
+    /// torT (a ToR).
+    #[arg(long, short, value_name = "NAME")]
+    switch: String,
+    /// ToRs in event mode: stop sleeping this long before a slot in which
+    /// frames wait, and poll from there, so the first frame leaves on time
+    /// despite wake-up latency (tens of microseconds on a VM). 0: always
+    /// sleep.
     #[arg(long, value_name = "US", default_value_t = 0)]
     slot_spin_us: u64,
-    /// Rotor networks, ToRs: deliver frames from the circuits to hosts with
-    /// the instant the sending ToR put them on its uplink as source MAC
+    /// ToRs: deliver frames from the circuits to hosts with the instant
+    /// the sending ToR put them on its uplink as source MAC
     /// (02:TT:TT:TT:TT:TT, the low 40 bits of CLOCK_REALTIME ns) instead of
     /// the port's own: instrumentation for measuring slot boundaries at the
     /// hosts (`lcmp-testbed rotor-timing`).
     #[arg(long)]
     deliver_send_stamps: bool,
-    /// Rotor networks: the start of slot 0, CLOCK_REALTIME ns (overrides
-    /// the file's epoch_unix_ns). Without either the switch forwards
-    /// nothing into the circuits until the agent sets one.
+    /// The start of slot 0, CLOCK_REALTIME ns (overrides the file's
+    /// epoch_unix_ns). Without either the switch forwards nothing into the
+    /// circuits until the agent sets one.
     #[arg(long, value_name = "NS")]
     epoch_unix_ns: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Metric {
-    Path,
-    Local,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -266,11 +319,6 @@ enum Mode {
 enum PollMode {
     Busy,
     Event,
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    Policy::from_name(s)
-        .ok_or_else(|| format!("unknown policy; one of {}", Policy::NAMES.join(", ")))
 }
 
 fn parse_mac(s: &str) -> Result<[u8; 6], String> {
@@ -360,7 +408,7 @@ fn neighbour_macs(route: &mut RouteSocket) -> HashMap<String, [u8; 6]> {
 }
 
 /// The ports' AF_XDP sockets and XDP programs.
-fn open_ports(args: &Args, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
+fn open_ports(args: &Common, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
     Ok(XskIo::open(
         ifnames,
         &XskConfig {
@@ -377,7 +425,7 @@ fn open_ports(args: &Args, ifnames: &[String]) -> Result<XskIo, Box<dyn std::err
 }
 
 /// Fails now, naming the file, if the stats file cannot be written.
-fn check_stats_file(args: &Args) -> Result<(), String> {
+fn check_stats_file(args: &Common) -> Result<(), String> {
     match &args.stats_file {
         Some(path) => check_stats_path(path),
         None => Ok(()),
@@ -392,18 +440,18 @@ fn check_stats_path(path: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))
 }
 
-/// Where the control socket is served, if at all.
-fn control_path(args: &Args) -> Option<PathBuf> {
+/// Where the control socket of switch `name` is served, if at all.
+fn control_path(args: &Common, name: &str) -> Option<PathBuf> {
     (!args.no_control).then(|| {
         args.control_socket
             .clone()
-            .unwrap_or_else(|| lcmp_control::paths::switch_socket(&args.switch))
+            .unwrap_or_else(|| lcmp_control::paths::switch_socket(name))
     })
 }
 
 /// CPU pinning, real-time priority and timer slack of the poll thread
 /// (the calling thread).
-fn tune_poll_thread(args: &Args) {
+fn tune_poll_thread(args: &Common) {
     if let Some(cpu) = args.cpu {
         // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes
         // within it; sched_setaffinity reads it.
@@ -438,35 +486,31 @@ fn tune_poll_thread(args: &Args) {
     }
 }
 
-/// Refuses contradictory options, then runs a rotor network's switch or
-/// the LCMP switches the topology file and options select.
-fn run(mut args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if args.rt_priority.is_some() && args.poll == PollMode::Busy {
+/// Refuses contradictory options and a network file of the other kind,
+/// then runs the LCMP switches or the rotor network's switch.
+fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let (common, want) = match &cli.command {
+        Command::Lcmp(a) => (&a.common, "lcmp"),
+        Command::Rotor(a) => (&a.common, "rotor"),
+    };
+    if common.rt_priority.is_some() && common.poll == PollMode::Busy {
         return Err("--rt-priority with --poll busy would starve every other task on the CPU; use --poll event".into());
     }
-    let text = std::fs::read_to_string(&args.topology)
-        .map_err(|e| format!("{}: {e}", args.topology.display()))?;
-    if RotorNetwork::is_rotor_file(&text) {
-        if args.switches.len() != 1
-            || args.all_switches
-            || !args.netns.is_empty()
-            || args.netns_prefix.is_some()
-            || args.loops != 1
-        {
-            return Err("a rotor network runs one switch per process: one --switch, no --all-switches, --netns, --netns-prefix or --loops".into());
-        }
-        args.switch = args.switches[0].clone();
-        let net = RotorNetwork::parse(&text, &args.topology.display().to_string())?;
-        return rotor::run(args, net);
-    }
-    if args.epoch_unix_ns.is_some() {
-        return Err(format!(
-            "--epoch-unix-ns is for rotor networks; {} is not one (no [rotor] table)",
-            args.topology.display()
+    let file = common.topology.clone();
+    let network = Network::load(&file)?;
+    let file = file.display();
+    match (cli.command, network) {
+        (Command::Lcmp(args), Network::Dci(topo)) => lcmp::run(args, topo),
+        (Command::Rotor(args), Network::Rotor(net)) => rotor::run(args, net),
+        (_, Network::Dci(_)) => Err(format!(
+            "`lcmp-switch {want}` was given {file}, a DCI topology; run it with `lcmp-switch lcmp`"
         )
-        .into());
+        .into()),
+        (_, Network::Rotor(_)) => Err(format!(
+            "`lcmp-switch {want}` was given {file}, a rotor network; run it with `lcmp-switch rotor`"
+        )
+        .into()),
     }
-    lcmp::run(args)
 }
 
 fn main() -> ExitCode {
@@ -478,12 +522,72 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
-    let args = Args::parse();
-    match run(args) {
+    let cli = Cli::parse();
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lcmp-switch: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lcmp-switch").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn each_subcommand_takes_its_own_flags_only() {
+        Cli::command().debug_assert();
+        assert!(parse(&["lcmp", "-t", "f.toml", "-s", "a", "-s", "b", "--loops", "2"]).is_ok());
+        assert!(parse(&["lcmp", "-t", "f.toml", "--all-switches", "--policy", "ecmp"]).is_ok());
+        assert!(parse(&[
+            "rotor",
+            "-t",
+            "f.toml",
+            "-s",
+            "tor0",
+            "--epoch-unix-ns",
+            "1"
+        ])
+        .is_ok());
+        for bad in [
+            &["lcmp", "-t", "f.toml", "-s", "a", "--epoch-unix-ns", "1"][..],
+            &["lcmp", "-t", "f.toml", "-s", "a", "--slot-spin-us", "5"],
+            &["rotor", "-t", "f.toml", "-s", "tor0", "--loops", "2"],
+            &["rotor", "-t", "f.toml", "-s", "tor0", "--netns", "tor0=ns"],
+            &[
+                "rotor",
+                "-t",
+                "f.toml",
+                "-s",
+                "tor0",
+                "--metrics-listen",
+                "127.0.0.1:1",
+            ],
+            &["rotor", "-t", "f.toml", "-s", "tor0", "-s", "tor1"],
+            &["rotor", "-t", "f.toml", "--all-switches"],
+            &["lcmp", "-t", "f.toml", "-s", "a", "--policy", "ospf"],
+            &["-t", "f.toml", "-s", "a"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    #[test]
+    fn a_file_of_the_other_kind_names_the_subcommand_to_use() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../topologies/8dc.toml");
+        let cli = parse(&["rotor", "-t", file, "-s", "tor0"]).unwrap();
+        assert_eq!(
+            run(cli).unwrap_err().to_string(),
+            format!(
+                "`lcmp-switch rotor` was given {file}, a DCI topology; run it with `lcmp-switch lcmp`"
+            )
+        );
     }
 }

@@ -2,44 +2,42 @@
 
 use lcmp_control::server::{serve, Inbox};
 use lcmp_ebpf::RouteSocket;
-use lcmp_switch::daemon::PollMode as LoopMode;
-use lcmp_switch::rotor::{RotorSwitch, SlotClock};
-use lcmp_switch::rotor_daemon::{RealtimeClock, RotorDaemon, RotorDaemonConfig, RotorNode};
+use lcmp_switch::daemon::{Daemon, DaemonConfig, Node, PollMode as LoopMode, RealtimeClock};
+use lcmp_switch::rotor::SlotClock;
+use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
 use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
+use lcmp_switch::xsk::XskIo;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use tracing::{info, warn};
 
 use super::{
     check_stats_file, control_path, install_signal_handlers, neighbour_macs, open_ports,
-    tune_poll_thread, Args, PollMode, STOP,
+    tune_poll_thread, PollMode, RotorArgs, STOP,
 };
 
 /// A rotor or a ToR of a rotor network.
-pub(super) fn run(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::error::Error>> {
+pub(super) fn run(args: RotorArgs, net: RotorNetwork) -> Result<(), Box<dyn std::error::Error>> {
     let role = net.role(&args.switch)?;
-    if args.metrics_listen.is_some() {
-        return Err("--metrics-listen: a rotor network's metrics are served by its agent (lcmp-agent run --metrics-listen)".into());
-    }
     let defaults = net.port_names(role);
-    let ifnames = if args.ports.is_empty() {
+    let ifnames = if args.common.ports.is_empty() {
         defaults.clone()
-    } else if args.ports.len() == defaults.len() {
-        args.ports.clone()
+    } else if args.common.ports.len() == defaults.len() {
+        args.common.ports.clone()
     } else {
         return Err(format!(
             "{} has {} ports ({}); --port gave {}",
             args.switch,
             defaults.len(),
             defaults.join(", "),
-            args.ports.len()
+            args.common.ports.len()
         )
         .into());
     };
     // A circuit port's peer MAC is of no use (circuit frames carry the
     // target ToR and the send time instead), but naming one is no mistake:
     // a testbed gives every port's.
-    for (ifname, _) in &args.peer_macs {
+    for (ifname, _) in &args.common.peer_macs {
         if !ifnames.iter().any(|p| p == ifname) {
             return Err(format!(
                 "--peer-mac {ifname}=...: {ifname} is not a port of {} (ports: {})",
@@ -59,37 +57,61 @@ pub(super) fn run(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::erro
             Err(e) => Err(format!("port {n}: no such interface ({e})")),
         })
         .collect::<Result<Vec<_>, _>>()?;
-    check_stats_file(&args)?;
+    check_stats_file(&args.common)?;
     let epoch = match (args.epoch_unix_ns, net.epoch_unix_ns) {
         (Some(e), _) => Some((e, "command line".to_string())),
         (None, Some(e)) => Some((e, "file".to_string())),
         (None, None) => None,
     };
-    let control_path = control_path(&args);
+    let control_path = control_path(&args.common, &args.switch);
     let inbox = Inbox::new()?;
     if let Some(path) = &control_path {
         serve(path, &inbox).map_err(|e| format!("control socket {}: {e}", path.display()))?;
     }
-    let io = open_ports(&args, &ifnames)?;
-    let clock = SlotClock {
-        epoch_ns: epoch.as_ref().map_or(0, |e| e.0),
-        slot_ns: net.slot_ns,
-        reconfig_ns: net.reconfig_ns,
+    let io = open_ports(&args.common, &ifnames)?;
+    if epoch.is_none() {
+        warn!("no epoch yet (file or --epoch-unix-ns): forwarding nothing into the circuits until the agent sets one");
+    }
+    let cfg = RotorNodeConfig {
+        port_names: ifnames.clone(),
+        epoch: epoch.clone(),
+        spin_ns: args.slot_spin_us * 1_000,
     };
-    let node = match role {
-        RotorRole::Rotor(r) => RotorNode::Rotor(RotorSwitch::with_epoch(
-            io,
-            net.rotor_matchings(r),
-            clock,
-            epoch.is_some(),
-        )?),
+    let daemon_cfg = DaemonConfig {
+        name: args.switch.clone(),
+        poll: match args.common.poll {
+            PollMode::Busy => LoopMode::Busy,
+            PollMode::Event => LoopMode::Event,
+        },
+        stats_file: args.common.stats_file.clone(),
+        stats_interval_ns: args.common.stats_interval_ms.max(10) * 1_000_000,
+    };
+    match role {
+        RotorRole::Rotor(r) => {
+            let node = RotorNode::new(io, &net, r, cfg)?;
+            serve_node(
+                &args,
+                &net,
+                &ifnames,
+                node,
+                daemon_cfg,
+                inbox,
+                &control_path,
+            )
+        }
         RotorRole::Tor(t) => {
+            let clock = SlotClock {
+                epoch_ns: epoch.as_ref().map_or(0, |e| e.0),
+                slot_ns: net.slot_ns,
+                reconfig_ns: net.reconfig_ns,
+            };
             let arp = neighbour_macs(&mut route);
             let host_macs = ifnames
                 .iter()
                 .skip(net.rotors as usize)
                 .map(|n| {
-                    args.peer_macs
+                    args.common
+                        .peer_macs
                         .iter()
                         .find(|(i, _)| i == n)
                         .map(|(_, m)| *m)
@@ -102,7 +124,7 @@ pub(super) fn run(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::erro
             } else {
                 TorRouting::Direct
             };
-            RotorNode::Tor(Box::new(TorSwitch::new(
+            let sw = TorSwitch::new(
                 io,
                 TorConfig {
                     tor: t,
@@ -120,35 +142,38 @@ pub(super) fn run(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::erro
                         routing,
                     },
                     seed: args
+                        .common
                         .seed
                         .unwrap_or_else(|| lcmp_switch::config::seed_of(&args.switch)),
                     deliver_send_stamps: args.deliver_send_stamps,
                 },
                 epoch.is_some(),
-            )?))
+            )?;
+            let node = TorNode::new(sw, cfg);
+            serve_node(
+                &args,
+                &net,
+                &ifnames,
+                node,
+                daemon_cfg,
+                inbox,
+                &control_path,
+            )
         }
-    };
-    if epoch.is_none() {
-        warn!("no epoch yet (file or --epoch-unix-ns): forwarding nothing into the circuits until the agent sets one");
     }
-    let mut daemon = RotorDaemon::new(
-        node,
-        RealtimeClock,
-        RotorDaemonConfig {
-            name: args.switch.clone(),
-            net: net.clone(),
-            role,
-            port_names: ifnames.clone(),
-            poll: match args.poll {
-                PollMode::Busy => LoopMode::Busy,
-                PollMode::Event => LoopMode::Event,
-            },
-            stats_file: args.stats_file.clone(),
-            stats_interval_ns: args.stats_interval_ms.max(10) * 1_000_000,
-            epoch,
-            spin_ns: args.slot_spin_us * 1_000,
-        },
-    );
+}
+
+/// Runs `node` until SIGINT/SIGTERM, then prints its final status.
+fn serve_node<N: Node<Io = XskIo>>(
+    args: &RotorArgs,
+    net: &RotorNetwork,
+    ifnames: &[String],
+    node: N,
+    cfg: DaemonConfig,
+    inbox: Inbox,
+    control_path: &Option<std::path::PathBuf>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut daemon = Daemon::new(node, RealtimeClock, cfg);
     daemon.attach_inbox(inbox);
     info!(
         switch = %args.switch,
@@ -160,10 +185,10 @@ pub(super) fn run(args: Args, net: RotorNetwork) -> Result<(), Box<dyn std::erro
         "rotor network switch forwarding"
     );
     install_signal_handlers();
-    tune_poll_thread(&args);
+    tune_poll_thread(&args.common);
     daemon.run(&STOP);
     let status = daemon.finish();
-    if let Some(path) = &control_path {
+    if let Some(path) = control_path {
         let _ = std::fs::remove_file(path);
     }
     eprintln!(
