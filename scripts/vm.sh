@@ -27,7 +27,7 @@
 # What it installs if missing (as scripts/install-deps.sh does, root
 # needed): Debian's qemu-system-x86, kmod (depmod) and udev (the guest's
 # udevd names the virtio-serial ports that carry the command's output and
-# exit status), and virtme-ng from PyPI (pip, pinned version). What it changes on the host, all under
+# exit status), busybox-static (virtme-ng's initramfs), and virtme-ng from PyPI (pip, pinned version). What it changes on the host, all under
 # $LCMP_VM_DIR (default /var/cache/lcmp-vm), nothing under /lib/modules
 # or /etc:
 #   apt/      a private apt state: the system's own sources plus the same
@@ -95,7 +95,9 @@ need_packages() {
 }
 
 mkdir -p "$vm_dir/kernels" || die "cannot create $vm_dir (set LCMP_VM_DIR to a writable directory)"
-need_packages qemu-system-x86 kmod udev
+# busybox-static: virtme-ng builds an initramfs around it for kernels whose
+# virtio and 9p drivers are modules (Debian 13's 7.x).
+need_packages qemu-system-x86 kmod udev busybox-static
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found although qemu-system-x86 is installed"
 if ! command -v vng >/dev/null; then
     echo "vm.sh: installing virtme-ng $VNG_VERSION (pip)" >&2
@@ -235,7 +237,10 @@ if [[ ! -f $kimg ]]; then
     debs=("$deb")
     # Since 6.18 or so linux-image-<build> is a small package whose image
     # and modules are in linux-binary-<build> and linux-modules-<build>.
-    if ! dpkg-deb -c "$deb" | grep -q 'vmlinuz'; then
+    # The listing is read whole: `grep -q` would close the pipe at the
+    # first match and pipefail would take dpkg-deb's SIGPIPE for a failure.
+    listing=$(dpkg-deb -c "$deb") || die "cannot read $deb"
+    if ! grep -q 'vmlinuz' <<<"$listing"; then
         parts=$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -n -E "s/^ *(linux-(binary|modules)-${build//+/\\+}) .*/\1/p")
         [[ -n $parts ]] || die "linux-image-$build holds no kernel image and names no linux-binary package"
         # shellcheck disable=SC2086
