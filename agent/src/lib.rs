@@ -6,7 +6,8 @@
 //! - [`run`]: the agent managing running switches (`lcmp-agent run`);
 //!   [`rotor_run`]: the same for a rotor network; what both share is in
 //!   `managed`.
-//! - [`tables`]: the tables it pushes; [`emulation`]: who emulates links.
+//! - [`failover`]: the tables it pushes, failed links avoided;
+//!   [`emulation`]: who emulates links.
 //! - [`ctl`]: the operator CLI (`lcmp-ctl`).
 
 pub mod ctl;
@@ -15,7 +16,7 @@ mod managed;
 pub mod report;
 pub mod rotor_run;
 pub mod run;
-pub mod tables;
+pub mod failover;
 
 /// The paper's 8-DC topology, built in so the demo runs without files.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/8dc.toml");

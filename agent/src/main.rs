@@ -224,7 +224,7 @@ fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         socket_dir,
         metrics_listen: (!args.no_metrics).then_some(args.metrics_listen),
         watch_interval: std::time::Duration::from_millis(args.watch_interval_ms.max(1)),
-        tables: lcmp_agent::tables::TableOptions {
+        tables: lcmp_agent::failover::TableOptions {
             metric: args.metric,
             path_cost: PathCostParams {
                 w_delay: args.w_delay,

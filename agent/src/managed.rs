@@ -14,7 +14,7 @@ use lcmp_topology::LinkId;
 use serde::Serialize;
 use tracing::{info, warn};
 
-use crate::tables::TableOptions;
+use crate::failover::TableOptions;
 
 /// How the agent runs.
 #[derive(Clone, Debug)]

@@ -33,7 +33,7 @@ use tracing::{info, warn};
 use crate::emulation;
 use crate::managed::{serve_metrics, write_json, Managed};
 pub use crate::managed::{AgentIdentity, RunOptions};
-use crate::tables::{link_name, port_links, routes_for};
+use crate::failover::{link_name, port_links, routes_for};
 
 /// What the agent reports about itself (its state file).
 #[derive(Clone, Debug, Default, Serialize)]
