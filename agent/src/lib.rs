@@ -12,11 +12,11 @@
 
 pub mod ctl;
 pub mod emulation;
+pub mod failover;
 mod managed;
 pub mod report;
 pub mod rotor_run;
 pub mod run;
-pub mod failover;
 
 /// The paper's 8-DC topology, built in so the demo runs without files.
 pub const DEFAULT_TOPOLOGY: &str = include_str!("../../topologies/8dc.toml");

@@ -31,9 +31,9 @@ use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use crate::emulation;
+use crate::failover::{link_name, port_links, routes_for};
 use crate::managed::{serve_metrics, write_json, Managed};
 pub use crate::managed::{AgentIdentity, RunOptions};
-use crate::failover::{link_name, port_links, routes_for};
 
 /// What the agent reports about itself (its state file).
 #[derive(Clone, Debug, Default, Serialize)]

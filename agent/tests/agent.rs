@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lcmp_agent::run::{Agent, RunOptions};
 use lcmp_agent::failover::TableOptions;
+use lcmp_agent::run::{Agent, RunOptions};
 use lcmp_control::proto::{Applied, LinkStateReply, PortLink, RouteSpec};
 use lcmp_control::server::{serve, Inbox};
 use lcmp_control::{Body, Reply, Request};

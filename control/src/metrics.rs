@@ -347,6 +347,12 @@ families! {
         "AF_XDP fill ring empty events.";
     PortXskTxInvalidDescriptors: Counter "lcmp_port_xsk_tx_invalid_descriptors" None,
         "Invalid AF_XDP TX descriptors.";
+    PortMemoryLinkPackets: Counter "lcmp_port_memory_link_packets" None,
+        "Frames a memory link carried, by direction (sent to or received from its far end).";
+    PortMemoryLinkBytes: Counter "lcmp_port_memory_link_bytes" BYTES,
+        "Bytes a memory link carried, by direction.";
+    PortMemoryLinkPeerBuffersEmpty: Counter "lcmp_port_memory_link_peer_buffers_empty" None,
+        "Sends over a memory link cut short because its far end had lent no free buffer (the rest waited in the delay line).";
     FlowCacheFlows: Gauge "lcmp_flow_cache_flows" None,
         "Flows in the flow cache.";
     FlowCacheCapacity: Gauge "lcmp_flow_cache_capacity_flows" None,
@@ -694,8 +700,15 @@ fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
         }
         .to_string(),
     ));
+    if !p.kind.is_empty() {
+        info.push(("kind", p.kind.clone()));
+    }
     if let Some(xsk) = &p.xsk {
         info.push(("xdp_mode", xsk.xdp_mode.clone()));
+    }
+    if let Some(m) = &p.memory_link {
+        info.push(("peer", m.peer.clone()));
+        info.push(("transfer", m.transfer.clone()));
     }
     out.u(F::PortInfo, info, 1);
 
@@ -760,6 +773,18 @@ fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
         out.u(F::PortXskRxRingFull, labels(), x.rx_ring_full);
         out.u(F::PortXskFillRingEmpty, labels(), x.fill_ring_empty);
         out.u(F::PortXskTxInvalidDescriptors, labels(), x.tx_invalid);
+    }
+    if let Some(m) = &p.memory_link {
+        let dir = |d: &'static str| with("direction", d);
+        out.u(F::PortMemoryLinkPackets, dir("sent"), m.frames_sent);
+        out.u(F::PortMemoryLinkPackets, dir("received"), m.frames_received);
+        out.u(F::PortMemoryLinkBytes, dir("sent"), m.bytes_sent);
+        out.u(F::PortMemoryLinkBytes, dir("received"), m.bytes_received);
+        out.u(
+            F::PortMemoryLinkPeerBuffersEmpty,
+            labels(),
+            m.peer_buffers_empty,
+        );
     }
 }
 

@@ -117,6 +117,33 @@ pub enum Request {
         /// Up or down.
         up: bool,
     },
+    /// Drops or restores a memory link's carrier, at both ends, as
+    /// pulling or plugging its cable would (a veth's carrier is the
+    /// kernel's: `ip link set DEV down`).
+    SetCarrier {
+        /// Interface name or port index.
+        port: String,
+        /// Up or down.
+        up: bool,
+    },
+    /// Starts capturing a port's frames, both directions (replacing a
+    /// capture that runs); `capture_fetch` takes what was captured.
+    CaptureStart {
+        /// Interface name or port index.
+        port: String,
+        /// Bytes kept of each frame.
+        snaplen: u32,
+        /// Frames to take in all.
+        max_frames: u64,
+        /// Bytes (as kept) to take in all.
+        max_bytes: u64,
+        /// How long, ns.
+        duration_ns: u64,
+    },
+    /// The frames captured since the last fetch.
+    CaptureFetch,
+    /// Ends the capture; its last frames come with the reply.
+    CaptureStop,
     /// A rotor-network switch's state: schedule, slot, lateness, queues.
     Rotor,
     /// Sets a rotor-network switch's epoch: the start of slot 0,
@@ -146,6 +173,10 @@ impl Request {
             Request::ReplaceTables { .. } => "replace_tables",
             Request::SetLink { .. } => "set_link",
             Request::SetAdmin { .. } => "set_admin",
+            Request::SetCarrier { .. } => "set_carrier",
+            Request::CaptureStart { .. } => "capture_start",
+            Request::CaptureFetch => "capture_fetch",
+            Request::CaptureStop => "capture_stop",
             Request::Rotor => "rotor",
             Request::SetEpoch { .. } => "set_epoch",
         }
@@ -233,6 +264,63 @@ pub enum Reply {
     Applied(Applied),
     /// To `rotor`.
     Rotor(Box<crate::rotor::RotorStatus>),
+    /// To `capture_*`: frames captured since the last fetch.
+    Capture(CaptureReply),
+}
+
+/// Frames of a capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReply {
+    /// The captured port's name.
+    pub port: String,
+    /// Bytes kept of each frame.
+    pub snaplen: u32,
+    /// The frames since the last fetch, in the order the switch saw them.
+    pub frames: Vec<CapturedFrame>,
+    /// Frames taken since the capture started.
+    pub captured: u64,
+    /// Frames lost because the reader fell behind (the switch holds at
+    /// most 16 MiB between fetches).
+    pub dropped: u64,
+    /// Nothing more will be captured (limits reached, time up, stopped).
+    pub done: bool,
+}
+
+/// One captured frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedFrame {
+    /// When the switch received it, or handed it to the port:
+    /// `CLOCK_REALTIME` ns.
+    pub time_unix_ns: u64,
+    /// Leaving by the port (else arriving on it).
+    pub outbound: bool,
+    /// The frame's length.
+    pub orig_len: u32,
+    /// Its first `snaplen` bytes, hex.
+    pub data: String,
+}
+
+/// Lowercase hex of `bytes` (captured frames on the wire).
+pub fn hex_encode(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// The bytes of [`hex_encode`]'s text; `None` if it is not hex.
+pub fn hex_decode(text: &str) -> Option<Vec<u8>> {
+    let digit = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let t = text.as_bytes();
+    if t.len() % 2 != 0 {
+        return None;
+    }
+    t.chunks(2)
+        .map(|p| Some(digit(p[0])? << 4 | digit(p[1])?))
+        .collect()
 }
 
 /// The ports.
@@ -550,6 +638,44 @@ pub fn set_link_request(port: &str, e: &Emulation) -> Request {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_round_trips_and_refuses_what_is_not_hex() {
+        assert_eq!(hex_encode(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        assert_eq!(hex_decode("000fa5ff"), Some(vec![0x00, 0x0f, 0xa5, 0xff]));
+        assert_eq!(hex_decode("0A"), Some(vec![0x0a]));
+        assert_eq!(hex_decode(""), Some(vec![]));
+        assert_eq!(hex_decode("abc"), None);
+        assert_eq!(hex_decode("zz"), None);
+    }
+
+    #[test]
+    fn capture_and_carrier_requests_decode_from_their_documented_form() {
+        let r = decode_request(
+            br#"{"v":1,"id":2,"verb":"capture_start","port":"p0","snaplen":128,"max_frames":10,"max_bytes":1000,"duration_ns":5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r.request,
+            Request::CaptureStart {
+                port: "p0".into(),
+                snaplen: 128,
+                max_frames: 10,
+                max_bytes: 1000,
+                duration_ns: 5
+            }
+        );
+        let r = decode_request(br#"{"v":1,"verb":"capture_fetch"}"#).unwrap();
+        assert_eq!(r.request, Request::CaptureFetch);
+        let r = decode_request(br#"{"v":1,"verb":"set_carrier","port":"1","up":false}"#).unwrap();
+        assert_eq!(
+            r.request,
+            Request::SetCarrier {
+                port: "1".into(),
+                up: false
+            }
+        );
+    }
 
     #[test]
     fn requests_decode_from_their_documented_form() {

@@ -278,9 +278,17 @@ pub struct PortSnapshot {
     pub emulation: Emulation,
     /// ECN marking thresholds in bytes; `None`: marking off.
     pub ecn: Option<EcnThresholds>,
+    /// What the port is: `af_xdp` (a socket on an interface), `memory`
+    /// (a memory link to a switch of the same process) or empty (an
+    /// in-memory test port).
+    #[serde(default)]
+    pub kind: String,
     /// AF_XDP socket counters (daemon over AF_XDP only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xsk: Option<XskStats>,
+    /// Memory-link counters (memory links only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_link: Option<MemoryLinkStats>,
 }
 
 /// Congestion monitor state of a port.
@@ -354,6 +362,28 @@ pub struct XskStats {
     pub tx_invalid: u64,
     /// The XDP program's verdicts by name (redirected, passed, ...).
     pub xdp: BTreeMap<String, u64>,
+}
+
+/// One end of a memory link between two switches of one process.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryLinkStats {
+    /// The far end: `switch/port`.
+    pub peer: String,
+    /// How frames cross: `descriptor` (no copy) or `copy`.
+    pub transfer: String,
+    /// The link's carrier (both ends share it).
+    pub carrier: bool,
+    /// Frames handed to the far end.
+    pub frames_sent: u64,
+    /// Their bytes.
+    pub bytes_sent: u64,
+    /// Frames taken from the far end.
+    pub frames_received: u64,
+    /// Their bytes.
+    pub bytes_received: u64,
+    /// Sends cut short because the far end had lent no free buffer (its
+    /// pool ran dry): the rest waited in this port's delay line.
+    pub peer_buffers_empty: u64,
 }
 
 /// New-flow decisions of one route towards one port.

@@ -13,7 +13,7 @@ use lcmp_control::proto::{CandidateCost, CostsReply};
 use lcmp_control::rotor::{Lateness, NextHopQueue, RotorPort, RotorStatus};
 use lcmp_control::snapshot::{
     Congestion, ControlStats, DecisionCount, EcnFractions, EcnThresholds, Emulation, EmulationMode,
-    FlowLogStats, FlowStats, PolicyState, PortSnapshot, Snapshot, XskStats,
+    FlowLogStats, FlowStats, MemoryLinkStats, PolicyState, PortSnapshot, Snapshot, XskStats,
 };
 
 fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -94,6 +94,7 @@ fn snapshot_s1() -> Snapshot {
                     kmax_bytes: 120_000,
                     pmax: 0.2,
                 }),
+                kind: "af_xdp".into(),
                 xsk: Some(XskStats {
                     xdp_mode: "drv".into(),
                     bind_mode: "copy".into(),
@@ -103,6 +104,7 @@ fn snapshot_s1() -> Snapshot {
                     tx_invalid: 0,
                     xdp: map(&[("redirected", 100), ("passed", 5)]),
                 }),
+                memory_link: None,
             },
             PortSnapshot {
                 index: 1,
@@ -119,6 +121,17 @@ fn snapshot_s1() -> Snapshot {
                     delay_ns: 0,
                     buffer_bytes: 64_000,
                 },
+                kind: "memory".into(),
+                memory_link: Some(MemoryLinkStats {
+                    peer: "p1/s1".into(),
+                    transfer: "descriptor".into(),
+                    carrier: true,
+                    frames_sent: 48,
+                    bytes_sent: 72_000,
+                    frames_received: 42,
+                    bytes_received: 2_520,
+                    peer_buffers_empty: 7,
+                }),
                 ..PortSnapshot::default()
             },
         ],
@@ -301,8 +314,8 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_switch_polls_total{switch=\"s1\"} 5000",
         "lcmp_switch_polls_with_rx_total{switch=\"s1\"} 1200",
         "lcmp_switch_other_events_total{switch=\"s1\",counter=\"frobs\"} 7",
-        "lcmp_port_info{switch=\"s1\",port=\"s1p0\",index=\"0\",emulation_mode=\"switch\",xdp_mode=\"drv\"} 1",
-        "lcmp_port_info{switch=\"s1\",port=\"s1p1\",index=\"1\",emulation_mode=\"none\"} 1",
+        "lcmp_port_info{switch=\"s1\",port=\"s1p0\",index=\"0\",emulation_mode=\"switch\",kind=\"af_xdp\",xdp_mode=\"drv\"} 1",
+        "lcmp_port_info{switch=\"s1\",port=\"s1p1\",index=\"1\",emulation_mode=\"none\",kind=\"memory\",peer=\"p1/s1\",transfer=\"descriptor\"} 1",
         "lcmp_port_up{switch=\"s1\",port=\"s1p0\"} 1",
         "lcmp_port_up{switch=\"s1\",port=\"s1p1\"} 0",
         "lcmp_port_link_up{switch=\"s1\",port=\"s1p1\"} 1",
@@ -339,6 +352,11 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_port_xsk_rx_ring_full_total{switch=\"s1\",port=\"s1p0\"} 2",
         "lcmp_port_xsk_fill_ring_empty_total{switch=\"s1\",port=\"s1p0\"} 3",
         "lcmp_port_xsk_tx_invalid_descriptors_total{switch=\"s1\",port=\"s1p0\"} 0",
+        "lcmp_port_memory_link_packets_total{switch=\"s1\",port=\"s1p1\",direction=\"sent\"} 48",
+        "lcmp_port_memory_link_packets_total{switch=\"s1\",port=\"s1p1\",direction=\"received\"} 42",
+        "lcmp_port_memory_link_bytes_total{switch=\"s1\",port=\"s1p1\",direction=\"sent\"} 72000",
+        "lcmp_port_memory_link_bytes_total{switch=\"s1\",port=\"s1p1\",direction=\"received\"} 2520",
+        "lcmp_port_memory_link_peer_buffers_empty_total{switch=\"s1\",port=\"s1p1\"} 7",
         "lcmp_flow_cache_flows{switch=\"s1\"} 17",
         "lcmp_flow_cache_capacity_flows{switch=\"s1\"} 65536",
         "lcmp_flow_cache_hits_total{switch=\"s1\"} 900",

@@ -4,10 +4,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use lcmp_agent::ctl::{self, Command, CtlError, RunDirs, Selection};
+use lcmp_agent::ctl::{self, CaptureOptions, Command, CtlError, RunDirs, Selection};
 use lcmp_policy::PolicyName;
 
 #[derive(Parser)]
@@ -95,6 +96,43 @@ enum Cmd {
         #[arg(value_name = "STATE", value_enum)]
         state: LinkState,
     },
+    /// Drop or restore a memory link's carrier at both ends, as pulling or
+    /// plugging its cable would (a veth's is the kernel's: `ip link set DEV
+    /// down` in the switch's namespace).
+    Carrier {
+        /// Interface name or port index.
+        port: String,
+        /// The state to set.
+        #[arg(value_name = "STATE", value_enum)]
+        state: LinkState,
+    },
+    /// Capture a port's frames, both directions, into a pcapng file
+    /// (tcpdump -r, Wireshark): the way to look into a memory link, which
+    /// has no interface for tcpdump; works on any port. Stops at the first
+    /// limit reached, or at Ctrl-C.
+    Capture {
+        /// The switch (with --testbed, one of the testbed's).
+        switch: String,
+        /// Interface name or port index.
+        port: String,
+        /// The pcapng file to write.
+        #[arg(long, short = 'w', value_name = "FILE")]
+        out: PathBuf,
+        /// Frames to capture at most.
+        #[arg(long, short = 'c', value_name = "N", default_value_t = 10_000,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        count: u64,
+        /// How long to capture at most (10s, 500ms, ...).
+        #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+        duration: Duration,
+        /// Bytes to capture at most, as kept (64MB, 500kB, ...).
+        #[arg(long, value_name = "SIZE", default_value = "64MB", value_parser = parse_size)]
+        max_bytes: u64,
+        /// Bytes kept of each frame.
+        #[arg(long, value_name = "BYTES", default_value_t = 2048,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        snaplen: u32,
+    },
     /// The route table: prefix -> candidates with C_path and capacity.
     Tables,
     /// Each port's link emulation (rate, delay, buffer) and what emulates it.
@@ -139,14 +177,109 @@ fn command(cmd: Cmd) -> Result<Command, CtlError> {
         Cmd::Policy { name } => Command::policy(name.map(PolicyName::name))?,
         Cmd::Set { param, value } => Command::set(&value_name(&param), &value)?,
         Cmd::Link { port, state } => Command::link(&port, &value_name(&state))?,
+        Cmd::Carrier { port, state } => Command::carrier(&port, &value_name(&state))?,
+        Cmd::Capture { .. } => unreachable!("capture is run by run_capture"),
         Cmd::Tables => Command::Tables,
         Cmd::Links => Command::Links,
         Cmd::Rotor => Command::Rotor,
     })
 }
 
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    lcmp_topology::units::parse_duration(s)
+        .map(Duration::from_nanos)
+        .map_err(|e| e.to_string())
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    lcmp_topology::units::parse_buffer(s).map_err(|e| e.to_string())
+}
+
+/// Set by SIGINT: the capture stops and its file is completed.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+}
+
+/// `capture`: one switch, one port, into a file.
+fn run_capture(cli: Cli) -> Result<String, CtlError> {
+    let Cmd::Capture {
+        switch,
+        port,
+        out,
+        count,
+        duration,
+        max_bytes,
+        snaplen,
+    } = cli.command
+    else {
+        unreachable!("called for capture only");
+    };
+    if !cli.switches.is_empty() || cli.socket.is_some() {
+        return Err(CtlError::Usage(
+            "capture names its switch itself (capture SWITCH PORT); -s and --socket do not apply"
+                .into(),
+        ));
+    }
+    let selection = Selection::from_options(cli.testbed, vec![switch], None)?;
+    let resolved = ctl::resolve(&selection, &RunDirs::default())?;
+    if let Some(note) = resolved.note {
+        eprintln!("lcmp-ctl: {note}");
+    }
+    let [target] = resolved.targets.as_slice() else {
+        return Err(CtlError::Failed("capture takes exactly one switch".into()));
+    };
+    // SAFETY: the handler only stores to an atomic, which is
+    // async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as *const () as libc::sighandler_t);
+    }
+    let s = ctl::capture(
+        target,
+        &CaptureOptions {
+            port,
+            out: out.clone(),
+            snaplen,
+            max_frames: count,
+            max_bytes,
+            duration,
+        },
+        Duration::from_millis(cli.timeout_ms),
+        &INTERRUPTED,
+    )?;
+    Ok(format!(
+        "{}/{}: {} frames, {} bytes written to {}{}",
+        target.name,
+        s.port,
+        s.frames,
+        s.bytes,
+        out.display(),
+        if s.dropped > 0 {
+            format!(
+                " ({} frames lost: this reader fell behind the switch)",
+                s.dropped
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Cmd::Capture { .. }) {
+        return match run_capture(cli) {
+            Ok(line) => {
+                eprintln!("lcmp-ctl: {line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("lcmp-ctl: {e}");
+                ExitCode::from(e.exit_code())
+            }
+        };
+    }
     let prepared = command(cli.command).and_then(|cmd| {
         let selection = Selection::from_options(cli.testbed, cli.switches, cli.socket)?;
         let resolved = ctl::resolve(&selection, &RunDirs::default())?;

@@ -85,6 +85,7 @@ fn reply_kind(reply: &Reply) -> &'static str {
         Reply::Applied(_) => "applied",
         Reply::LinkState(_) => "link_state",
         Reply::Rotor(_) => "rotor",
+        Reply::Capture(_) => "capture",
     }
 }
 

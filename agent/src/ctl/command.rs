@@ -127,6 +127,23 @@ impl Command {
         }))
     }
 
+    /// `carrier PORT up|down`: a memory link's carrier.
+    pub fn carrier(port: &str, state: &str) -> Result<Command, CtlError> {
+        let up = match state {
+            "up" => true,
+            "down" => false,
+            other => {
+                return Err(CtlError::Usage(format!(
+                    "carrier {port}: state {other:?} is neither up nor down"
+                )))
+            }
+        };
+        Ok(Command::Change(Request::SetCarrier {
+            port: port.into(),
+            up,
+        }))
+    }
+
     /// The request sent to every selected switch.
     pub fn request(&self) -> Request {
         match self {

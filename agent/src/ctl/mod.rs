@@ -4,6 +4,7 @@
 //! - [`select`]: which sockets a command line selects;
 //! - [`command`]: what the operator asked for and the request it sends;
 //! - [`call`]: the calls (in parallel, one thread per switch);
+//! - [`capture`]: a port's frames into a pcapng file;
 //! - [`render`]: the replies as aligned human tables (one module per
 //!   output) or as one JSON document, on [`table`] layout and [`units`].
 //!
@@ -17,6 +18,7 @@
 //! route one prefix is the common question.
 
 mod call;
+mod capture;
 mod command;
 mod render;
 mod select;
@@ -24,6 +26,7 @@ mod table;
 mod units;
 
 pub use call::{query, Outcome, DEFAULT_TIMEOUT_MS};
+pub use capture::{capture, CaptureOptions, CaptureSummary};
 pub use command::Command;
 pub use render::applied::render_applied;
 pub use render::costs::render_costs;

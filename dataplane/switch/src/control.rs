@@ -7,8 +7,9 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use lcmp_control::proto::{
-    Applied, Body, CandidateCost, CostsReply, ErrorKind, ErrorReply, FlowsReply, LinkStateReply,
-    PortFlows, PortLink, PortsReply, RecentDecision, Reply, Request, RouteSpec, TablesReply,
+    hex_encode, Applied, Body, CandidateCost, CaptureReply, CapturedFrame, CostsReply, ErrorKind,
+    ErrorReply, FlowsReply, LinkStateReply, PortFlows, PortLink, PortsReply, RecentDecision, Reply,
+    Request, RouteSpec, TablesReply,
 };
 use lcmp_control::snapshot::{
     Congestion, ControlStats, DecisionCount, EcnThresholds, Emulation, EmulationMode, FlowStats,
@@ -16,6 +17,7 @@ use lcmp_control::snapshot::{
 };
 use lcmp_policy::{Candidate, CandidateSet, LcmpParams, Policy, PortView, Ranking};
 
+use crate::capture::CaptureSpec;
 use crate::flow_log::FlowLog;
 use crate::io::PacketIo;
 use crate::lpm::Route;
@@ -94,6 +96,8 @@ fn port_snapshots<IO: PacketIo>(sw: &Switch<IO>, info: &DaemonInfo) -> Vec<PortS
             let e = sw.port_states().estimator(i as u8);
             let link = sw.link(i);
             let counters = sw.counters().port(i);
+            let xsk = sw.io_ref().port_stats(i);
+            let memory_link = sw.io_ref().memory_link_stats(i);
             PortSnapshot {
                 index: i as u32,
                 name: p.name,
@@ -137,7 +141,14 @@ fn port_snapshots<IO: PacketIo>(sw: &Switch<IO>, info: &DaemonInfo) -> Vec<PortS
                     kmax_bytes: e.kmax_bytes,
                     pmax: e.pmax,
                 }),
-                xsk: sw.io_ref().port_stats(i),
+                kind: match (&xsk, &memory_link) {
+                    (Some(_), _) => "af_xdp",
+                    (None, Some(_)) => "memory",
+                    (None, None) => "",
+                }
+                .to_string(),
+                xsk,
+                memory_link,
             }
         })
         .collect()
@@ -348,6 +359,48 @@ pub fn routes_from_specs(specs: &[RouteSpec]) -> Result<Vec<Route>, String> {
         .collect()
 }
 
+/// The frames captured since the last fetch (`stop`: and ends the
+/// capture), their times turned from the switch's clock (`now_ns`) into
+/// `CLOCK_REALTIME`.
+fn capture_reply<IO: PacketIo>(sw: &mut Switch<IO>, now_ns: u64, stop: bool) -> Body {
+    let Some(c) = sw.capture_mut() else {
+        return error(ErrorKind::Invalid, "no capture runs: `capture_start` first");
+    };
+    c.tick(now_ns);
+    let spec = *c.spec();
+    let (frames, data) = c.drain();
+    let (captured, _, dropped) = c.counts();
+    let done = c.done() || stop;
+    if stop {
+        sw.stop_capture();
+    }
+    // The switch's clock is monotonic; both are read now, so a frame's
+    // wall-clock time is as exact as its monotonic one.
+    let offset = realtime_ns() as i128 - now_ns as i128;
+    ok(Reply::Capture(CaptureReply {
+        port: sw.port_name(spec.port).to_string(),
+        snaplen: spec.snaplen as u32,
+        frames: frames
+            .iter()
+            .map(|f| CapturedFrame {
+                time_unix_ns: (f.time_ns as i128 + offset).max(0) as u64,
+                outbound: f.outbound,
+                orig_len: f.orig_len,
+                data: hex_encode(&data[f.start..f.start + f.len]),
+            })
+            .collect(),
+        captured,
+        dropped,
+        done,
+    }))
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// Answers one request; changes apply at once (the caller runs between
 /// polls). `set_link` records non-switch emulation in `info.declared`.
 pub fn handle<IO: PacketIo>(
@@ -554,6 +607,53 @@ pub fn handle<IO: PacketIo>(
                 changed,
             )
         }
+        Request::SetCarrier { port, up } => {
+            let Some(i) = sw.port_by_name(&port) else {
+                return error(ErrorKind::UnknownPort, format!("no port {port:?}"));
+            };
+            let was = sw.port_reports()[i].link_up;
+            if let Err(e) = sw.io().set_carrier(i, up) {
+                return error(
+                    ErrorKind::Unsupported,
+                    format!("{}: {e}", sw.port_name(i)),
+                );
+            }
+            applied(
+                format!(
+                    "{} carrier {} (both ends of the memory link)",
+                    sw.port_name(i),
+                    if up { "up" } else { "down" }
+                ),
+                was != up,
+            )
+        }
+        Request::CaptureStart {
+            port,
+            snaplen,
+            max_frames,
+            max_bytes,
+            duration_ns,
+        } => {
+            let Some(i) = sw.port_by_name(&port) else {
+                return error(ErrorKind::UnknownPort, format!("no port {port:?}"));
+            };
+            if snaplen == 0 || max_frames == 0 || max_bytes == 0 || duration_ns == 0 {
+                return error(
+                    ErrorKind::Invalid,
+                    "capture: snaplen, frames, bytes and duration must be positive",
+                );
+            }
+            sw.start_capture(CaptureSpec {
+                port: i,
+                snaplen: snaplen as usize,
+                max_frames,
+                max_bytes,
+                until_ns: now_ns.saturating_add(duration_ns),
+            });
+            capture_reply(sw, now_ns, false)
+        }
+        Request::CaptureFetch => capture_reply(sw, now_ns, false),
+        Request::CaptureStop => capture_reply(sw, now_ns, true),
         Request::SetAdmin { port, up } => {
             let Some(i) = sw.port_by_name(&port) else {
                 return error(ErrorKind::UnknownPort, format!("no port {port:?}"));

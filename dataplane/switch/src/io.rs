@@ -64,12 +64,9 @@ pub trait PacketIo {
         false
     }
 
-    /// Blocks until a port has frames or `timeout_ns` passes (`None`: no
-    /// timeout). Event mode only; busy polling never calls it.
-    fn wait(&mut self, timeout_ns: Option<u64>);
-
-    /// Adds a descriptor whose readability also ends [`PacketIo::wait`]
-    /// (the control socket's wake-up). In-memory I/O never waits.
+    /// Adds a descriptor whose readability also ends the daemon's sleep
+    /// (the control socket's wake-up): one of its
+    /// [`crate::daemon::PollSet::poll_fds`]. In-memory I/O never sleeps.
     fn add_wake_fd(&mut self, _fd: std::os::fd::RawFd) {}
 
     /// AF_XDP socket and XDP program counters of a port, where the I/O
@@ -77,4 +74,38 @@ pub trait PacketIo {
     fn port_stats(&self, _port: usize) -> Option<lcmp_control::snapshot::XskStats> {
         None
     }
+
+    /// The counters of a port that is a memory link
+    /// ([`crate::linked_io::LinkedIo`]).
+    fn memory_link_stats(&self, _port: usize) -> Option<lcmp_control::snapshot::MemoryLinkStats> {
+        None
+    }
+
+    /// Drops or restores the carrier of a port's link, both ends, as
+    /// pulling or plugging a cable would: memory links only (a veth's
+    /// carrier is the kernel's: `ip link set DEV down`).
+    fn set_carrier(&mut self, _port: usize, _up: bool) -> Result<(), String> {
+        Err("its carrier is the kernel's (ip link set DEV down|up): only a memory link's carrier is the switch's to set".into())
+    }
+
+    /// Takes up to `max` buffers from the free pool (to lend to a memory
+    /// link's peer), appending their addresses to `out`. I/O without a
+    /// pool of its own takes none.
+    fn take_free(&mut self, _max: usize, _out: &mut Vec<u64>) {}
+
+    /// Copies frame `from` into the buffer at `to` (one the switch holds)
+    /// and returns the copy.
+    fn copy_frame(&mut self, from: Frame, to: u64) -> Frame {
+        let bytes = self.frame(from).to_vec();
+        let copy = Frame {
+            addr: to,
+            len: bytes.len() as u32,
+        };
+        self.frame_mut(copy).copy_from_slice(&bytes);
+        copy
+    }
+
+    /// Shutdown: takes back into the pool every buffer the I/O itself
+    /// holds (memory links' rings), so the pool can be accounted for.
+    fn shutdown(&mut self) {}
 }

@@ -1,10 +1,14 @@
 //! The LCMP DCI switch data plane.
 //!
-//! - [`io`]: the packet I/O trait; [`mem_io`] its in-memory side.
+//! - [`io`]: the packet I/O trait; [`mem_io`] its in-memory side, [`xsk`]
+//!   its AF_XDP side; [`frames`]: the frame memory they share.
+//! - [`mem_link`]: links in memory between switches of one process;
+//!   [`linked_io`]: a switch's ports over packet I/O and memory links.
 //! - [`switch`]: the forwarding pipeline.
 //! - [`egress`]: per-port buffer, ECN, shaper and delay line.
-//! - [`routing`]: longest-prefix match to candidate sets.
+//! - [`lpm`]: longest-prefix match to candidate sets.
 //! - [`counters`]: drops by reason.
+//! - [`capture`]: a port's frames copied out for `lcmp-ctl capture`.
 //! - [`icmp`]: the ICMP errors a router sends (time exceeded, unreachable).
 //! - [`slot`]: a rotor network's slot clock and per-port traffic.
 //! - [`rotor`]: a rotor (circuit) switch on slots of a shared clock.
@@ -22,17 +26,21 @@
 //! - [`config`]: a switch from the topology file; every default.
 //! - [`netns`]: entering a switch's network namespace to open its ports.
 
+pub mod capture;
 pub mod config;
 pub mod control;
 pub mod counters;
 pub mod daemon;
 pub mod egress;
 pub mod flow_log;
+pub mod frames;
 pub mod icmp;
 pub mod io;
 pub mod lcmp_node;
+pub mod linked_io;
 pub mod lpm;
 pub mod mem_io;
+pub mod mem_link;
 pub mod netns;
 pub mod node;
 pub mod rotor;

@@ -3,15 +3,16 @@
 //! whole switch, with no root and no network.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
+use crate::frames::{FrameArea, FrameShare};
 use crate::io::{Frame, PacketIo};
 
-/// Size of one frame buffer, as in a typical AF_XDP UMEM.
-pub const FRAME_SIZE: usize = 2048;
+pub use crate::frames::FRAME_SIZE;
 
 /// In-memory ports over a fixed pool of frame buffers.
 pub struct MemIo {
-    memory: Vec<u8>,
+    area: Arc<FrameArea>,
     free: Vec<u64>,
     rx: Vec<VecDeque<Frame>>,
     tx: Vec<VecDeque<Frame>>,
@@ -24,12 +25,19 @@ pub struct MemIo {
 impl MemIo {
     /// `ports` ports sharing a pool of `frames` buffers.
     pub fn new(ports: usize, frames: usize) -> Self {
+        Self::in_share(
+            ports,
+            FrameShare::new_area(frames).expect("map the frame memory of a test switch"),
+        )
+    }
+
+    /// `ports` ports whose pool starts with `share` of an area other
+    /// switches share (memory links between them move frames as they
+    /// are).
+    pub fn in_share(ports: usize, share: FrameShare) -> Self {
         MemIo {
-            memory: vec![0; frames * FRAME_SIZE],
-            free: (0..frames as u64)
-                .rev()
-                .map(|i| i * FRAME_SIZE as u64)
-                .collect(),
+            area: share.area.clone(),
+            free: share.chunks(),
             rx: vec![VecDeque::new(); ports],
             tx: vec![VecDeque::new(); ports],
             up: vec![true; ports],
@@ -44,8 +52,8 @@ impl MemIo {
             return false;
         };
         let len = bytes.len().min(FRAME_SIZE);
-        let start = addr as usize;
-        self.memory[start..start + len].copy_from_slice(&bytes[..len]);
+        // SAFETY: the chunk was in this pool: no one else holds it.
+        unsafe { self.area.bytes_mut(addr, len) }.copy_from_slice(&bytes[..len]);
         self.rx[port].push_back(Frame {
             addr,
             len: len as u32,
@@ -98,11 +106,13 @@ impl PacketIo for MemIo {
     }
 
     fn frame(&self, f: Frame) -> &[u8] {
-        &self.memory[f.addr as usize..f.addr as usize + f.len as usize]
+        // SAFETY: the switch holds the frame (crate::frames).
+        unsafe { self.area.bytes(f.addr, f.len as usize) }
     }
 
     fn frame_mut(&mut self, f: Frame) -> &mut [u8] {
-        &mut self.memory[f.addr as usize..f.addr as usize + f.len as usize]
+        // SAFETY: as in `frame`; `&mut self` makes this the only borrow.
+        unsafe { self.area.bytes_mut(f.addr, f.len as usize) }
     }
 
     fn tx_room(&self, _port: usize) -> usize {
@@ -110,16 +120,40 @@ impl PacketIo for MemIo {
     }
 
     fn frame_room_mut(&mut self, f: Frame) -> &mut [u8] {
-        // Buffers are FRAME_SIZE-aligned in the pool.
+        // Buffers are FRAME_SIZE-aligned in the area.
         let start = f.addr as usize;
         let end = (start - start % FRAME_SIZE) + FRAME_SIZE;
-        &mut self.memory[start..end]
+        // SAFETY: as in `frame_mut`: the switch holds the whole chunk.
+        unsafe { self.area.bytes_mut(f.addr, end - start) }
     }
 
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
         let n = frames.len().min(self.tx_room);
         self.tx[port].extend(&frames[..n]);
         n
+    }
+
+    fn take_free(&mut self, max: usize, out: &mut Vec<u64>) {
+        let n = max.min(self.free.len());
+        out.extend(self.free.drain(self.free.len() - n..));
+    }
+
+    fn copy_frame(&mut self, from: Frame, to: u64) -> Frame {
+        let len = (from.len as usize).min(FRAME_SIZE);
+        // SAFETY: the switch holds both chunks (the frame, and the buffer
+        // a memory-link peer lent it), which are different chunks: the two
+        // ranges do not overlap.
+        unsafe {
+            let src = self.area.bytes(from.addr, len);
+            let dst = self.area.bytes_mut(to, len);
+            if src.len() == len && dst.len() == len {
+                dst.copy_from_slice(src);
+            }
+        }
+        Frame {
+            addr: to,
+            len: len as u32,
+        }
     }
 
     fn release(&mut self, frames: &[Frame]) {
@@ -131,8 +165,6 @@ impl PacketIo for MemIo {
     fn link_up(&mut self, port: usize) -> bool {
         self.up[port]
     }
-
-    fn wait(&mut self, _timeout_ns: Option<u64>) {}
 }
 
 /// In-memory ports have nothing to poll: [`crate::daemon::run_many`] over

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use crate::capture::{Capture, CaptureSpec};
 use crate::icmp::{self, IcmpError, IcmpLimiter};
 
 use ipnet::IpNet;
@@ -160,6 +161,8 @@ pub struct Switch<IO: PacketIo> {
     marking: Marking,
     /// The ICMP errors the switch sends: rate limit and source addresses.
     icmp: IcmpSource,
+    /// A port's frames being captured (`lcmp-ctl capture`).
+    capture: Option<Box<Capture>>,
 }
 
 /// The frames of one poll: received, to transmit, to drop.
@@ -541,6 +544,7 @@ impl<IO: PacketIo> Switch<IO> {
                     (0xfe80u128 << 112) | (config.seed as u128 & 0xffff_ffff_ffff_ffff),
                 ),
             },
+            capture: None,
         })
     }
 
@@ -584,6 +588,9 @@ impl<IO: PacketIo> Switch<IO> {
         }
         let now_ns = clock();
         self.timers.last_poll_ns = now_ns;
+        if self.capture.is_some() {
+            self.capture_received(now_ns);
+        }
         self.telemetry.polls += 1;
         if !self.batch.rx.is_empty() {
             self.telemetry.polls_with_rx += 1;
@@ -617,6 +624,42 @@ impl<IO: PacketIo> Switch<IO> {
         self.release_dropped();
         self.io.flush();
         work
+    }
+
+    /// Records the frames just received on the captured port.
+    #[inline(never)]
+    fn capture_received(&mut self, now_ns: u64) {
+        let Some(c) = self.capture.as_deref_mut() else {
+            return;
+        };
+        c.tick(now_ns);
+        let port = c.spec().port;
+        if !c.wants(port) || port >= self.batch.rx_ends.len() {
+            return;
+        }
+        let start = if port == 0 {
+            0
+        } else {
+            self.batch.rx_ends[port - 1]
+        };
+        for f in &self.batch.rx[start..self.batch.rx_ends[port]] {
+            c.record(now_ns, false, self.io.frame(*f));
+        }
+    }
+
+    /// Starts capturing a port's frames (replacing a capture running).
+    pub fn start_capture(&mut self, spec: CaptureSpec) {
+        self.capture = Some(Box::new(Capture::new(spec)));
+    }
+
+    /// The capture running (or finished and not yet stopped).
+    pub fn capture_mut(&mut self) -> Option<&mut Capture> {
+        self.capture.as_deref_mut()
+    }
+
+    /// Ends the capture, returning it.
+    pub fn stop_capture(&mut self) -> Option<Box<Capture>> {
+        self.capture.take()
     }
 
     fn drop_frame(&mut self, port: usize, frame: Frame, reason: DropReason) {
@@ -853,7 +896,23 @@ impl<IO: PacketIo> Switch<IO> {
             if self.batch.tx.is_empty() {
                 continue;
             }
+            // Recorded before the port takes them: a memory link's peer may
+            // rewrite a frame as soon as it has it.
+            let recorded = match self.capture.as_deref_mut() {
+                Some(c) if c.wants(port) => self
+                    .batch
+                    .tx
+                    .iter()
+                    .filter(|f| c.record(now_ns, true, self.io.frame(**f)))
+                    .count(),
+                _ => 0,
+            };
             let sent = self.io.send(port, &self.batch.tx);
+            if let Some(c) = self.capture.as_deref_mut() {
+                // The recorded frames are a prefix of the batch; those
+                // past `sent` were not taken.
+                c.unrecord(recorded.saturating_sub(sent));
+            }
             sent_total += sent;
             self.counters.add(port, Counter::TxFrames, sent as u64);
             let bytes = self.batch.tx[..sent]
@@ -1348,5 +1407,6 @@ impl<IO: PacketIo> Switch<IO> {
             self.batch.dropped.extend(held);
         }
         self.release_dropped();
+        self.io.shutdown();
     }
 }

@@ -18,16 +18,17 @@
 
 use std::ffi::CString;
 use std::num::NonZeroU32;
-use std::ptr::NonNull;
+use std::sync::Arc;
 
 use lcmp_ebpf::{AttachedMode, LinkEvents, RouteSocket, XdpMode, XdpSteering};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
+use crate::frames::{FrameArea, FrameShare};
 use crate::io::{Frame, PacketIo};
 
 /// UMEM chunk size: one frame per chunk (MTU-sized frames; no multi-buffer).
-pub const FRAME_SIZE: u32 = 2048;
+pub const FRAME_SIZE: u32 = crate::frames::FRAME_SIZE as u32;
 
 /// Longest frame an AF_XDP socket of this UMEM receives: the kernel keeps
 /// XDP_PACKET_HEADROOM (256 bytes) of every chunk (`frame_len = chunk -
@@ -71,50 +72,6 @@ impl std::fmt::Display for XskError {
 
 impl std::error::Error for XskError {}
 
-/// Anonymous memory for the UMEM, unmapped on drop.
-struct Area {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-impl Area {
-    fn new(len: usize) -> Result<Self, XskError> {
-        // SAFETY: an anonymous private mapping with no address hint has no
-        // preconditions; the result is checked against MAP_FAILED.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(XskError(format!(
-                "cannot map {len} bytes of frame memory: {}",
-                std::io::Error::last_os_error()
-            )));
-        }
-        Ok(Area {
-            ptr: NonNull::new(p.cast()).ok_or_else(|| XskError("mmap returned null".into()))?,
-            len,
-        })
-    }
-}
-
-impl Drop for Area {
-    fn drop(&mut self) {
-        // SAFETY: ptr/len are exactly the mapping made in `new`, and every
-        // socket using it (fields declared before `area` in `XskIo`) has
-        // been dropped already.
-        unsafe {
-            libc::munmap(self.ptr.as_ptr().cast(), self.len);
-        }
-    }
-}
-
 struct Port {
     name: String,
     rx: RingRx,
@@ -141,8 +98,9 @@ pub struct XskIo {
     // Field order is drop order: sockets and programs before the UMEM
     // registration, the UMEM before its memory.
     ports: Vec<Port>,
-    _umem: Umem,
-    area: Area,
+    /// `None` without ports (a switch whose links are all memory links).
+    _umem: Option<Umem>,
+    area: Arc<FrameArea>,
     free: Vec<u64>,
     fill_size: u32,
     /// Entries of each TX (and completion) ring.
@@ -180,15 +138,102 @@ fn io_err(ifname: &str, what: &str, e: impl std::fmt::Debug) -> XskError {
 }
 
 impl XskIo {
+    /// Frames a switch with `ports` AF_XDP ports needs at least: every
+    /// port's fill ring full, as much again for its RX ring, and its TX
+    /// ring ([`XskConfig::frames`] if that is more).
+    pub fn frames_needed(ports: usize, config: &XskConfig) -> usize {
+        let ring = config.ring_size.next_power_of_two() as usize;
+        let rx_ring = config.rx_ring_size.next_power_of_two() as usize;
+        (config.frames as usize).max((rx_ring * 2 + ring) * ports)
+    }
+
     /// Opens an AF_XDP socket on queue 0 of every interface in `ifnames`
-    /// (port i = `ifnames[i]`) and attaches the steering program.
+    /// (port i = `ifnames[i]`) and attaches the steering program, over a
+    /// frame area of its own.
     pub fn open(ifnames: &[String], config: &XskConfig) -> Result<Self, XskError> {
         if ifnames.is_empty() {
             return Err(XskError("no ports given".into()));
         }
-        lcmp_ebpf::kernel::check_running().map_err(|e| XskError(e.to_string()))?;
+        let share =
+            FrameShare::new_area(Self::frames_needed(ifnames.len(), config)).map_err(XskError)?;
+        Self::open_in(ifnames, config, share)
+    }
+
+    /// [`XskIo::open`] over `share` of a frame area that other switches
+    /// of the process share: the whole area is registered as this
+    /// switch's UMEM, so a frame that arrives over a memory link from
+    /// another switch's share can leave by one of these sockets as it is;
+    /// the pool starts with the share's chunks. With no interfaces it is
+    /// a frame pool without ports (a switch whose links are all memory
+    /// links).
+    pub fn open_in(
+        ifnames: &[String],
+        config: &XskConfig,
+        share: FrameShare,
+    ) -> Result<Self, XskError> {
         let mut route = RouteSocket::open()
             .map_err(|e| XskError(format!("netlink route socket (link state): {e}")))?;
+        let ring = config.ring_size.next_power_of_two();
+        let rx_ring = config.rx_ring_size.next_power_of_two();
+        let area = share.area.clone();
+        let (umem, ports) = if ifnames.is_empty() {
+            (None, Vec::new())
+        } else {
+            let (u, p) = Self::open_ports(ifnames, config, &area, &mut route)?;
+            (Some(u), p)
+        };
+        let free = share.chunks();
+        // Without link events the switch still sees carrier changes at its
+        // periodic link check, only later: worth a warning, not a failure.
+        let link_events = if ports.is_empty() {
+            None
+        } else {
+            LinkEvents::open()
+                .inspect_err(|e| {
+                    tracing::warn!(
+                        "no link events (netlink: {e}): link changes wait for the periodic check"
+                    )
+                })
+                .ok()
+        };
+        let poll_fds = ports
+            .iter()
+            .map(|p| p.rx.as_raw_fd())
+            .chain(link_events.as_ref().map(|l| {
+                use std::os::fd::AsRawFd;
+                l.as_raw_fd()
+            }))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let mut io = XskIo {
+            ports,
+            _umem: umem,
+            area,
+            free,
+            fill_size: rx_ring,
+            tx_ring: ring,
+            poll_fds,
+            link_events,
+            link_event_pending: false,
+            route,
+        };
+        io.refill();
+        Ok(io)
+    }
+
+    /// Registers `area` as a UMEM and opens a socket on every interface of
+    /// `ifnames` sharing it.
+    fn open_ports(
+        ifnames: &[String],
+        config: &XskConfig,
+        area: &Arc<FrameArea>,
+        route: &mut RouteSocket,
+    ) -> Result<(Umem, Vec<Port>), XskError> {
+        lcmp_ebpf::kernel::check_running().map_err(|e| XskError(e.to_string()))?;
         // Every port's MTU before anything is attached (an interface that
         // does not exist is reported by the socket setup below).
         for name in ifnames {
@@ -208,10 +253,6 @@ impl XskIo {
         }
         let ring = config.ring_size.next_power_of_two();
         let rx_ring = config.rx_ring_size.next_power_of_two();
-        let frames = config
-            .frames
-            .max((rx_ring * 2 + ring) * ifnames.len() as u32);
-        let area = Area::new(frames as usize * FRAME_SIZE as usize)?;
         let umem_config = UmemConfig {
             fill_size: rx_ring,
             complete_size: ring,
@@ -219,11 +260,13 @@ impl XskIo {
             headroom: 0,
             flags: 0,
         };
-        let region = NonNull::slice_from_raw_parts(area.ptr, area.len);
-        // SAFETY: the region is a fresh page-aligned mapping owned by the
-        // returned `XskIo`, which drops the UMEM (and every socket) before
-        // unmapping it.
-        let umem = unsafe { Umem::new(umem_config, region) }
+        // SAFETY: the region is a page-aligned mapping that outlives the
+        // UMEM: the returned `XskIo` holds the area's `Arc` in a field
+        // dropped after the UMEM and every socket. Other switches of the
+        // process may register the same memory as their UMEM: the kernel
+        // pins the pages once per registration, and a chunk is written
+        // only by whoever holds its descriptor (`crate::frames`).
+        let umem = unsafe { Umem::new(umem_config, area.region()) }
             .map_err(|e| io_err(&ifnames[0], "UMEM registration", e))?;
         let first_config = SocketConfig {
             rx_size: NonZeroU32::new(rx_ring),
@@ -301,46 +344,7 @@ impl XskIo {
                 bind_mode,
             });
         }
-        let free = (0..frames as u64)
-            .rev()
-            .map(|i| i * FRAME_SIZE as u64)
-            .collect();
-        // Without link events the switch still sees carrier changes at its
-        // periodic link check, only later: worth a warning, not a failure.
-        let link_events = LinkEvents::open()
-            .inspect_err(|e| {
-                tracing::warn!(
-                    "no link events (netlink: {e}): link changes wait for the periodic check"
-                )
-            })
-            .ok();
-        let poll_fds = ports
-            .iter()
-            .map(|p| p.rx.as_raw_fd())
-            .chain(link_events.as_ref().map(|l| {
-                use std::os::fd::AsRawFd;
-                l.as_raw_fd()
-            }))
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        let mut io = XskIo {
-            ports,
-            _umem: umem,
-            area,
-            free,
-            fill_size: rx_ring,
-            tx_ring: ring,
-            poll_fds,
-            link_events,
-            link_event_pending: false,
-            route,
-        };
-        io.refill();
-        Ok(io)
+        Ok((umem, ports))
     }
 
     /// Per-port details: XDP mode and socket drop statistics.
@@ -402,13 +406,6 @@ impl XskIo {
             self.free.truncate(self.free.len() - n);
         }
     }
-
-    #[inline]
-    fn bytes(&self, f: Frame) -> Option<(usize, usize)> {
-        let start = f.addr as usize;
-        let end = start.checked_add(f.len as usize)?;
-        (end <= self.area.len && f.len <= FRAME_SIZE).then_some((start, end))
-    }
 }
 
 impl PacketIo for XskIo {
@@ -431,44 +428,30 @@ impl PacketIo for XskIo {
 
     #[inline]
     fn frame(&self, f: Frame) -> &[u8] {
-        match self.bytes(f) {
-            // SAFETY: the range lies inside the mapping (checked), and a
-            // frame the switch holds is not in any kernel ring, so the
-            // kernel does not write it while this borrow lives.
-            Some((start, end)) => unsafe {
-                std::slice::from_raw_parts(self.area.ptr.as_ptr().add(start), end - start)
-            },
-            None => &[],
+        if f.len > FRAME_SIZE {
+            return &[];
         }
+        // SAFETY: a frame the switch holds is in no kernel ring and no
+        // memory link's ring, so no one else writes it while this borrow
+        // lives (the area checks the bounds).
+        unsafe { self.area.bytes(f.addr, f.len as usize) }
     }
 
     #[inline]
     fn frame_mut(&mut self, f: Frame) -> &mut [u8] {
-        match self.bytes(f) {
-            // SAFETY: as in `frame`; `&mut self` makes this the only
-            // borrow of the frame memory.
-            Some((start, end)) => unsafe {
-                std::slice::from_raw_parts_mut(self.area.ptr.as_ptr().add(start), end - start)
-            },
-            None => &mut [],
+        if f.len > FRAME_SIZE {
+            return &mut [];
         }
+        // SAFETY: as in `frame`; `&mut self` makes this the only borrow of
+        // the frame's memory through this switch.
+        unsafe { self.area.bytes_mut(f.addr, f.len as usize) }
     }
 
     fn frame_room_mut(&mut self, f: Frame) -> &mut [u8] {
+        // The rest of the frame's own chunk.
         let end = Self::chunk(f.addr) + FRAME_SIZE as u64;
-        let room = Frame {
-            addr: f.addr,
-            len: (end - f.addr) as u32,
-        };
-        match self.bytes(room) {
-            // SAFETY: as in `frame_mut`: the range lies inside the mapping
-            // (checked: the rest of the frame's own chunk), the chunk is not
-            // in any kernel ring while the switch holds the frame.
-            Some((start, end)) => unsafe {
-                std::slice::from_raw_parts_mut(self.area.ptr.as_ptr().add(start), end - start)
-            },
-            None => &mut [],
-        }
+        // SAFETY: as in `frame_mut`: the switch holds the whole chunk.
+        unsafe { self.area.bytes_mut(f.addr, (end - f.addr) as usize) }
     }
 
     #[inline]
@@ -498,6 +481,29 @@ impl PacketIo for XskIo {
             }
         }
         sent
+    }
+
+    fn take_free(&mut self, max: usize, out: &mut Vec<u64>) {
+        let n = max.min(self.free.len());
+        out.extend(self.free.drain(self.free.len() - n..));
+    }
+
+    fn copy_frame(&mut self, from: Frame, to: u64) -> Frame {
+        let len = (from.len as usize).min(FRAME_SIZE as usize);
+        // SAFETY: the switch holds both chunks (the frame, and the buffer
+        // a memory-link peer lent it), which are different chunks: the two
+        // ranges do not overlap.
+        unsafe {
+            let src = self.area.bytes(from.addr, len);
+            let dst = self.area.bytes_mut(to, len);
+            if src.len() == len && dst.len() == len {
+                dst.copy_from_slice(src);
+            }
+        }
+        Frame {
+            addr: to,
+            len: len as u32,
+        }
     }
 
     fn release(&mut self, frames: &[Frame]) {
@@ -549,28 +555,6 @@ impl PacketIo for XskIo {
     fn links_changed(&mut self) -> bool {
         let drained = self.link_events.as_ref().is_some_and(|l| l.drain());
         std::mem::take(&mut self.link_event_pending) || drained
-    }
-
-    fn wait(&mut self, timeout_ns: Option<u64>) {
-        let ts = timeout_ns.map(|ns| libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-        });
-        let tsp = ts
-            .as_ref()
-            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
-        // SAFETY: poll_fds is a live, correctly sized array of pollfd, tsp
-        // is null or points at a live timespec, and no signal mask is
-        // passed.
-        unsafe {
-            libc::ppoll(
-                self.poll_fds.as_mut_ptr(),
-                self.poll_fds.len() as libc::nfds_t,
-                tsp,
-                std::ptr::null(),
-            );
-        }
-        crate::daemon::PollSet::after_poll(self);
     }
 
     fn tx_room(&self, port: usize) -> usize {

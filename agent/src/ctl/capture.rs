@@ -1,0 +1,181 @@
+//! `lcmp-ctl capture SWITCH PORT --out FILE.pcapng`: a port's frames, both
+//! directions, as pcapng (tcpdump, Wireshark). The one way to look into a
+//! memory link, which has no interface for tcpdump to open; it works on
+//! any port.
+//!
+//! The switch copies the port's frames into a bounded buffer; this drains
+//! it every [`FETCH_INTERVAL`] and appends the frames to the file until
+//! the capture's limits (frames, bytes, duration) are reached or it is
+//! interrupted, then stops the capture. Each frame's direction is in its
+//! EPB flags (inbound: received on the port; outbound: leaving by it);
+//! times are nanoseconds.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use lcmp_control::proto::{hex_decode, CaptureReply};
+use lcmp_control::{Client, Request};
+use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
+use pcap_file::pcapng::blocks::interface_description::{
+    InterfaceDescriptionBlock, InterfaceDescriptionOption,
+};
+use pcap_file::pcapng::PcapNgWriter;
+use pcap_file::DataLink;
+
+use super::{CtlError, Target};
+
+/// How often the switch's buffer is drained. It holds 16 MiB: at this
+/// interval a reader keeps up with over 1 Gbit/s of captured bytes.
+pub const FETCH_INTERVAL: Duration = Duration::from_millis(50);
+
+/// What to capture.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// Interface name or port index.
+    pub port: String,
+    /// The pcapng file to write.
+    pub out: PathBuf,
+    /// Bytes kept of each frame.
+    pub snaplen: u32,
+    /// Frames to take in all.
+    pub max_frames: u64,
+    /// Bytes (as kept) to take in all.
+    pub max_bytes: u64,
+    /// How long.
+    pub duration: Duration,
+}
+
+/// What a capture took.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaptureSummary {
+    /// The port's name.
+    pub port: String,
+    /// Frames written.
+    pub frames: u64,
+    /// Bytes written (as kept).
+    pub bytes: u64,
+    /// Frames the switch dropped because this reader fell behind.
+    pub dropped: u64,
+}
+
+/// EPB flags: direction inbound (bits 0-1 = 01) and outbound (10).
+const INBOUND: u32 = 1;
+const OUTBOUND: u32 = 2;
+
+fn io_failed(path: &Path, e: impl std::fmt::Display) -> CtlError {
+    CtlError::Failed(format!("{}: {e}", path.display()))
+}
+
+/// Captures on `target` as `opts` says until its limits or until `stop`
+/// is set (SIGINT), then stops the capture; the file is complete either
+/// way.
+pub fn capture(
+    target: &Target,
+    opts: &CaptureOptions,
+    timeout: Duration,
+    stop: &AtomicBool,
+) -> Result<CaptureSummary, CtlError> {
+    let failed = |e: lcmp_control::ClientError| CtlError::Failed(format!("{}: {e}", target.name));
+    let mut client = Client::connect(&target.path, timeout).map_err(failed)?;
+    let file = File::create(&opts.out).map_err(|e| io_failed(&opts.out, e))?;
+    let first = fetch(
+        &mut client,
+        &Request::CaptureStart {
+            port: opts.port.clone(),
+            snaplen: opts.snaplen,
+            max_frames: opts.max_frames,
+            max_bytes: opts.max_bytes,
+            duration_ns: u64::try_from(opts.duration.as_nanos()).unwrap_or(u64::MAX),
+        },
+        target,
+    )?;
+    let mut pcap = PcapNgWriter::new(BufWriter::new(file)).map_err(|e| io_failed(&opts.out, e))?;
+    pcap.write_pcapng_block(InterfaceDescriptionBlock {
+        linktype: DataLink::ETHERNET,
+        snaplen: opts.snaplen,
+        options: vec![
+            InterfaceDescriptionOption::IfName(Cow::Owned(format!(
+                "{}/{}",
+                target.name, first.port
+            ))),
+            // Nanosecond timestamps (pcap-file writes them so).
+            InterfaceDescriptionOption::IfTsResol(9),
+        ],
+    })
+    .map_err(|e| io_failed(&opts.out, e))?;
+    let mut summary = CaptureSummary {
+        port: first.port.clone(),
+        ..Default::default()
+    };
+    let mut reply = first;
+    let mut stopped = false;
+    loop {
+        write_frames(&mut pcap, &reply, &mut summary).map_err(|e| io_failed(&opts.out, e))?;
+        summary.dropped = reply.dropped;
+        if reply.done && stopped {
+            break;
+        }
+        // Done by its limits: one last fetch that also frees the
+        // switch's capture state.
+        if !reply.done {
+            std::thread::sleep(FETCH_INTERVAL);
+        }
+        stopped = reply.done || stop.load(Ordering::Relaxed);
+        let request = if stopped {
+            Request::CaptureStop
+        } else {
+            Request::CaptureFetch
+        };
+        reply = fetch(&mut client, &request, target)?;
+    }
+    use std::io::Write;
+    pcap.get_mut()
+        .flush()
+        .map_err(|e| io_failed(&opts.out, e))?;
+    Ok(summary)
+}
+
+fn fetch(
+    client: &mut Client,
+    request: &Request,
+    target: &Target,
+) -> Result<CaptureReply, CtlError> {
+    match client.call(request) {
+        Ok(lcmp_control::proto::Reply::Capture(r)) => Ok(r),
+        Ok(other) => Err(CtlError::Failed(format!(
+            "{}: bad reply from the switch to {}: {other:?}",
+            target.name,
+            request.verb()
+        ))),
+        Err(e) => Err(CtlError::Failed(format!("{}: {e}", target.name))),
+    }
+}
+
+fn write_frames(
+    pcap: &mut PcapNgWriter<BufWriter<File>>,
+    reply: &CaptureReply,
+    summary: &mut CaptureSummary,
+) -> Result<(), String> {
+    for f in &reply.frames {
+        let data = hex_decode(&f.data).ok_or("the switch sent a frame that is not hex")?;
+        summary.bytes += data.len() as u64;
+        pcap.write_pcapng_block(EnhancedPacketBlock {
+            interface_id: 0,
+            timestamp: Duration::from_nanos(f.time_unix_ns),
+            original_len: f.orig_len,
+            data: Cow::Owned(data),
+            options: vec![EnhancedPacketOption::Flags(if f.outbound {
+                OUTBOUND
+            } else {
+                INBOUND
+            })],
+        })
+        .map_err(|e| e.to_string())?;
+        summary.frames += 1;
+    }
+    Ok(())
+}
