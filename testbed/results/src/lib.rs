@@ -3,8 +3,8 @@
 //! files out), so that all of it is tested by `cargo test` alone.
 //!
 //! - [`analysis`]: slowdowns, size buckets, aggregates over seeds, the
-//!   `summary.json` schema; [`report`]: `report.md`; [`plots`]: the SVG and
-//!   PNG figures.
+//!   `summary.json` schema; [`report`]: `report.md` and the table printed
+//!   after a run; [`plots`]: the SVG and PNG figures.
 //! - [`trace`]: simulator traces to replay; [`fidelity`]: a run's results
 //!   against the simulator's (also `lcmp-testbed fidelity` on a run
 //!   directory).

@@ -1,5 +1,6 @@
 //! `report.md`: an experiment's [`Summary`] as markdown, next to the
-//! paper's numbers; and its fidelity section ([`render_fidelity_section`]).
+//! paper's numbers; its fidelity section ([`render_fidelity_section`]);
+//! and the table printed at the end of a run ([`result_table`]).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -797,6 +798,49 @@ pub fn render_report(summary: &Summary, plots: &[PathBuf]) -> String {
     out
 }
 
+/// The table `lcmp-testbed experiment` prints at the end: the mean
+/// median and p99 slowdowns per (workload, load, policy) over seeds, and
+/// LCMP's reductions against each baseline.
+pub fn result_table(s: &Summary) -> String {
+    let mut out = String::new();
+    let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    let _ = writeln!(
+        out,
+        "\n{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>10}",
+        "workload", "load", "policy", "runs", "median slowdown", "p99 slowdown", "calib ok"
+    );
+    for a in &s.aggregates {
+        let _ = writeln!(
+            out,
+            "{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>7}/{}",
+            a.workload,
+            a.load,
+            a.policy,
+            a.runs,
+            q(a.median_mean),
+            q(a.p99_mean),
+            a.calibration_ok_runs,
+            a.runs
+        );
+    }
+    if !s.reductions.is_empty() {
+        let _ = writeln!(out, "\nLCMP vs baseline (negative = LCMP lower):");
+        for r in &s.reductions {
+            let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:+.0}%", v * 100.0));
+            let _ = writeln!(
+                out,
+                "{:<12} {:>5} vs {:<14} median {:>6}  p99 {:>6}",
+                r.workload,
+                r.load,
+                r.baseline,
+                pct(r.median_reduction),
+                pct(r.p99_reduction)
+            );
+        }
+    }
+    out
+}
+
 /// Where the fidelity section starts and ends in `report.md`, so that a
 /// second `fidelity` run replaces it instead of adding another.
 pub const FIDELITY_BEGIN: &str = "<!-- lcmp-testbed fidelity: begin -->";
@@ -1026,6 +1070,22 @@ mod tests {
             "duration_s": 10, "warmup_s": 2
         });
         build_summary(exp, &inputs(), &ideal())
+    }
+
+    #[test]
+    fn result_table_has_a_row_per_policy_and_baseline() {
+        let t = result_table(&summary());
+        // The slowdowns as in `report_has_key_rows`; ecmp's seed 2 failed
+        // its calibration.
+        for row in [
+            "websearch      0.3 lcmp              2             2.00             2.49       2/2",
+            "websearch      0.3 ecmp              2             4.00             4.49       1/2",
+            "websearch      0.3 ucmp              2             8.00             8.00       2/2",
+            "websearch      0.3 vs ecmp           median   -50%  p99   -45%",
+            "websearch      0.3 vs ucmp           median   -75%  p99   -69%",
+        ] {
+            assert!(t.lines().any(|l| l == row), "{row:?} in\n{t}");
+        }
     }
 
     #[test]

@@ -1,22 +1,32 @@
 //! Bringing a testbed up and down: namespaces and veths from the topology
-//! (`lcmp_netlab::Lab`), host tuning, one `lcmp-switch` daemon per
-//! switch, the reachability check, and teardown that works from the state
-//! file alone.
+//! (`lcmp_netlab::Lab`), host tuning, the switch daemons and the agent,
+//! the reachability check, and teardown that works from the state file
+//! alone.
+
+mod agent;
+mod process;
+mod reach;
+mod switches;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lcmp_netlab::daemon::{switch_argv, switches_argv, wait_ready, SwitchKind};
-use lcmp_netlab::netns::{self, process_running, spawn_detached};
-use lcmp_netlab::{Lab, Netns, SwitchNode};
+use lcmp_netlab::netns;
+use lcmp_netlab::{Lab, Netns, SwitchLinks};
 use lcmp_topology::network::Network;
 use lcmp_topology::{HostTemplate, Topology};
 
-use crate::state::{self, AgentProc, State, SwitchProc, SwitchSettings};
+pub use agent::{agent_running, start_agent, stop_agent};
+pub use process::{find_program, is_program, parallel, tail};
+pub use reach::{check_reachability, longest_route_rtt};
+pub use switches::{
+    flow_log_path, launch_switches, start_switches, start_switches_as, stop_switches,
+};
+
+use crate::state::{self, State, SwitchSettings};
 use crate::{Error, Result};
+use process::signal_and_wait;
+use switches::running_switches;
 
 /// How often switches rewrite their stats file in a testbed.
 pub const STATS_INTERVAL_MS: u64 = 200;
@@ -126,35 +136,6 @@ pub fn require_root() -> Result<()> {
             "must run as root: a testbed creates network namespaces, veths and XDP programs",
         ))
     }
-}
-
-/// Finds a program of the project: `$<env>` if set, else next to this
-/// executable (cargo puts all of a workspace's binaries in one directory),
-/// else on `PATH`.
-pub fn find_program(name: &str, env: &str) -> Result<PathBuf> {
-    if let Some(p) = lcmp_netlab::daemon::program_from_env(env) {
-        return p;
-    }
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        let p = dir.join(name);
-        if p.is_file() {
-            return Ok(p);
-        }
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for d in std::env::split_paths(&path) {
-        let p = d.join(name);
-        if p.is_file() {
-            return Ok(p);
-        }
-    }
-    Err(Error::new(format!(
-        "cannot find {name}: build it with `cargo build --release -p {name}` (it is looked for \
-         next to lcmp-testbed and on PATH), or set {env}"
-    )))
 }
 
 /// The effective topology of a testbed: the file, plus `hosts_per_dc`
@@ -406,326 +387,6 @@ fn tune_hosts(tb: &Lab, cc: Option<&str>, initcwnd: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-/// Starts the switches of `tb` with `st.switches`, run as they ran last
-/// ([`SwitchProcesses::of`]), and waits until all are ready; records their
-/// pids in the state file.
-pub fn start_switches(st: &mut State, tb: &Lab, switch_bin: &Path) -> Result<()> {
-    let how = SwitchProcesses::of(st);
-    start_switches_as(st, tb, switch_bin, how)
-}
-
-/// Starts the switches of `tb` with `st.switches`, detached: one process
-/// for all of them or one each (`how`), and waits until all are ready;
-/// records their pids in the state file.
-pub fn start_switches_as(
-    st: &mut State,
-    tb: &Lab,
-    switch_bin: &Path,
-    how: SwitchProcesses,
-) -> Result<()> {
-    let s = &st.switches;
-    let mut extra: Vec<String> = vec![
-        "--policy".into(),
-        s.policy.clone(),
-        "--alpha".into(),
-        s.alpha.to_string(),
-        "--beta".into(),
-        s.beta.to_string(),
-    ];
-    extra.extend(s.extra_args.iter().cloned());
-    let topology = st.topology_file.clone();
-    if how == SwitchProcesses::One {
-        let dir = state::dir(&st.name);
-        let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
-        extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
-        // A loop per core unless `--switch-arg=--loops=N` says otherwise: a
-        // single loop is a single core, which the 8-DC experiments
-        // saturate.
-        if !extra.iter().any(|a| a.starts_with("--loops")) {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let loops = cores.min(tb.switches.len()).max(1);
-            extra.extend(["--loops".into(), loops.to_string()]);
-        }
-        let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        let argv = switches_argv(
-            switch_bin,
-            &topology,
-            &tb.switches,
-            &dir,
-            STATS_INTERVAL_MS,
-            &extra,
-        );
-        return launch_one_process(st, tb, &argv);
-    }
-    launch_switches(st, tb, &|node, stats| {
-        let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-        let flow_log_arg = flow_log_path(stats).display().to_string();
-        extra.extend(["--flow-log", flow_log_arg.as_str()]);
-        switch_argv(
-            switch_bin,
-            SwitchKind::Lcmp,
-            &topology,
-            node,
-            stats,
-            STATS_INTERVAL_MS,
-            &extra,
-        )
-    })
-}
-
-/// Starts one detached switch per switch of `tb`, each with the command
-/// line `argv(node, stats file)` (logs and stats files in the state
-/// directory), records their pids in the state file, and waits until every
-/// one has written its first stats file.
-pub fn launch_switches(
-    st: &mut State,
-    tb: &Lab,
-    argv: &dyn Fn(&SwitchNode, &Path) -> Vec<String>,
-) -> Result<()> {
-    let dir = state::dir(&st.name);
-    st.procs.clear();
-    for node in &tb.switches {
-        let stats = dir.join(format!("{}.stats.json", node.name));
-        let log = dir.join(format!("{}.log", node.name));
-        let _ = std::fs::remove_file(&stats);
-        let argv = argv(node, &stats);
-        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let pid = spawn_detached(&argv, &log)?;
-        st.procs.push(SwitchProc {
-            name: node.name.clone(),
-            pid,
-            log,
-            stats,
-            shared: false,
-        });
-        st.save()?;
-    }
-    wait_all_ready(st)
-}
-
-/// Waits until every switch of `st` has written its first stats file (or
-/// its process died, with the log's end).
-fn wait_all_ready(st: &State) -> Result<()> {
-    for p in &st.procs {
-        wait_ready(&p.name, &p.stats, Duration::from_secs(30), || {
-            (!process_running(p.pid)).then(|| tail(&p.log, 20))
-        })?;
-    }
-    Ok(())
-}
-
-/// Starts `argv`, one detached `lcmp-switch` running every switch of `tb`
-/// (stats files `DIR/<switch>.stats.json`), logging to `DIR/switches.log`;
-/// records it as every switch's process in the state file and waits until
-/// every switch has written its first stats file.
-fn launch_one_process(st: &mut State, tb: &Lab, argv: &[String]) -> Result<()> {
-    let dir = state::dir(&st.name);
-    let log = dir.join("switches.log");
-    st.procs.clear();
-    for node in &tb.switches {
-        let _ = std::fs::remove_file(dir.join(format!("{}.stats.json", node.name)));
-    }
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let pid = spawn_detached(&argv, &log)?;
-    for node in &tb.switches {
-        st.procs.push(SwitchProc {
-            name: node.name.clone(),
-            pid,
-            log: log.clone(),
-            stats: dir.join(format!("{}.stats.json", node.name)),
-            shared: true,
-        });
-    }
-    st.save()?;
-    wait_all_ready(st)
-}
-
-/// Starts the testbed's agent (`lcmp-agent run --testbed NAME`), detached,
-/// and waits until it has adopted the switches (its state file names its
-/// pid and, with metrics, the address bound).
-pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
-    let bin = find_program("lcmp-agent", "LCMP_AGENT_BIN")?;
-    let dir = state::dir(&st.name);
-    let log = dir.join("agent.log");
-    let state_file = dir.join("agent.json");
-    let _ = std::fs::remove_file(&state_file);
-    let mut argv: Vec<String> = vec![
-        bin.display().to_string(),
-        "run".into(),
-        "--testbed".into(),
-        st.name.clone(),
-    ];
-    // The agent computes C_path as the switches do: their options for it
-    // (given with --switch-arg) go to the agent too.
-    argv.extend(path_cost_args(&st.switches.extra_args));
-    match opts.metrics_listen {
-        Some(mut addr) => {
-            // Another testbed's agent (or any exporter) may hold the
-            // default port: take a free one rather than fail.
-            if std::net::TcpListener::bind(addr).is_err() && addr.port() != 0 {
-                addr.set_port(0);
-            }
-            argv.extend(["--metrics-listen".into(), addr.to_string()]);
-        }
-        None => argv.push("--no-metrics".into()),
-    }
-    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let pid = spawn_detached(&argv, &log)?;
-    st.agent = Some(AgentProc {
-        pid,
-        log: log.clone(),
-        metrics: None,
-    });
-    st.save()?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let written: Option<serde_json::Value> = std::fs::read_to_string(&state_file)
-            .ok()
-            .and_then(|t| serde_json::from_str(&t).ok());
-        if let Some(v) = written.filter(|v| v["pid"] == pid) {
-            let metrics = v["metrics"].as_str().map(str::to_string);
-            if metrics.is_some() || opts.metrics_listen.is_none() {
-                if let Some(a) = st.agent.as_mut() {
-                    a.metrics = metrics;
-                }
-                return st.save();
-            }
-        }
-        if !process_running(pid) {
-            return Err(Error::new(format!(
-                "the agent exited at start:\n{}",
-                tail(&log, 20)
-            )));
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::new(format!(
-                "the agent did not adopt the switches within 20 s:\n{}",
-                tail(&log, 20)
-            )));
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// The options among a switch's extra arguments that shape C_path
-/// (`--metric`, `--w-delay`, `--w-capacity`, as `--x=v` or `--x v`).
-fn path_cost_args(extra: &[String]) -> Vec<String> {
-    const FLAGS: [&str; 3] = ["--metric", "--w-delay", "--w-capacity"];
-    let mut out = Vec::new();
-    let mut it = extra.iter();
-    while let Some(a) = it.next() {
-        let flag = a.split('=').next().unwrap_or("");
-        if !FLAGS.contains(&flag) {
-            continue;
-        }
-        out.push(a.clone());
-        if !a.contains('=') {
-            if let Some(v) = it.next() {
-                out.push(v.clone());
-            }
-        }
-    }
-    out
-}
-
-/// Stops the testbed's agent (SIGTERM); the switches keep forwarding.
-pub fn stop_agent(st: &mut State) -> Result<()> {
-    if let Some(a) = st.agent.as_mut() {
-        if a.pid != 0 && is_program(a.pid, "lcmp-agent") {
-            signal_and_wait(&[a.pid], Duration::from_secs(3));
-        }
-        a.pid = 0;
-    }
-    st.save()
-}
-
-/// Whether the testbed's agent runs.
-pub fn agent_running(st: &State) -> bool {
-    st.agent
-        .as_ref()
-        .is_some_and(|a| a.pid != 0 && is_program(a.pid, "lcmp-agent"))
-}
-
-/// The flow-decision log (`lcmp-switch lcmp --flow-log`) beside a switch's
-/// stats file: which port the switch chose for each new flow.
-pub fn flow_log_path(stats: &Path) -> PathBuf {
-    let name = stats
-        .file_name()
-        .map(|n| n.to_string_lossy().replace(".stats.json", ".flows.csv"))
-        .unwrap_or_else(|| "flows.csv".into());
-    stats.with_file_name(name)
-}
-
-/// The last `n` lines of a log file.
-pub fn tail(path: &Path, n: usize) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
-}
-
-/// Whether `pid` runs the program `name` (guards against a reused pid).
-pub fn is_program(pid: u32, name: &str) -> bool {
-    process_running(pid)
-        && std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|c| {
-                c.split(|&b| b == 0)
-                    .next()
-                    .is_some_and(|argv0| argv0.ends_with(name.as_bytes()))
-            })
-            .unwrap_or(false)
-}
-
-/// Pids of the switch daemons of `st` that still run, each once (switches
-/// sharing a process share its pid).
-fn running_switches(st: &State) -> Vec<u32> {
-    let mut pids: Vec<u32> = st
-        .procs
-        .iter()
-        .map(|p| p.pid)
-        .filter(|&pid| pid != 0 && is_program(pid, "lcmp-switch"))
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids
-}
-
-/// Stops the switch daemons of `st` (SIGTERM: they detach their XDP
-/// programs; SIGKILL after 3 s) and clears their pids.
-pub fn stop_switches(st: &mut State) -> Result<()> {
-    let pids = running_switches(st);
-    signal_and_wait(&pids, Duration::from_secs(3));
-    for p in &mut st.procs {
-        p.pid = 0;
-    }
-    st.save()
-}
-
-/// SIGTERM to every pid, then SIGKILL to those still running after
-/// `grace`; returns once all are gone (or a further 2 s have passed).
-fn signal_and_wait(pids: &[u32], grace: Duration) {
-    for &pid in pids {
-        // SAFETY: kill(2) on a pid checked to run one of our programs just
-        // before; at worst it has exited since (ESRCH).
-        unsafe {
-            libc::kill(pid as i32, libc::SIGTERM);
-        }
-    }
-    let deadline = Instant::now() + grace;
-    while pids.iter().any(|&p| process_running(p)) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(10));
-    }
-    for &pid in pids.iter().filter(|&&p| process_running(p)) {
-        // SAFETY: as above.
-        unsafe {
-            libc::kill(pid as i32, libc::SIGKILL);
-        }
-    }
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while pids.iter().any(|&p| process_running(p)) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// What `down` removed.
 #[derive(Debug, Default)]
 pub struct DownReport {
@@ -774,121 +435,6 @@ pub fn down(name: &str) -> Result<DownReport> {
     Ok(report)
 }
 
-/// Runs `f` over `items` on at most `width` threads; the first error wins.
-pub fn parallel<T: Sync>(
-    items: &[T],
-    width: usize,
-    f: impl Fn(&T) -> Result<()> + Sync,
-) -> Result<()> {
-    let next = AtomicUsize::new(0);
-    let first_err: Mutex<Option<Error>> = Mutex::new(None);
-    thread::scope(|s| {
-        for _ in 0..width.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                if let Err(e) = f(item) {
-                    first_err
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .get_or_insert(e);
-                }
-            });
-        }
-    });
-    match first_err.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// The longest RTT between switches along any path a switch may choose
-/// (twice the largest one-way delay of a route's candidates).
-pub fn longest_route_rtt(topo: &Topology) -> Duration {
-    let one_way = topo
-        .switches()
-        .iter()
-        .flat_map(|s| topo.routes(s.id))
-        .flat_map(|r| r.candidates.into_iter().map(|c| c.delay_ns))
-        .max()
-        .unwrap_or(0);
-    Duration::from_nanos(one_way.saturating_mul(2))
-}
-
-/// Checks that every host reaches every other over each address family
-/// both have (one ping, retried: the first packets of a path may wait for
-/// a switch to learn a neighbour), and names the pairs that do not. Each
-/// ping waits up to `wait` for its reply (rotor networks hold a packet
-/// until its circuit comes up).
-pub fn check_reachability(tb: &Lab, wait: Duration) -> Result<()> {
-    let mut pairs = Vec::new();
-    for (i, a) in tb.hosts.iter().enumerate() {
-        for (j, b) in tb.hosts.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            let dsts = [
-                b.ipv4().map(std::net::IpAddr::V4),
-                b.ipv6().map(std::net::IpAddr::V6),
-            ];
-            for dst in dsts.into_iter().flatten() {
-                let src_has_family = if dst.is_ipv4() {
-                    a.ipv4().is_some()
-                } else {
-                    a.ipv6().is_some()
-                };
-                if src_has_family {
-                    pairs.push((i, j, dst));
-                }
-            }
-        }
-    }
-    let failed: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    // Pings over long (dilated or rotor) paths mostly wait: more at once.
-    let width = if wait > Duration::from_secs(3) {
-        128
-    } else {
-        16
-    };
-    parallel(&pairs, width, |&(i, j, dst)| {
-        let a = &tb.hosts[i];
-        let d = dst.to_string();
-        let w = format!("{:.3}", wait.as_secs_f64());
-        let ok = (0..3).any(|_| {
-            a.netns
-                .exec_output(
-                    &["ping", "-c", "1", "-W", &w, "-q", &d],
-                    wait + Duration::from_secs(7),
-                )
-                .is_ok_and(|o| o.status.success())
-        });
-        if !ok {
-            failed
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(format!("{} -> {} ({d})", a.name, tb.hosts[j].name));
-        }
-        Ok(())
-    })?;
-    let failed = failed.into_inner().unwrap_or_else(|e| e.into_inner());
-    if failed.is_empty() {
-        Ok(())
-    } else {
-        // The first few name the problem; hundreds would bury it.
-        const SHOWN: usize = 10;
-        let more = match failed.len().saturating_sub(SHOWN) {
-            0 => String::new(),
-            n => format!(" and {n} more"),
-        };
-        Err(Error::new(format!(
-            "{} of {} host pairs cannot reach each other: {}{more}",
-            failed.len(),
-            pairs.len(),
-            failed[..failed.len().min(SHOWN)].join(", ")
-        )))
-    }
-}
-
 /// The topology of a testbed's effective topology file: the file itself,
 /// or for a rotor network file the topology of its namespaces and veths
 /// ([`crate::rotor::topology_of`]).
@@ -903,32 +449,12 @@ pub fn testbed_topology(file: &Path) -> Result<Topology> {
 pub fn attach(st: &State) -> Result<(Topology, Lab)> {
     let topo = testbed_topology(&st.topology_file)?;
     let name = st.name.clone();
-    let tb = Lab::attach(&topo, &|node| state::netns_name(&name, node))?;
+    let tb = Lab::attach(
+        &topo,
+        &|node| state::netns_name(&name, node),
+        SwitchLinks::Veth,
+    )?;
     Ok((topo, tb))
-}
-
-#[cfg(test)]
-mod agent_args_tests {
-    use super::path_cost_args;
-
-    #[test]
-    fn only_the_path_cost_options_reach_the_agent() {
-        let extra: Vec<String> = [
-            "--no-ecn",
-            "--metric",
-            "local",
-            "--w-delay=5",
-            "--keep",
-            "1/3",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            path_cost_args(&extra),
-            vec!["--metric", "local", "--w-delay=5"]
-        );
-    }
 }
 
 #[cfg(test)]

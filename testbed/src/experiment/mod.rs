@@ -1,17 +1,16 @@
 //! `lcmp-testbed experiment`: FCT experiments comparing path-selection
 //! policies on a namespace testbed (see [`config::ExperimentArgs`] for what
-//! a run does, `calibrate` for faithfulness checks, `run` for one run).
+//! a run does, `calibrate` for faithfulness checks, `run` for one run,
+//! `framework` for what every experiment does around its runs).
 
 pub mod calibrate;
 pub mod config;
+pub mod framework;
 pub mod run;
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use lcmp_netlab::{Bg, Lab};
 use lcmp_results::analysis::{self, IdealModel, PathSpec, RunInput};
 use lcmp_results::{plots, report, trace};
@@ -22,6 +21,7 @@ use serde_json::json;
 pub use config::{
     check_policy, ExperimentArgs, ExperimentConfig, LoadDefinition, TopologyArgs, Transport,
 };
+pub use framework::{catch_signals, progress_bar, TestbedGuard};
 
 use crate::bed::{self, AgentOptions, UpOptions};
 use crate::state::{State, SwitchSettings};
@@ -127,7 +127,7 @@ fn trace_schedules(
 pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
     let cfg = args.to_config()?;
     let summary = run(&cfg, &args.out, say)?;
-    print!("{}", result_table(&summary));
+    print!("{}", report::result_table(&summary));
     println!(
         "\nreport: {}\nsummary: {}\nplots: {}",
         args.out.join("report.md").display(),
@@ -135,33 +135,6 @@ pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
         args.out.join("plots").display()
     );
     Ok(())
-}
-
-/// Tears the experiment's testbed down on every exit path.
-pub struct TestbedGuard(pub String);
-
-impl Drop for TestbedGuard {
-    fn drop(&mut self) {
-        if let Err(e) = bed::down(&self.0) {
-            eprintln!("lcmp-testbed: tearing down testbed {}: {e}", self.0);
-        }
-    }
-}
-
-extern "C" fn on_signal(_: libc::c_int) {
-    run::INTERRUPTED.store(true, Ordering::Relaxed);
-}
-
-/// SIGINT/SIGTERM stop the experiment between steps, so that the testbed
-/// is torn down rather than left behind.
-pub fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe.
-        unsafe {
-            libc::signal(sig, on_signal as *const () as libc::sighandler_t);
-        }
-    }
 }
 
 /// The offered payload rate per sender host for `load`.
@@ -191,213 +164,344 @@ pub fn rate_per_sender(
 
 /// Runs experiment `cfg`, writing everything under `out`.
 pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
-    bed::require_root()?;
-    let topo = cfg.validate()?;
-    let traffic_bin = bed::find_program("lcmp-traffic", "LCMP_TRAFFIC_BIN")?;
-    let switch_bin = bed::find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
-    std::fs::create_dir_all(out.join("runs"))
-        .map_err(|e| Error::new(format!("{}: {e}", out.display())))?;
-    std::fs::write(
-        out.join("experiment.toml"),
-        toml::to_string(cfg).expect("config serializes"),
-    )?;
-    catch_signals();
-
-    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
-    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
-    let senders = hosts_behind(&topo, from);
-    let receivers = hosts_behind(&topo, to);
-
-    // A bad trace is refused before anything is built.
-    let replay = trace_schedules(cfg, &topo, &senders, &receivers)?;
-    let switch_args = switch_args(cfg);
-    let up = UpOptions {
-        name: cfg.name.clone(),
-        topology: cfg.topology.clone(),
-        hosts_per_dc: cfg.hosts_per_dc,
-        host_switches: Some(cfg.host_switches()),
-        scale: cfg.scale,
-        buffer_scale: cfg.buffer_scale,
-        time_scale: cfg.time_scale(),
-        switches: SwitchSettings {
-            policy: "ecmp".into(),
-            alpha: cfg.alpha,
-            beta: cfg.beta,
-            extra_args: switch_args.clone(),
-        },
-        // Set per connection by the clients (`lcmp-traffic --cc`): the
-        // kernel may refuse it as a namespace default.
-        cc: None,
-        initcwnd: cfg.initcwnd,
-        // The agent propagates link failures (the failure experiment needs
-        // it); metrics are off, and its polling is light.
-        agent: Some(AgentOptions::default()),
-        switch_processes: match cfg.switch_processes.as_deref() {
-            None => bed::SwitchProcesses::default(),
-            Some(how) => bed::SwitchProcesses::from_name(how).ok_or_else(|| {
-                Error::new(format!(
-                    "switch_processes = \"{how}\": expected \"one\" or \"per-switch\""
-                ))
-            })?,
-        },
-    };
-    let mut st = bed::up(&up, say)?;
-    let _guard = TestbedGuard(cfg.name.clone());
-    let (topo, tb) = bed::attach(&st)?;
-    run::check_interrupted()?;
-
-    // A switch still finishing its start-up would add to the base RTT
-    // that every ideal FCT rests on.
-    let pids: Vec<u32> = st.procs.iter().map(|p| p.pid).collect();
-    run::wait_until_settled(&pids);
-    say("calibrating the paths on the idle testbed");
-    let cal = calibrate::calibrate(&tb, &topo, &cfg.name, &senders[0], &receivers[0], say)?;
-    std::fs::write(
-        out.join("calibration.json"),
-        serde_json::to_string_pretty(&cal).expect("calibration serializes"),
-    )?;
-    run::check_interrupted()?;
-
-    // Traffic servers on every receiver, for the whole experiment.
-    let (servers, dsts) = start_servers(cfg, &tb, &traffic_bin, &receivers)?;
-
-    // The per-path tables count bytes at the source switch's ports and
-    // flows by the port it logged: its first hops, whatever the switches
-    // downstream choose (the ideal below rests on the calibrated
-    // minimum-delay path end to end).
-    let paths: Vec<PathSpec> = cal.first_hops();
-    let ideal = ideal_model(cfg.transport, &cal);
-    let failure = match &cfg.failure {
-        Some(f) => {
-            let l = config::find_link(&topo, &f.link)?;
-            Some((l.a.0, l.a_port, f.at_s))
-        }
-        None => None,
-    };
-
-    let base_spec = |policy: &str, seed: u64| run::RunSpec {
-        id: String::new(),
-        policy: policy.to_string(),
-        alpha: cfg.alpha,
-        beta: cfg.beta,
-        switch_args: switch_args.clone(),
-        workload: String::new(),
-        rate_bps_per_sender: 0.0,
-        seed,
-        duration_s: cfg.duration_s,
-        warmup_s: cfg.warmup(),
-        drain_s: cfg.drain_s,
-        max_concurrent: cfg.max_concurrent,
-        cc: cfg.cc.clone(),
-        failure,
-        transport: cfg.transport,
-        size_scale: cfg.size_scale(),
-        rate_scale: cfg.scale,
-        time_scale: cfg.time_scale(),
-        rocev2_args: cfg.rocev2_args.clone(),
-        schedules: None,
-    };
-    let (specs, trace_echo) = plan_runs(cfg, &topo, &senders, replay.as_ref(), out, &base_spec)?;
-    let run_s = |s: &run::RunSpec| s.duration_s.max(0.1);
-
-    let total_s: f64 = specs.iter().map(|(_, s)| run_s(s)).sum();
-    let bar = progress_bar((total_s * 10.0) as u64);
-    let mut env = run::RunEnv {
-        state: &mut st,
-        tb: &tb,
-        switch_bin: &switch_bin,
-        traffic_bin: &traffic_bin,
-        from: &cfg.from,
-        senders: &senders,
-        dsts: &dsts,
-    };
-    let mut inputs = Vec::new();
-    // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
-    let mut networks = Vec::new();
-    let mut failures = Vec::new();
-    let started = Instant::now();
-    let mut base = 0.0;
-    for (k, (load, spec)) in specs.iter().enumerate() {
-        let dir = out.join("runs").join(&spec.id);
-        let n = specs.len();
-        let tick = |elapsed: f64, p: run::Progress| {
-            bar.set_position(((base + elapsed.min(run_s(spec))) * 10.0) as u64);
-            bar.set_message(format!(
-                "run {}/{n} {}: {} flows started, {} done, {} active",
-                k + 1,
-                spec.id,
-                p.started,
-                p.completed,
-                p.active
-            ));
-        };
-        let (flows, meas) = run::run_one(&mut env, spec, &dir, &tick)?;
-        let input = run_input(spec, *load, flows, &meas, &cal.notes, &paths);
-        base += run_s(spec);
-        let line = run_line(&input, &meas.network, &ideal);
-        bar.println(line.clone());
-        if bar.is_hidden() {
-            say(&line);
-        }
-        if let Some(at) = meas.failure_at_s {
-            failures.push(failure_report(&spec.id, at, &input.flows, meas.failovers));
-        }
-        inputs.push(input);
-        networks.push(meas.network);
-    }
-    bar.finish_and_clear();
-    drop(servers);
-    say(&format!(
-        "{} runs in {:.0} s; writing results",
-        specs.len(),
-        started.elapsed().as_secs_f64()
-    ));
-
-    let echo = json!({
-        "config": cfg,
-        "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
-        "senders": senders,
-        "receivers": receivers,
-        "load_definition": match cfg.load_definition {
-            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
-            LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
-        },
-        "rate_bps_per_sender": cfg.loads.iter().map(|&l| rate_per_sender(&topo, cfg, &senders, l)).collect::<Vec<_>>(),
-        "ideal": {
-            "base_rtt_ns": ideal.base_rtt_ns,
-            "bottleneck_bps": ideal.bottleneck_bps,
-            "path": cal.paths[cal.min_path].name,
-            "definition": match cfg.transport {
-                Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
-                Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-            },
-        },
-        "calibration": cal,
-        "failures": failures,
-        "transport": cfg.transport.name(),
-        "size_scale": cfg.size_scale(),
-        "time_scale": cfg.time_scale(),
-        "trace": trace_echo,
-    });
-    let summary = analysis::build_summary_with_network(echo, &inputs, &networks, &ideal);
-    std::fs::write(
-        out.join("summary.json"),
-        serde_json::to_string_pretty(&summary).expect("summary serializes"),
-    )?;
-    write_report(cfg, out, &summary, &inputs, &ideal, say)?;
-    Ok(summary)
+    framework::run(out, say, || FctExperiment::prepare(cfg))
 }
 
-/// The progress bar of an experiment's runs: `len` steps (tenths of a
-/// second of traffic), elapsed time, the run's message and the ETA.
-pub fn progress_bar(len: u64) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg} (ETA {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar
+/// An FCT experiment as [`framework::run`] runs it.
+struct FctExperiment<'a> {
+    cfg: &'a ExperimentConfig,
+    /// The topology `cfg` describes (the testbed's is
+    /// [`framework::Testbed::topo`]).
+    topo: Topology,
+    traffic_bin: PathBuf,
+    switch_bin: PathBuf,
+    /// The source DC's hosts.
+    senders: Vec<String>,
+    /// The destination DC's hosts.
+    receivers: Vec<String>,
+    switch_args: Vec<String>,
+    /// The trace's flows per sender, read by `up`.
+    replay: Option<(trace::Trace, Schedules)>,
+    /// What `plan` learned and started.
+    setup: Option<Setup>,
+}
+
+/// What an FCT experiment learns and starts before its runs.
+struct Setup {
+    cal: calibrate::Calibration,
+    /// The source switch's first hops.
+    paths: Vec<PathSpec>,
+    ideal: IdealModel,
+    /// Traffic servers on every receiver, for the whole experiment.
+    servers: Vec<Bg>,
+    /// Each server's `NAME=ADDR:PORT`.
+    dsts: Vec<String>,
+    /// The trace's echo for `summary.json` (null without one).
+    trace_echo: serde_json::Value,
+    /// The offered rate per sender at each of `cfg.loads`.
+    rates_per_sender: Vec<f64>,
+}
+
+/// What one FCT run yields.
+struct RunOutcome {
+    input: RunInput,
+    /// What every switch saw.
+    network: analysis::NetworkInput,
+    /// The failure run's figures.
+    failure: Option<serde_json::Value>,
+}
+
+impl<'a> FctExperiment<'a> {
+    /// Checks `cfg` and finds the programs, before anything is made.
+    fn prepare(cfg: &'a ExperimentConfig) -> Result<Self> {
+        let topo = cfg.validate()?;
+        let traffic_bin = bed::find_program("lcmp-traffic", "LCMP_TRAFFIC_BIN")?;
+        let switch_bin = bed::find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
+        let from = topo.switch_by_name(&cfg.from).expect("validated").id;
+        let to = topo.switch_by_name(&cfg.to).expect("validated").id;
+        Ok(FctExperiment {
+            cfg,
+            senders: hosts_behind(&topo, from),
+            receivers: hosts_behind(&topo, to),
+            topo,
+            traffic_bin,
+            switch_bin,
+            switch_args: switch_args(cfg),
+            replay: None,
+            setup: None,
+        })
+    }
+
+    fn setup(&self) -> &Setup {
+        self.setup.as_ref().expect("planned before the runs")
+    }
+
+    /// A run of `policy` with `seed` as configured, taking down `failure`
+    /// (switch, port, seconds) mid-run; `plan_runs` adds the traffic.
+    fn base_spec(
+        &self,
+        policy: &str,
+        seed: u64,
+        failure: Option<(usize, u8, f64)>,
+    ) -> run::RunSpec {
+        let cfg = self.cfg;
+        run::RunSpec {
+            id: String::new(),
+            policy: policy.to_string(),
+            alpha: cfg.alpha,
+            beta: cfg.beta,
+            switch_args: self.switch_args.clone(),
+            workload: String::new(),
+            rate_bps_per_sender: 0.0,
+            seed,
+            duration_s: cfg.duration_s,
+            warmup_s: cfg.warmup(),
+            drain_s: cfg.drain_s,
+            max_concurrent: cfg.max_concurrent,
+            cc: cfg.cc.clone(),
+            failure,
+            transport: cfg.transport,
+            size_scale: cfg.size_scale(),
+            rate_scale: cfg.scale,
+            time_scale: cfg.time_scale(),
+            rocev2_args: cfg.rocev2_args.clone(),
+            schedules: None,
+        }
+    }
+}
+
+impl framework::Experiment for FctExperiment<'_> {
+    type Config = ExperimentConfig;
+    /// The run's load and spec.
+    type Run = (f64, run::RunSpec);
+    type Outcome = RunOutcome;
+    type Summary = analysis::Summary;
+
+    fn config(&self) -> &ExperimentConfig {
+        self.cfg
+    }
+
+    fn up(&mut self, say: &dyn Fn(&str)) -> Result<State> {
+        let cfg = self.cfg;
+        // A bad trace is refused before anything is built.
+        self.replay = trace_schedules(cfg, &self.topo, &self.senders, &self.receivers)?;
+        let up = UpOptions {
+            name: cfg.name.clone(),
+            topology: cfg.topology.clone(),
+            hosts_per_dc: cfg.hosts_per_dc,
+            host_switches: Some(cfg.host_switches()),
+            scale: cfg.scale,
+            buffer_scale: cfg.buffer_scale,
+            time_scale: cfg.time_scale(),
+            switches: SwitchSettings {
+                policy: "ecmp".into(),
+                alpha: cfg.alpha,
+                beta: cfg.beta,
+                extra_args: self.switch_args.clone(),
+            },
+            // Set per connection by the clients (`lcmp-traffic --cc`): the
+            // kernel may refuse it as a namespace default.
+            cc: None,
+            initcwnd: cfg.initcwnd,
+            // The agent propagates link failures (the failure experiment
+            // needs it); metrics are off, and its polling is light.
+            agent: Some(AgentOptions::default()),
+            switch_processes: match cfg.switch_processes.as_deref() {
+                None => bed::SwitchProcesses::default(),
+                Some(how) => bed::SwitchProcesses::from_name(how).ok_or_else(|| {
+                    Error::new(format!(
+                        "switch_processes = \"{how}\": expected \"one\" or \"per-switch\""
+                    ))
+                })?,
+            },
+        };
+        bed::up(&up, say)
+    }
+
+    fn plan(
+        &mut self,
+        bed: &mut framework::Testbed,
+        out: &Path,
+        say: &dyn Fn(&str),
+    ) -> Result<Vec<Self::Run>> {
+        let cfg = self.cfg;
+        let topo = &bed.topo;
+        // A switch still finishing its start-up would add to the base RTT
+        // that every ideal FCT rests on.
+        let pids: Vec<u32> = bed.state.procs.iter().map(|p| p.pid).collect();
+        run::wait_until_settled(&pids);
+        say("calibrating the paths on the idle testbed");
+        let cal = calibrate::calibrate(
+            &bed.lab,
+            topo,
+            &cfg.name,
+            &self.senders[0],
+            &self.receivers[0],
+            say,
+        )?;
+        std::fs::write(
+            out.join("calibration.json"),
+            serde_json::to_string_pretty(&cal).expect("calibration serializes"),
+        )?;
+        run::check_interrupted()?;
+
+        let (servers, dsts) = start_servers(cfg, &bed.lab, &self.traffic_bin, &self.receivers)?;
+
+        // The per-path tables count bytes at the source switch's ports and
+        // flows by the port it logged: its first hops, whatever the
+        // switches downstream choose (the ideal below rests on the
+        // calibrated minimum-delay path end to end).
+        let paths: Vec<PathSpec> = cal.first_hops();
+        let ideal = ideal_model(cfg.transport, &cal);
+        let failure = match &cfg.failure {
+            Some(f) => {
+                let l = config::find_link(topo, &f.link)?;
+                Some((l.a.0, l.a_port, f.at_s))
+            }
+            None => None,
+        };
+
+        let base_spec = |policy: &str, seed: u64| self.base_spec(policy, seed, failure);
+        let (specs, trace_echo) = plan_runs(
+            cfg,
+            topo,
+            &self.senders,
+            self.replay.as_ref(),
+            out,
+            &base_spec,
+        )?;
+        self.setup = Some(Setup {
+            cal,
+            paths,
+            ideal,
+            servers,
+            dsts,
+            trace_echo,
+            rates_per_sender: cfg
+                .loads
+                .iter()
+                .map(|&l| rate_per_sender(topo, cfg, &self.senders, l))
+                .collect(),
+        });
+        Ok(specs)
+    }
+
+    fn run_id((_, spec): &Self::Run) -> &str {
+        &spec.id
+    }
+
+    fn seconds(&self, (_, spec): &Self::Run) -> f64 {
+        spec.duration_s.max(0.1)
+    }
+
+    fn run(
+        &mut self,
+        bed: &mut framework::Testbed,
+        (load, spec): &Self::Run,
+        progress: &framework::RunProgress<'_>,
+        out: &Path,
+        _say: &dyn Fn(&str),
+    ) -> Result<(RunOutcome, String)> {
+        let setup = self.setup();
+        let mut env = run::RunEnv {
+            state: &mut bed.state,
+            tb: &bed.lab,
+            switch_bin: &self.switch_bin,
+            traffic_bin: &self.traffic_bin,
+            from: &self.cfg.from,
+            senders: &self.senders,
+            dsts: &setup.dsts,
+        };
+        let tick = |elapsed: f64, p: run::Progress| {
+            progress.tick_with(
+                elapsed,
+                &format!(
+                    "{} flows started, {} done, {} active",
+                    p.started, p.completed, p.active
+                ),
+            );
+        };
+        let dir = out.join("runs").join(&spec.id);
+        let (flows, meas) = run::run_one(&mut env, spec, &dir, &tick)?;
+        let input = run_input(spec, *load, flows, &meas, &setup.cal.notes, &setup.paths);
+        let line = run_line(&input, &meas.network, &setup.ideal);
+        let failure = meas
+            .failure_at_s
+            .map(|at| failure_report(&spec.id, at, &input.flows, meas.failovers));
+        let outcome = RunOutcome {
+            input,
+            network: meas.network,
+            failure,
+        };
+        Ok((outcome, line))
+    }
+
+    fn finish(
+        self,
+        outcomes: Vec<RunOutcome>,
+        runs_started: Instant,
+        out: &Path,
+        say: &dyn Fn(&str),
+    ) -> Result<analysis::Summary> {
+        let cfg = self.cfg;
+        let Setup {
+            cal,
+            ideal,
+            servers,
+            trace_echo,
+            rates_per_sender,
+            ..
+        } = self.setup.expect("planned before the runs");
+        drop(servers);
+        say(&format!(
+            "{} runs in {:.0} s; writing results",
+            outcomes.len(),
+            runs_started.elapsed().as_secs_f64()
+        ));
+        let mut inputs = Vec::new();
+        // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
+        let mut networks = Vec::new();
+        let mut failures = Vec::new();
+        for o in outcomes {
+            inputs.push(o.input);
+            networks.push(o.network);
+            failures.extend(o.failure);
+        }
+
+        let echo = json!({
+            "config": cfg,
+            "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
+            "senders": self.senders,
+            "receivers": self.receivers,
+            "load_definition": match cfg.load_definition {
+                LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
+                LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
+            },
+            "rate_bps_per_sender": rates_per_sender,
+            "ideal": {
+                "base_rtt_ns": ideal.base_rtt_ns,
+                "bottleneck_bps": ideal.bottleneck_bps,
+                "path": cal.paths[cal.min_path].name,
+                "definition": match cfg.transport {
+                    Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+                    Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+                },
+            },
+            "calibration": cal,
+            "failures": failures,
+            "transport": cfg.transport.name(),
+            "size_scale": cfg.size_scale(),
+            "time_scale": cfg.time_scale(),
+            "trace": trace_echo,
+        });
+        let summary = analysis::build_summary_with_network(echo, &inputs, &networks, &ideal);
+        std::fs::write(
+            out.join("summary.json"),
+            serde_json::to_string_pretty(&summary).expect("summary serializes"),
+        )?;
+        write_report(cfg, out, &summary, &inputs, &ideal, say)?;
+        Ok(summary)
+    }
 }
 
 /// The hosts behind switch `sw`, by name in topology order.
@@ -727,47 +831,6 @@ fn failure_report(run: &str, at_s: f64, flows: &[FlowRecord], failovers: u64) ->
         "recovered_after_ms": completed.iter().max().map(|&n| n as f64 / 1e6),
         "source_switch_failovers": failovers,
     })
-}
-
-/// The result table printed at the end.
-pub fn result_table(s: &analysis::Summary) -> String {
-    let mut out = String::new();
-    let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
-    let _ = writeln!(
-        out,
-        "\n{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>10}",
-        "workload", "load", "policy", "runs", "median slowdown", "p99 slowdown", "calib ok"
-    );
-    for a in &s.aggregates {
-        let _ = writeln!(
-            out,
-            "{:<12} {:>5} {:<14} {:>4} {:>16} {:>16} {:>7}/{}",
-            a.workload,
-            a.load,
-            a.policy,
-            a.runs,
-            q(a.median_mean),
-            q(a.p99_mean),
-            a.calibration_ok_runs,
-            a.runs
-        );
-    }
-    if !s.reductions.is_empty() {
-        let _ = writeln!(out, "\nLCMP vs baseline (negative = LCMP lower):");
-        for r in &s.reductions {
-            let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:+.0}%", v * 100.0));
-            let _ = writeln!(
-                out,
-                "{:<12} {:>5} vs {:<14} median {:>6}  p99 {:>6}",
-                r.workload,
-                r.load,
-                r.baseline,
-                pct(r.median_reduction),
-                pct(r.p99_reduction)
-            );
-        }
-    }
-    out
 }
 
 /// The state of the experiment's testbed (for tests).

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use lcmp_netlab::traffic::realtime_ns;
@@ -40,9 +40,9 @@ use serde_json::json;
 
 use super::boundary::HEADERS;
 use super::{host_name, RotorUpOptions};
-use crate::experiment::run::check_interrupted;
-use crate::experiment::{catch_signals, progress_bar, TestbedGuard};
-use crate::{bed, Error, Result};
+use crate::experiment::framework;
+use crate::state::State;
+use crate::{Error, Result};
 
 /// `lcmp-testbed rotor-experiment`.
 #[derive(Args, Debug, Clone)]
@@ -187,90 +187,162 @@ pub fn run_cli(a: &RotorExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
 /// counter changes of every switch (`runs/<design>-<pattern>.json`) under
 /// `out`.
 pub fn run(cfg: &RotorExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<RotorSummary> {
-    bed::require_root()?;
-    let (designs, patterns) = validate(cfg)?;
-    std::fs::create_dir_all(out.join("runs"))
-        .map_err(|e| Error::new(format!("{}: {e}", out.display())))?;
-    std::fs::write(
-        out.join("experiment.toml"),
-        toml::to_string(cfg).expect("config serializes"),
-    )?;
-    catch_signals();
-    let perm = derangement(cfg.tors, cfg.seed);
-    let mut st = super::up(
-        &RotorUpOptions {
-            name: cfg.name.clone(),
-            network: designs[0].net.clone(),
-            source: format!("rotor-experiment ({})", designs[0].design.name()),
-            switch_args: cfg.switch_args.clone(),
-        },
-        say,
-    )?;
-    let _guard = TestbedGuard(cfg.name.clone());
-    let (_, tb) = bed::attach(&st)?;
+    framework::run(out, say, || {
+        let (designs, patterns) = validate(cfg)?;
+        Ok(RotorExperiment {
+            cfg,
+            designs,
+            patterns,
+            perm: derangement(cfg.tors, cfg.seed),
+            running: 0,
+        })
+    })
+}
 
-    let runs_total = designs.len() * patterns.len();
-    let per_run = cfg.warmup_s + cfg.window_s;
-    let bar = progress_bar((runs_total as f64 * per_run * 10.0) as u64);
-    let mut results = Vec::new();
-    let mut k = 0;
-    for (i, dn) in designs.iter().enumerate() {
-        if i > 0 {
-            bar.suspend(|| super::restart(&mut st, &tb, &dn.net, say))?;
-        }
-        for &pattern in &patterns {
-            check_interrupted()?;
-            let id = format!("{}-{}", dn.design.name(), pattern.name());
-            let base = k as f64 * per_run * 10.0;
-            let tick = |elapsed: f64| {
-                bar.set_position((base + elapsed.clamp(0.0, per_run) * 10.0) as u64);
-                bar.set_message(format!("run {}/{runs_total} {id}", k + 1));
-            };
-            let (r, per_switch) = run_one(cfg, &st, &tb, dn, pattern, &perm, k, &tick)?;
-            std::fs::write(
-                out.join("runs").join(format!("{id}.json")),
-                serde_json::to_string_pretty(&per_switch).expect("counters serialize"),
-            )?;
-            let line = format!(
-                "{:<17} {:<12} delivered {:>6.1} % of line rate (bound {:>5.1} %, offered {:>5.1} %)",
-                r.design,
-                r.pattern,
-                r.delivered_fraction * 100.0,
-                r.bound * 100.0,
-                r.offered_fraction * 100.0
-            );
-            bar.println(line.clone());
-            if bar.is_hidden() {
-                say(&line);
-            }
-            results.push(r);
-            k += 1;
-        }
+/// The rotor experiment as [`framework::run`] runs it.
+struct RotorExperiment<'a> {
+    cfg: &'a RotorExperimentConfig,
+    designs: Vec<DesignNet>,
+    patterns: Vec<Pattern>,
+    /// The permutation pattern's ToR pairs.
+    perm: Vec<u32>,
+    /// The design (index into `designs`) whose network the switches run.
+    running: usize,
+}
+
+/// One run: a design under a pattern.
+struct RotorRun {
+    /// `<design>-<pattern>`.
+    id: String,
+    /// Index into [`RotorExperiment::designs`].
+    design: usize,
+    pattern: Pattern,
+    /// The run's position among all runs.
+    index: usize,
+}
+
+impl framework::Experiment for RotorExperiment<'_> {
+    type Config = RotorExperimentConfig;
+    type Run = RotorRun;
+    type Outcome = RunResult;
+    type Summary = RotorSummary;
+
+    fn config(&self) -> &RotorExperimentConfig {
+        self.cfg
     }
-    bar.finish_and_clear();
-    let summary = RotorSummary {
-        config: cfg.clone(),
-        mars: designs.iter().find_map(|d| {
-            d.chosen.map(|c| {
-                json!({
-                    "degree": c.degree,
-                    "diameter": c.diameter,
-                    "throughput_bound": c.throughput_bound,
-                    "delay_ns": c.delay_ns,
-                    "buffer_bytes": c.buffer_bytes,
+
+    /// Up with the first design's network; the runs of each further design
+    /// restart the switches with its own.
+    fn up(&mut self, say: &dyn Fn(&str)) -> Result<State> {
+        let first = &self.designs[0];
+        super::up(
+            &RotorUpOptions {
+                name: self.cfg.name.clone(),
+                network: first.net.clone(),
+                source: format!("rotor-experiment ({})", first.design.name()),
+                switch_args: self.cfg.switch_args.clone(),
+            },
+            say,
+        )
+    }
+
+    fn plan(
+        &mut self,
+        _: &mut framework::Testbed,
+        _: &Path,
+        _: &dyn Fn(&str),
+    ) -> Result<Vec<RotorRun>> {
+        let mut runs = Vec::new();
+        for (design, dn) in self.designs.iter().enumerate() {
+            for &pattern in &self.patterns {
+                runs.push(RotorRun {
+                    id: format!("{}-{}", dn.design.name(), pattern.name()),
+                    design,
+                    pattern,
+                    index: runs.len(),
+                });
+            }
+        }
+        Ok(runs)
+    }
+
+    fn run_id(run: &RotorRun) -> &str {
+        &run.id
+    }
+
+    fn seconds(&self, _: &RotorRun) -> f64 {
+        self.cfg.warmup_s + self.cfg.window_s
+    }
+
+    fn run(
+        &mut self,
+        bed: &mut framework::Testbed,
+        run: &RotorRun,
+        progress: &framework::RunProgress<'_>,
+        out: &Path,
+        say: &dyn Fn(&str),
+    ) -> Result<(RunResult, String)> {
+        let dn = &self.designs[run.design];
+        if run.design != self.running {
+            progress.suspend(|| super::restart(&mut bed.state, &bed.lab, &dn.net, say))?;
+            self.running = run.design;
+        }
+        let (r, per_switch) = run_one(
+            self.cfg,
+            &bed.state,
+            &bed.lab,
+            dn,
+            run.pattern,
+            &self.perm,
+            run.index,
+            &|elapsed| progress.tick(elapsed),
+        )?;
+        std::fs::write(
+            out.join("runs").join(format!("{}.json", run.id)),
+            serde_json::to_string_pretty(&per_switch).expect("counters serialize"),
+        )?;
+        let line = format!(
+            "{:<17} {:<12} delivered {:>6.1} % of line rate (bound {:>5.1} %, offered {:>5.1} %)",
+            r.design,
+            r.pattern,
+            r.delivered_fraction * 100.0,
+            r.bound * 100.0,
+            r.offered_fraction * 100.0
+        );
+        Ok((r, line))
+    }
+
+    fn finish(
+        self,
+        results: Vec<RunResult>,
+        _: Instant,
+        out: &Path,
+        _: &dyn Fn(&str),
+    ) -> Result<RotorSummary> {
+        let summary = RotorSummary {
+            config: self.cfg.clone(),
+            mars: self.designs.iter().find_map(|d| {
+                d.chosen.map(|c| {
+                    json!({
+                        "degree": c.degree,
+                        "diameter": c.diameter,
+                        "throughput_bound": c.throughput_bound,
+                        "delay_ns": c.delay_ns,
+                        "buffer_bytes": c.buffer_bytes,
+                    })
                 })
-            })
-        }),
-        runs: results,
-    };
-    std::fs::write(
-        out.join("summary.json"),
-        serde_json::to_string_pretty(&summary).expect("summary serializes"),
-    )?;
-    let plot_dir = out.join("plots");
-    write_bar_chart(&plot_dir, "rotor-throughput", &chart(&summary)).map_err(Error::new)?;
-    std::fs::write(out.join("report.md"), report(&summary))?;
-    Ok(summary)
+            }),
+            runs: results,
+        };
+        std::fs::write(
+            out.join("summary.json"),
+            serde_json::to_string_pretty(&summary).expect("summary serializes"),
+        )?;
+        let plot_dir = out.join("plots");
+        write_bar_chart(&plot_dir, "rotor-throughput", &chart(&summary)).map_err(Error::new)?;
+        std::fs::write(out.join("report.md"), report(&summary))?;
+        Ok(summary)
+    }
 }
 
 /// Every host's destinations under `pattern`.
@@ -311,7 +383,7 @@ const SEND_SLACK: Duration = Duration::from_micros(500);
 #[allow(clippy::too_many_arguments)]
 fn run_one(
     cfg: &RotorExperimentConfig,
-    st: &crate::state::State,
+    st: &State,
     tb: &Lab,
     dn: &DesignNet,
     pattern: Pattern,

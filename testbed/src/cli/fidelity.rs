@@ -1,0 +1,45 @@
+//! `lcmp-testbed fidelity`: a run's FCT slowdowns against a reference
+//! simulator's.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use lcmp_results::fidelity;
+use lcmp_testbed::{Error, Result};
+use lcmp_topology::out;
+
+use super::say;
+
+/// `lcmp-testbed fidelity`.
+#[derive(Args, Debug, Clone)]
+pub struct FidelityArgs {
+    /// The experiment's output directory (summary.json, runs/*/flows.csv).
+    #[arg(long, value_name = "DIR")]
+    run: std::path::PathBuf,
+    /// A policy of the run and the reference's FCT file for it (format
+    /// hpcc-fct: `sip dip sport dport size_bytes start_ns fct_ns
+    /// standalone_ns`). Repeatable.
+    #[arg(long = "reference", value_name = "POLICY=FILE", required = true, value_parser = fidelity::parse_reference)]
+    references: Vec<(String, std::path::PathBuf)>,
+    /// The load to compare, where the run has several.
+    #[arg(long)]
+    load: Option<f64>,
+    /// The workload to compare, where the run has several.
+    #[arg(long)]
+    workload: Option<String>,
+}
+
+/// `lcmp-testbed fidelity`: prints the table and writes the files.
+pub fn cmd_fidelity(a: FidelityArgs) -> Result<ExitCode> {
+    let sel = fidelity::Selector {
+        workload: a.workload,
+        load: a.load,
+    };
+    let r = fidelity::run_fidelity_with(&a.run, &a.references, &sel).map_err(Error::new)?;
+    out!("{}", fidelity::render_text(&r));
+    say(&format!(
+        "wrote {0}/fidelity.json, {0}/plots/fidelity.svg and .png, and the fidelity section of {0}/report.md",
+        a.run.display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
