@@ -168,11 +168,24 @@ impl HostNode {
     }
 }
 
+/// How the links between two switches are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SwitchLinks {
+    /// A veth pair, an end in each switch's namespace.
+    #[default]
+    Veth,
+    /// Not at all: the switches, run in one process, join them in memory
+    /// (`lcmp-switch lcmp --links memory`). Host links stay veths.
+    Memory,
+}
+
 /// Namespaces and veths built from a [`Topology`]; everything is deleted
 /// when it drops (each namespace has its own guard).
 #[derive(Debug)]
 pub struct Lab {
     topo: Topology,
+    /// How its switch-to-switch links are made.
+    pub switch_links: SwitchLinks,
     /// Switches in topology order (`switches[id.0]`).
     pub switches: Vec<SwitchNode>,
     /// Hosts in topology order (`hosts[id.0]`).
@@ -248,6 +261,16 @@ impl Lab {
     /// building fails, the namespaces made so far are deleted (their
     /// guards drop) unless `make_ns` returned persisted ones.
     pub fn build(topo: &Topology, make_ns: &mut dyn FnMut(&str) -> Result<Netns>) -> Result<Lab> {
+        Self::build_with(topo, make_ns, SwitchLinks::Veth)
+    }
+
+    /// [`Lab::build`] with the switch-to-switch links made as `links`
+    /// says: with [`SwitchLinks::Memory`] only the host links are veths.
+    pub fn build_with(
+        topo: &Topology,
+        make_ns: &mut dyn FnMut(&str) -> Result<Netns>,
+        links: SwitchLinks,
+    ) -> Result<Lab> {
         let mut switch_ns = Vec::new();
         for sw in topo.switches() {
             let ns = make_ns(&sw.name)?;
@@ -260,15 +283,20 @@ impl Lab {
             ns.sysctl(BASE_SYSCTLS)?;
             host_ns.push(ns);
         }
-        let tb = Self::layout(topo, switch_ns, host_ns);
+        let tb = Self::layout(topo, switch_ns, host_ns, links);
         tb.wire()?;
         Ok(tb)
     }
 
     /// The testbed of `topo` whose namespaces already exist (built earlier,
-    /// possibly by another process), named by `ns_name(node name)`; nothing
-    /// is created, and nothing is deleted when it drops.
-    pub fn attach(topo: &Topology, ns_name: &dyn Fn(&str) -> String) -> Result<Lab> {
+    /// possibly by another process), named by `ns_name(node name)`, its
+    /// switch links made as `links` says; nothing is created, and nothing
+    /// is deleted when it drops.
+    pub fn attach(
+        topo: &Topology,
+        ns_name: &dyn Fn(&str) -> String,
+        links: SwitchLinks,
+    ) -> Result<Lab> {
         let switch_ns = topo
             .switches()
             .iter()
@@ -279,7 +307,7 @@ impl Lab {
             .iter()
             .map(|h| Netns::open(&ns_name(&h.name)))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self::layout(topo, switch_ns, host_ns))
+        Ok(Self::layout(topo, switch_ns, host_ns, links))
     }
 
     /// Keeps every namespace when the testbed drops (see [`Netns::persist`]).
@@ -294,7 +322,12 @@ impl Lab {
 
     /// Ports, MACs, gateways and host records of `topo` over the given
     /// namespaces (in topology order); creates nothing.
-    fn layout(topo: &Topology, switch_ns: Vec<Netns>, host_ns: Vec<Netns>) -> Lab {
+    fn layout(
+        topo: &Topology,
+        switch_ns: Vec<Netns>,
+        host_ns: Vec<Netns>,
+        switch_links: SwitchLinks,
+    ) -> Lab {
         let port_ifname = |sw: SwitchId, idx: u8| -> String {
             topo.port(sw, idx)
                 .and_then(|p| p.ifname.clone())
@@ -380,6 +413,7 @@ impl Lab {
             .collect();
         Lab {
             topo: topo.clone(),
+            switch_links,
             switches,
             hosts,
         }
@@ -387,8 +421,12 @@ impl Lab {
 
     /// Creates the veths and configures hosts and host ports.
     fn wire(&self) -> Result<()> {
-        // One veth pair per link.
-        for l in self.topo.links() {
+        // One veth pair per link, unless the switches join them in memory.
+        let links = match self.switch_links {
+            SwitchLinks::Veth => self.topo.links(),
+            SwitchLinks::Memory => &[],
+        };
+        for l in links {
             let a = &self.switches[l.a.0];
             let b = &self.switches[l.b.0];
             veth(

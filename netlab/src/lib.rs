@@ -43,7 +43,7 @@ pub mod xdp;
 use std::fmt;
 
 pub use daemon::{release_binary, switch_binary, SwitchDaemon};
-pub use lab::{HostNode, Lab, Mac, PortNode, PortPeer, SwitchNode};
+pub use lab::{HostNode, Lab, Mac, PortNode, PortPeer, SwitchLinks, SwitchNode};
 pub use netns::{Bg, CmdOutput, LinkCounters, Netns};
 pub use traffic::{
     iperf3_client, iperf3_server, ping, ping_waiting, tcp_transfer, udp_send, udp_send_flows,

@@ -104,6 +104,23 @@ impl<I: PacketIo> LinkedIo<I> {
         matches!(self.ports.get(port), Some(PortRef::Link(_)))
     }
 
+    /// The packet I/O's port behind switch port `port` (`None`: a memory
+    /// link).
+    pub fn io_port(&self, port: usize) -> Option<usize> {
+        match self.ports.get(port) {
+            Some(PortRef::Io(p)) => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// The memory link behind switch port `port`, if it is one.
+    pub fn link(&self, port: usize) -> Option<&LinkEnd> {
+        match self.ports.get(port) {
+            Some(PortRef::Link(l)) => self.links.get(*l),
+            _ => None,
+        }
+    }
+
     /// Lends each link's peer as many free buffers as it has room for.
     fn lend(&mut self) {
         for l in &mut self.links {

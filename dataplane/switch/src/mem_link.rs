@@ -149,6 +149,8 @@ pub struct LinkEnd {
     /// Frames pushed since the last [`LinkEnd::notify`].
     pushed: bool,
     peer_name: String,
+    /// The far end's MAC, when the link was made for a topology.
+    peer_mac: Option<MacAddr>,
     stats: LinkEndStats,
 }
 
@@ -185,6 +187,7 @@ pub fn mem_link(depth: usize, names: (&str, &str)) -> std::io::Result<(LinkEnd, 
         seen_generation: 0,
         pushed: false,
         peer_name: names.1.to_string(),
+        peer_mac: None,
         stats: LinkEndStats::default(),
     };
     let b = LinkEnd {
@@ -198,6 +201,7 @@ pub fn mem_link(depth: usize, names: (&str, &str)) -> std::io::Result<(LinkEnd, 
         seen_generation: 0,
         pushed: false,
         peer_name: names.0.to_string(),
+        peer_mac: None,
         stats: LinkEndStats::default(),
     };
     Ok((a, b))
@@ -207,6 +211,12 @@ impl LinkEnd {
     /// The far end's name (`switch/port`).
     pub fn peer_name(&self) -> &str {
         &self.peer_name
+    }
+
+    /// The far end's MAC ([`port_mac`] of its switch and port), for a
+    /// link of [`MemoryLinks`].
+    pub fn peer_mac(&self) -> Option<MacAddr> {
+        self.peer_mac
     }
 
     /// Counters so far.
@@ -418,7 +428,9 @@ impl MemoryLinks {
                 }
                 let here = format!("{name}/{}", port_name(name, p.index));
                 let there = format!("{peer}/{}", port_name(peer, port));
-                let (a, b) = mem_link(depth, (&here, &there))?;
+                let (mut a, mut b) = mem_link(depth, (&here, &there))?;
+                a.peer_mac = Some(port_mac(peer, port));
+                b.peer_mac = Some(port_mac(name, p.index));
                 links.ends.insert((name.to_string(), p.index), a);
                 links.ends.insert((peer.to_string(), port), b);
                 links
@@ -509,6 +521,7 @@ mod tests {
             [true, false, false, false]
         );
         assert_eq!(s1[0].as_ref().unwrap().peer_name(), "p1/p0");
+        assert_eq!(s1[0].as_ref().unwrap().peer_mac(), Some(port_mac("p1", 0)));
         let p1 = links.layout("p1", 2);
         assert_eq!(p1[1].as_ref().unwrap().peer_name(), "s2/p0");
         // Taken once.

@@ -488,45 +488,99 @@ fn run(o: &Opts) -> Result<Report> {
     if matches!(o.only.as_str(), "all" | "chain" | "dense") {
         let tb = release_binary("lcmp-testbed", "lcmp-testbed", "LCMP_TESTBED_BIN")?;
         if o.only != "dense" {
-            let (p, one) = testbeds::chain_cases(&tb, &o.tb, &dir.0)?;
-            r.cpu_s_per_gbit_5hop_processes = r.add_spread("cpu_s_per_gbit_5hop_processes", &p);
-            r.cpu_s_per_gbit_5hop_one_process =
-                r.add_spread("cpu_s_per_gbit_5hop_one_process", &one);
+            use testbeds::Mode;
+            let modes = [
+                Mode::Processes,
+                Mode::OneProcess,
+                Mode::MemoryLinks,
+                Mode::MemoryLinksCopy,
+            ];
+            let runs = testbeds::chain_cases(&tb, &o.tb, &dir.0, &modes)?;
+            let medians: Vec<Option<f64>> = modes
+                .iter()
+                .zip(&runs)
+                .map(|(m, trials)| {
+                    r.add_spread(&format!("cpu_s_per_gbit_5hop_{}", m.suffix()), trials)
+                })
+                .collect();
+            let mut runs = runs.into_iter();
+            let mut trials = || runs.next().unwrap_or_default();
             (
+                r.cpu_s_per_gbit_5hop_processes,
                 r.cpu_s_per_gbit_5hop_processes_trials,
+            ) = (medians[0], trials());
+            (
+                r.cpu_s_per_gbit_5hop_one_process,
                 r.cpu_s_per_gbit_5hop_one_process_trials,
-            ) = (p, one);
+            ) = (medians[1], trials());
+            (
+                r.cpu_s_per_gbit_5hop_memory_links,
+                r.cpu_s_per_gbit_5hop_memory_links_trials,
+            ) = (medians[2], trials());
+            (
+                r.cpu_s_per_gbit_5hop_memory_links_copy,
+                r.cpu_s_per_gbit_5hop_memory_links_copy_trials,
+            ) = (medians[3], trials());
+            r.memory_links_cpu_gain_5hop = ratio(
+                r.cpu_s_per_gbit_5hop_one_process,
+                r.cpu_s_per_gbit_5hop_memory_links,
+            );
         }
         if o.only != "chain" {
-            let (p, one) = testbeds::dense_cases(&tb, &o.tb)?;
-            let mut med = |suffix: &str, runs: &[Option<testbeds::Dense>], i: usize| {
-                let v: Vec<Option<f64>> = runs.iter().map(|x| x.map(|d| d[i])).collect();
-                r.add_spread(&format!("{}_2dc_{suffix}", testbeds::DENSE_KEYS[i]), &v)
+            use testbeds::Mode;
+            let modes = [Mode::Processes, Mode::OneProcess, Mode::MemoryLinks];
+            let runs = testbeds::dense_cases(&tb, &o.tb, &modes)?;
+            let mut med = |m: Mode, i: usize| {
+                let k = modes.iter().position(|x| *x == m).expect("a mode run");
+                let v: Vec<Option<f64>> = runs[k].iter().map(|x| x.map(|d| d[i])).collect();
+                r.add_spread(
+                    &format!("{}_2dc_{}", testbeds::DENSE_KEYS[i], m.suffix()),
+                    &v,
+                )
             };
-            let m: Vec<(Option<f64>, Option<f64>)> = (0..6)
-                .map(|i| (med("processes", &p, i), med("one_process", &one, i)))
+            let m: Vec<[Option<f64>; 3]> = (0..6)
+                .map(|i| {
+                    [
+                        med(Mode::Processes, i),
+                        med(Mode::OneProcess, i),
+                        med(Mode::MemoryLinks, i),
+                    ]
+                })
                 .collect();
-            (r.goodput_gbps_2dc_processes, r.goodput_gbps_2dc_one_process) = m[0];
-            (
+            [
+                r.goodput_gbps_2dc_processes,
+                r.goodput_gbps_2dc_one_process,
+                r.goodput_gbps_2dc_memory_links,
+            ] = m[0];
+            [
                 r.tx_ring_full_per_gbit_2dc_processes,
                 r.tx_ring_full_per_gbit_2dc_one_process,
-            ) = m[1];
-            (
+                r.tx_ring_full_per_gbit_2dc_memory_links,
+            ] = m[1];
+            [
                 r.drops_per_gbit_2dc_processes,
                 r.drops_per_gbit_2dc_one_process,
-            ) = m[2];
-            (
+                r.drops_per_gbit_2dc_memory_links,
+            ] = m[2];
+            [
                 r.transit_drops_per_gbit_2dc_processes,
                 r.transit_drops_per_gbit_2dc_one_process,
-            ) = m[3];
-            (
+                r.transit_drops_per_gbit_2dc_memory_links,
+            ] = m[3];
+            [
                 r.transit_ce_marks_per_gbit_2dc_processes,
                 r.transit_ce_marks_per_gbit_2dc_one_process,
-            ) = m[4];
-            (
+                r.transit_ce_marks_per_gbit_2dc_memory_links,
+            ] = m[4];
+            [
                 r.cpu_s_per_gbit_2dc_processes,
                 r.cpu_s_per_gbit_2dc_one_process,
-            ) = m[5];
+                r.cpu_s_per_gbit_2dc_memory_links,
+            ] = m[5];
+            r.memory_links_cpu_gain_2dc = ratio(
+                r.cpu_s_per_gbit_2dc_one_process,
+                r.cpu_s_per_gbit_2dc_memory_links,
+            );
         }
     }
     for name in &r.spread_flagged {

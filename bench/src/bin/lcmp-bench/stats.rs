@@ -149,6 +149,24 @@ pub struct Report {
     pub switch_cpu_share: std::collections::BTreeMap<String, CpuPair>,
     /// The same during the kernel trials.
     pub kernel_cpu_share: std::collections::BTreeMap<String, CpuPair>,
+    /// The 5-hop chain in one process with memory links between its
+    /// switches (descriptors move), and with memory links that copy.
+    pub cpu_s_per_gbit_5hop_memory_links: Option<f64>,
+    pub cpu_s_per_gbit_5hop_memory_links_copy: Option<f64>,
+    pub cpu_s_per_gbit_5hop_memory_links_trials: Vec<Option<f64>>,
+    pub cpu_s_per_gbit_5hop_memory_links_copy_trials: Vec<Option<f64>>,
+    /// cpu_s_per_gbit_5hop_one_process / cpu_s_per_gbit_5hop_memory_links:
+    /// how many times less CPU memory links take (the goal is 3).
+    pub memory_links_cpu_gain_5hop: Option<f64>,
+    /// The dense testbed in one process with memory links.
+    pub goodput_gbps_2dc_memory_links: Option<f64>,
+    pub tx_ring_full_per_gbit_2dc_memory_links: Option<f64>,
+    pub drops_per_gbit_2dc_memory_links: Option<f64>,
+    pub transit_drops_per_gbit_2dc_memory_links: Option<f64>,
+    pub transit_ce_marks_per_gbit_2dc_memory_links: Option<f64>,
+    pub cpu_s_per_gbit_2dc_memory_links: Option<f64>,
+    /// cpu_s_per_gbit_2dc_one_process / cpu_s_per_gbit_2dc_memory_links.
+    pub memory_links_cpu_gain_2dc: Option<f64>,
 }
 
 /// Time split of one CPU over a trial, percent (from /proc/stat).
@@ -336,6 +354,18 @@ mod tests {
             "spread_flagged",
             "switch_cpu_share",
             "kernel_cpu_share",
+            "cpu_s_per_gbit_5hop_memory_links",
+            "cpu_s_per_gbit_5hop_memory_links_copy",
+            "cpu_s_per_gbit_5hop_memory_links_trials",
+            "cpu_s_per_gbit_5hop_memory_links_copy_trials",
+            "memory_links_cpu_gain_5hop",
+            "goodput_gbps_2dc_memory_links",
+            "tx_ring_full_per_gbit_2dc_memory_links",
+            "drops_per_gbit_2dc_memory_links",
+            "transit_drops_per_gbit_2dc_memory_links",
+            "transit_ce_marks_per_gbit_2dc_memory_links",
+            "cpu_s_per_gbit_2dc_memory_links",
+            "memory_links_cpu_gain_2dc",
         ];
         let mut r = Report {
             spread_limit_pct: 10.0,

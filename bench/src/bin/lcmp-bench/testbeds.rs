@@ -208,9 +208,50 @@ fn chain_topology(dir: &Path) -> Result<PathBuf> {
     Ok(f)
 }
 
-/// The runs of the two modes (a process per switch, one process), in
-/// order; None for a run that forwarded nothing.
-pub type Alternating<T> = (Vec<Option<T>>, Vec<Option<T>>);
+/// How a testbed's switches run and are linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A process per switch, veth links.
+    Processes,
+    /// One process, veth links between its switches.
+    OneProcess,
+    /// One process, memory links (descriptors move).
+    MemoryLinks,
+    /// One process, memory links that copy each frame.
+    MemoryLinksCopy,
+}
+
+impl Mode {
+    /// The suffix of its figures' names.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Mode::Processes => "processes",
+            Mode::OneProcess => "one_process",
+            Mode::MemoryLinks => "memory_links",
+            Mode::MemoryLinksCopy => "memory_links_copy",
+        }
+    }
+
+    /// Its `lcmp-testbed up` arguments.
+    fn args(self) -> Vec<&'static str> {
+        match self {
+            Mode::Processes => vec!["--switch-processes", "per-switch", "--links", "veth"],
+            Mode::OneProcess => vec!["--switch-processes", "one", "--links", "veth"],
+            Mode::MemoryLinks => vec!["--switch-processes", "one", "--links", "memory"],
+            Mode::MemoryLinksCopy => vec![
+                "--switch-processes",
+                "one",
+                "--links",
+                "memory",
+                "--switch-arg=--memory-link-transfer=copy",
+            ],
+        }
+    }
+}
+
+/// The runs of each mode, in the order of the modes given; None for a run
+/// that forwarded nothing.
+pub type Alternating<T> = Vec<Vec<Option<T>>>;
 
 /// Testbed settings.
 pub struct TbSettings {
@@ -228,13 +269,16 @@ fn switch_arg_flags(s: &TbSettings) -> Vec<String> {
         .collect()
 }
 
-/// CPU seconds per forwarded Gbit of the chain (`how`: one | per-switch).
-fn chain_case(bin: &Path, s: &TbSettings, dir: &Path, how: &str) -> Result<Option<f64>> {
+/// CPU seconds per forwarded Gbit of the chain with the switches run as
+/// `mode` says.
+fn chain_case(bin: &Path, s: &TbSettings, dir: &Path, mode: Mode) -> Result<Option<f64>> {
     let topo = chain_topology(dir)?;
     let mut tb = Testbed::new(bin);
     let extra = switch_arg_flags(s);
-    let mut args = vec!["--switch-processes", how, "--switch-arg=--no-emulation"];
-    if how == "one" {
+    let how = mode.suffix();
+    let mut args = mode.args();
+    args.push("--switch-arg=--no-emulation");
+    if mode != Mode::Processes {
         // The load fits one core: one event loop.
         args.push("--switch-arg=--loops=1");
     }
@@ -264,14 +308,20 @@ fn chain_case(bin: &Path, s: &TbSettings, dir: &Path, how: &str) -> Result<Optio
     Ok(Some(round(cpu / gbit, 4)))
 }
 
-/// Chain runs, alternating: (per-switch trials, one-process trials).
-pub fn chain_cases(bin: &Path, s: &TbSettings, dir: &Path) -> Result<Alternating<f64>> {
-    let (mut p, mut o) = (Vec::new(), Vec::new());
+/// Chain runs of each of `modes`, alternating (one of each per round).
+pub fn chain_cases(
+    bin: &Path,
+    s: &TbSettings,
+    dir: &Path,
+    modes: &[Mode],
+) -> Result<Alternating<f64>> {
+    let mut runs = vec![Vec::new(); modes.len()];
     for _ in 0..s.runs {
-        p.push(chain_case(bin, s, dir, "per-switch")?);
-        o.push(chain_case(bin, s, dir, "one")?);
+        for (m, r) in modes.iter().zip(&mut runs) {
+            r.push(chain_case(bin, s, dir, *m)?);
+        }
     }
-    Ok((p, o))
+    Ok(runs)
 }
 
 /// The dense figures of one run, in the order of [`DENSE_KEYS`].
@@ -288,11 +338,12 @@ pub const DENSE_KEYS: [&str; 6] = [
     "cpu_s_per_gbit",
 ];
 
-fn dense_case(bin: &Path, s: &TbSettings, how: &str) -> Result<Option<Dense>> {
+fn dense_case(bin: &Path, s: &TbSettings, mode: Mode) -> Result<Option<Dense>> {
     let topo = lcmp_netlab::repo_root().join("topologies/2dc-3path.toml");
     let mut tb = Testbed::new(bin);
     let extra = switch_arg_flags(s);
-    let mut args = vec!["--switch-processes", how];
+    let how = mode.suffix();
+    let mut args = mode.args();
     args.extend(extra.iter().map(String::as_str));
     tb.up(&topo, &args)?;
     let t = s.dense_duration.to_string();
@@ -330,14 +381,15 @@ fn dense_case(bin: &Path, s: &TbSettings, how: &str) -> Result<Option<Dense>> {
     Ok(Some(r))
 }
 
-/// Dense runs, alternating: (per-switch, one process).
-pub fn dense_cases(bin: &Path, s: &TbSettings) -> Result<Alternating<Dense>> {
-    let (mut p, mut o) = (Vec::new(), Vec::new());
+/// Dense runs of each of `modes`, alternating.
+pub fn dense_cases(bin: &Path, s: &TbSettings, modes: &[Mode]) -> Result<Alternating<Dense>> {
+    let mut runs = vec![Vec::new(); modes.len()];
     for _ in 0..s.runs {
-        p.push(dense_case(bin, s, "per-switch")?);
-        o.push(dense_case(bin, s, "one")?);
+        for (m, r) in modes.iter().zip(&mut runs) {
+            r.push(dense_case(bin, s, *m)?);
+        }
     }
-    Ok((p, o))
+    Ok(runs)
 }
 
 /// CPU use of an idle switch in event mode, percent of one core, over

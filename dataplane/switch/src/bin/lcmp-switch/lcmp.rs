@@ -10,15 +10,18 @@ use lcmp_ebpf::RouteSocket;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{from_topology, Options};
 use lcmp_switch::daemon::{run_many, Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
+use lcmp_switch::frames::FrameShare;
 use lcmp_switch::lcmp_node::LcmpNode;
+use lcmp_switch::linked_io::LinkedIo;
+use lcmp_switch::mem_link::{port_mac, LinkEnd, MemoryLinks};
 use lcmp_switch::switch::Switch;
 use lcmp_switch::xsk::XskIo;
 use lcmp_topology::Topology;
 use tracing::{info, warn};
 
 use super::{
-    check_stats_path, install_signal_handlers, neighbour_macs, open_ports, tune_poll_thread,
-    LcmpArgs, PollMode, STOP,
+    check_stats_path, install_signal_handlers, neighbour_macs, tune_poll_thread, xsk_config,
+    LcmpArgs, LinkKind, PollMode, STOP,
 };
 
 /// Fills in unknown peer MACs from the kernel's IPv4 neighbour table of
@@ -28,7 +31,7 @@ use super::{
 /// the gateway address on the port) resolve it by ARP, which the XDP
 /// program leaves to the kernel. True while some peer is still unknown.
 fn resolve_peers(
-    sw: &mut Switch<XskIo>,
+    sw: &mut Switch<Ports>,
     ifnames: &[String],
     host_v4: &[(usize, std::net::Ipv4Addr)],
     udp: Option<&std::net::UdpSocket>,
@@ -37,9 +40,10 @@ fn resolve_peers(
     if missing.is_empty() {
         return false;
     }
-    let table = sw.io().route().neighbours().unwrap_or_default();
+    let table = sw.io().inner_mut().route().neighbours().unwrap_or_default();
     for port in missing {
-        let ifindex = sw.io().port_ifindex(port);
+        let io = sw.io_ref();
+        let ifindex = io.io_port(port).and_then(|p| io.inner().port_ifindex(p));
         let mac = table
             .iter()
             .filter(|n| n.addr.is_ipv4() && n.is_valid() && Some(n.ifindex) == ifindex)
@@ -74,6 +78,69 @@ struct Plan {
     stats_file: Option<PathBuf>,
     flow_log: Option<PathBuf>,
     control: Option<PathBuf>,
+}
+
+/// A switch's ports: AF_XDP sockets and memory links.
+type Ports = LinkedIo<XskIo>;
+
+/// What a switch is wired to beyond its interfaces: its memory links (by
+/// port, `None` for a port on an interface) and its share of the frame
+/// area the process's switches share (`None`: an area of its own).
+#[derive(Default)]
+struct Wiring {
+    layout: Vec<Option<LinkEnd>>,
+    share: Option<FrameShare>,
+}
+
+/// The memory links between the switches of `plans` (with `--links
+/// memory`), and each switch's wiring: its links and, when it has any, its
+/// share of one frame area for all (a frame crossing a memory link stays
+/// where it is).
+fn wiring(
+    args: &LcmpArgs,
+    topo: &Topology,
+    plans: &[Plan],
+) -> Result<Vec<Wiring>, Box<dyn std::error::Error>> {
+    if args.links == LinkKind::Veth || plans.len() < 2 {
+        return Ok(plans.iter().map(|_| Wiring::default()).collect());
+    }
+    let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+    let ifname = |sw: &str, port: u8| -> String {
+        plans
+            .iter()
+            .find(|p| p.name == sw)
+            .and_then(|p| port_names(topo, p).swap_remove(usize::from(port)))
+            .unwrap_or_else(|| format!("p{port}"))
+    };
+    // Each direction lends as many buffers as an AF_XDP RX ring holds.
+    let depth = args.common.rx_ring_size.next_power_of_two() as usize;
+    let mut links = MemoryLinks::build(topo, &names, depth, &ifname)
+        .map_err(|e| format!("memory links: {e}"))?;
+    let cfg = xsk_config(&args.common);
+    let mut frames = Vec::new();
+    let mut ports = Vec::new();
+    for plan in plans {
+        let sw = topo.switch_by_name(&plan.name).expect("checked by plans");
+        let n = topo.ports(sw.id).len();
+        let memory = links.count(&plan.name, n);
+        frames.push(XskIo::frames_needed(n - memory, &cfg) + depth * memory);
+        ports.push(n);
+    }
+    info!(
+        links = links.len(),
+        frames = frames.iter().sum::<usize>(),
+        "memory links between the switches of this process"
+    );
+    let shares = FrameShare::split_area(&frames)?;
+    Ok(plans
+        .iter()
+        .zip(ports)
+        .zip(shares)
+        .map(|((plan, n), share)| Wiring {
+            layout: links.layout(&plan.name, n),
+            share: Some(share),
+        })
+        .collect())
 }
 
 /// Placeholder for the switch's name in per-switch paths.
@@ -255,19 +322,34 @@ fn options(args: &LcmpArgs) -> Options {
 }
 
 /// A switch opened by [`open_switch`], ready to run on a loop.
-type SwitchDaemon = Daemon<LcmpNode<XskIo>, MonotonicClock>;
+type SwitchDaemon = Daemon<LcmpNode<Ports>, MonotonicClock>;
+
+/// Switch `plan`'s interface names in port order: `--port`'s, else the
+/// topology's; a port without either is `None`.
+fn port_names(topo: &Topology, plan: &Plan) -> Vec<Option<String>> {
+    let Some(sw) = topo.switch_by_name(&plan.name) else {
+        return Vec::new();
+    };
+    topo.ports(sw.id)
+        .iter()
+        .enumerate()
+        .map(|(i, p)| plan.ports.get(i).cloned().or_else(|| p.ifname.clone()))
+        .collect()
+}
 
 /// Opens switch `plan` on the calling thread: inside its namespace for
 /// the duration (netlink and AF_XDP sockets, XDP programs and the UDP
 /// socket that makes the kernel ARP for silent hosts all belong to it), and
 /// back in the thread's own namespace when this returns. Nothing is left
-/// attached on an error.
+/// attached on an error. Memory-link ports have no interface: their
+/// addresses are the link's.
 fn open_switch(
     args: &LcmpArgs,
     topo: &Topology,
     base: &Options,
     plan: &Plan,
     inbox: Inbox,
+    wiring: Wiring,
 ) -> Result<SwitchDaemon, Box<dyn std::error::Error>> {
     let _in_netns = plan
         .netns
@@ -279,12 +361,31 @@ fn open_switch(
     );
     let mut peer_macs = neighbour_macs(&mut route.borrow_mut());
     peer_macs.extend(plan.peer_macs.iter().cloned());
+    let names = port_names(topo, plan);
+    // Memory-link ports by interface name: own and far-end MACs.
+    let mut memory: HashMap<String, ([u8; 6], Option<[u8; 6]>)> = HashMap::new();
+    for (i, end) in wiring.layout.iter().enumerate() {
+        if let (Some(end), Some(Some(name))) = (end, names.get(i)) {
+            memory.insert(
+                name.clone(),
+                (port_mac(&plan.name, i as u8), end.peer_mac()),
+            );
+        }
+    }
+    for (name, (_, peer)) in &memory {
+        if let Some(mac) = peer {
+            peer_macs.insert(name.clone(), *mac);
+        }
+    }
     let opts = Options {
         ifnames: plan.ports.clone(),
         peer_macs,
         ..base.clone()
     };
     let own_mac = |ifname: &str| -> Result<[u8; 6], String> {
+        if let Some((mac, _)) = memory.get(ifname) {
+            return Ok(*mac);
+        }
         let link = route
             .borrow_mut()
             .link_by_name(ifname)
@@ -306,17 +407,42 @@ fn open_switch(
         }
     }
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
-    let io = open_ports(&args.common, &ifnames)?;
-    for p in io.port_info() {
+    let mut layout = wiring.layout;
+    layout.resize_with(ifnames.len(), || None);
+    let xsk_ifnames: Vec<String> = ifnames
+        .iter()
+        .zip(&layout)
+        .filter(|(_, end)| end.is_none())
+        .map(|(n, _)| n.clone())
+        .collect();
+    let cfg = xsk_config(&args.common);
+    let xsk = match wiring.share {
+        Some(share) => XskIo::open_in(&xsk_ifnames, &cfg, share)?,
+        None => XskIo::open(&xsk_ifnames, &cfg)?,
+    };
+    for p in xsk.port_info() {
         info!(switch = %plan.name, port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
     }
     // The ports' own addresses, as the XDP programs read them at attach:
     // the source of the ICMP errors sent out of them (traffic to them is
-    // the kernel's).
-    let addresses: Vec<Vec<std::net::IpAddr>> = io
+    // the kernel's). A memory link has none.
+    let xsk_addresses: Vec<Vec<std::net::IpAddr>> = xsk
         .steering()
         .map(|s| s.local_addresses().to_vec())
         .collect();
+    let io = LinkedIo::new(xsk, layout, args.memory_link_transfer)?;
+    let addresses: Vec<Vec<std::net::IpAddr>> = (0..ifnames.len())
+        .map(|i| {
+            io.io_port(i)
+                .and_then(|j| xsk_addresses.get(j).cloned())
+                .unwrap_or_default()
+        })
+        .collect();
+    for (i, name) in ifnames.iter().enumerate() {
+        if let Some(end) = io.link(i) {
+            info!(switch = %plan.name, port = %name, peer = %end.peer_name(), transfer = %args.memory_link_transfer.name(), "memory link ready");
+        }
+    }
     let mut sw = Switch::new(config, io)?;
     for (i, a) in addresses.iter().enumerate() {
         sw.set_port_addresses(i, a);
@@ -399,7 +525,7 @@ fn run_loop(
     args: &LcmpArgs,
     topo: &Topology,
     base: &Options,
-    group: Vec<(Plan, Inbox)>,
+    group: Vec<(Plan, Inbox, Wiring)>,
     ready: std::sync::mpsc::Sender<Result<(), String>>,
     go: &std::sync::Barrier,
     all_ok: &AtomicBool,
@@ -407,8 +533,8 @@ fn run_loop(
     let mut daemons = Vec::new();
     let mut plans = Vec::new();
     let mut failed = None;
-    for (plan, inbox) in group {
-        match open_switch(args, topo, base, &plan, inbox) {
+    for (plan, inbox, wiring) in group {
+        match open_switch(args, topo, base, &plan, inbox, wiring) {
             Ok(d) => {
                 daemons.push(d);
                 plans.push(plan);
@@ -531,9 +657,10 @@ pub(super) fn run(args: LcmpArgs, topo: Topology) -> Result<(), Box<dyn std::err
     }
     // Switch i runs on loop i % loops; loop 0 is this thread, so a signal
     // (blocked on the others) wakes a loop at once.
-    let mut groups: Vec<Vec<(Plan, Inbox)>> = (0..loops).map(|_| Vec::new()).collect();
-    for (i, (plan, inbox)) in plans.iter().cloned().zip(inboxes).enumerate() {
-        groups[i % loops].push((plan, inbox));
+    let wirings = wiring(&args, &topo, &plans).inspect_err(|_| remove_sockets())?;
+    let mut groups: Vec<Vec<(Plan, Inbox, Wiring)>> = (0..loops).map(|_| Vec::new()).collect();
+    for (i, ((plan, inbox), w)) in plans.iter().cloned().zip(inboxes).zip(wirings).enumerate() {
+        groups[i % loops].push((plan, inbox, w));
     }
     install_signal_handlers();
     let go = std::sync::Barrier::new(loops + 1);

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use lcmp_ebpf::{RouteSocket, XdpMode};
 use lcmp_policy::PolicyName;
 use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime, EcnMarkAt};
+use lcmp_switch::mem_link::Transfer;
 use lcmp_switch::xsk::{XskConfig, XskIo};
 use lcmp_topology::network::Network;
 use lcmp_topology::tables::PathMetric;
@@ -143,6 +144,15 @@ struct Common {
     no_control: bool,
 }
 
+/// What a link between two switches of the process is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LinkKind {
+    /// A veth pair: each end an AF_XDP port.
+    Veth,
+    /// In memory (`lcmp_switch::mem_link`).
+    Memory,
+}
+
 /// `lcmp-switch lcmp`: the LCMP switches of a DCI topology.
 #[derive(Args, Debug)]
 struct LcmpArgs {
@@ -178,6 +188,20 @@ struct LcmpArgs {
     /// switch.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     loops: u16,
+    /// How links between two switches of this process are made: `veth`
+    /// (each end's interface, as given with --port) or `memory` (frames
+    /// cross in memory, no interface: each direction keeps its emulation
+    /// in the sending port, and the kernel's copy-mode transmit, the veth
+    /// and the peer's XDP program are skipped). Links to a host or to a
+    /// switch elsewhere stay on their interfaces. A memory link's carrier
+    /// is set with `lcmp-ctl carrier`, its frames seen with `lcmp-ctl
+    /// capture`.
+    #[arg(long, value_enum, default_value_t = LinkKind::Veth)]
+    links: LinkKind,
+    /// How a frame crosses a memory link: `descriptor` (it moves, no copy)
+    /// or `copy` (into a buffer of the receiving switch; for measuring).
+    #[arg(long, value_enum, default_value_t = Transfer::Descriptor)]
+    memory_link_transfer: Transfer,
     /// Path-selection policy.
     #[arg(long, value_enum, default_value_t = PolicyName::Lcmp)]
     policy: PolicyName,
@@ -407,21 +431,23 @@ fn neighbour_macs(route: &mut RouteSocket) -> HashMap<String, [u8; 6]> {
     out
 }
 
+/// The AF_XDP settings of the command line.
+fn xsk_config(args: &Common) -> XskConfig {
+    XskConfig {
+        frames: args.frames,
+        ring_size: args.ring_size,
+        rx_ring_size: args.rx_ring_size,
+        xdp_mode: match args.xdp_mode {
+            Mode::Auto => XdpMode::Auto,
+            Mode::Native => XdpMode::Native,
+            Mode::Generic => XdpMode::Generic,
+        },
+    }
+}
+
 /// The ports' AF_XDP sockets and XDP programs.
 fn open_ports(args: &Common, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
-    Ok(XskIo::open(
-        ifnames,
-        &XskConfig {
-            frames: args.frames,
-            ring_size: args.ring_size,
-            rx_ring_size: args.rx_ring_size,
-            xdp_mode: match args.xdp_mode {
-                Mode::Auto => XdpMode::Auto,
-                Mode::Native => XdpMode::Native,
-                Mode::Generic => XdpMode::Generic,
-            },
-        },
-    )?)
+    Ok(XskIo::open(ifnames, &xsk_config(args))?)
 }
 
 /// Fails now, naming the file, if the stats file cannot be written.
