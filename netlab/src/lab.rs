@@ -169,7 +169,8 @@ impl HostNode {
 }
 
 /// How the links between two switches are made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SwitchLinks {
     /// A veth pair, an end in each switch's namespace.
     #[default]
@@ -177,6 +178,25 @@ pub enum SwitchLinks {
     /// Not at all: the switches, run in one process, join them in memory
     /// (`lcmp-switch lcmp --links memory`). Host links stay veths.
     Memory,
+}
+
+impl SwitchLinks {
+    /// The name on command lines and in files (`veth`, `memory`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchLinks::Veth => "veth",
+            SwitchLinks::Memory => "memory",
+        }
+    }
+
+    /// From [`SwitchLinks::name`]; the error names both.
+    pub fn from_name(s: &str) -> std::result::Result<SwitchLinks, String> {
+        match s {
+            "veth" => Ok(SwitchLinks::Veth),
+            "memory" => Ok(SwitchLinks::Memory),
+            other => Err(format!("links {other:?}: expected \"memory\" or \"veth\"")),
+        }
+    }
 }
 
 /// Namespaces and veths built from a [`Topology`]; everything is deleted

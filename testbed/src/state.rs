@@ -137,6 +137,10 @@ pub struct State {
     /// The agent, if one was started.
     #[serde(default)]
     pub agent: Option<AgentProc>,
+    /// How its switch-to-switch links are made (`veth` in state files
+    /// older than memory links).
+    #[serde(default)]
+    pub links: lcmp_netlab::SwitchLinks,
     /// False until `up` has finished (reachability checked).
     pub complete: bool,
 }

@@ -36,6 +36,9 @@ pub struct PortStatus {
     pub rx_rocev2_frames: Option<u64>,
     /// Link up (from the switch's stats), if known.
     pub up: Option<bool>,
+    /// What the port is (from the switch's stats), if known: `af_xdp` (an
+    /// AF_XDP socket on a veth) or `memory` (a memory link).
+    pub kind: Option<String>,
 }
 
 /// One switch.
@@ -95,6 +98,8 @@ pub struct Status {
     pub alpha: u32,
     /// LCMP beta.
     pub beta: u32,
+    /// How the links between switches are made: `memory` or `veth`.
+    pub links: String,
     /// Switches.
     pub switches: Vec<SwitchStatus>,
     /// Hosts.
@@ -154,19 +159,21 @@ pub fn status(name: &str) -> Result<Status> {
             .and_then(|p| std::fs::read_to_string(&p.stats).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .filter(|_| stats.is_none());
-        let port_stats = |ifname: &str| -> Option<(u64, bool, Option<u64>)> {
+        type Seen = (u64, bool, Option<u64>, Option<String>);
+        let port_stats = |ifname: &str| -> Option<Seen> {
             if let Some(r) = &rotor {
                 return r
                     .ports
                     .iter()
                     .find(|p| p.name == ifname)
-                    .map(|p| (p.tx_frames, p.link_up, None));
+                    .map(|p| (p.tx_frames, p.link_up, None, None));
             }
             stats.as_ref().and_then(|s| s.port(ifname)).map(|p| {
                 (
                     p.counter("tx_frames"),
                     p.up,
                     Some(p.counter("rx_rocev2_frames")),
+                    (!p.kind.is_empty()).then(|| p.kind.clone()),
                 )
             })
         };
@@ -182,9 +189,10 @@ pub fn status(name: &str) -> Result<Status> {
                     rate_bps: p.rate_bps,
                     delay_us: p.delay_ns / 1000,
                     buffer_bytes: p.buffer_bytes,
-                    tx_frames: ps.map(|p| p.0),
-                    rx_rocev2_frames: ps.and_then(|p| p.2),
-                    up: ps.map(|p| p.1),
+                    tx_frames: ps.as_ref().map(|p| p.0),
+                    rx_rocev2_frames: ps.as_ref().and_then(|p| p.2),
+                    up: ps.as_ref().map(|p| p.1),
+                    kind: ps.and_then(|p| p.3),
                     ifname,
                 }
             })
@@ -235,6 +243,7 @@ pub fn status(name: &str) -> Result<Status> {
         policy: st.switches.policy.clone(),
         alpha: st.switches.alpha,
         beta: st.switches.beta,
+        links: st.links.name().to_string(),
         switches,
         hosts,
         agent: st.agent.as_ref().map(|a| AgentStatus {
@@ -261,8 +270,8 @@ pub fn render(s: &Status) -> String {
     } else {
         let _ = writeln!(
             out,
-            "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {})",
-            s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta
+            "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {}), {} links between switches",
+            s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta, s.links
         );
     }
     match &s.agent {
@@ -301,9 +310,14 @@ pub fn render(s: &Status) -> String {
         for p in &sw.ports {
             let _ = writeln!(
                 out,
-                "  port {:<2} {:<6} -> {:<12} {:>14} {:>10} us  buffer {:>10} B  {}  tx {}{}",
+                "  port {:<2} {:<6} {:<6} -> {:<12} {:>14} {:>10} us  buffer {:>10} B  {}  tx {}{}",
                 p.index,
                 p.ifname,
+                match p.kind.as_deref() {
+                    Some("memory") => "memory",
+                    Some("af_xdp") => "veth",
+                    _ => "",
+                },
                 p.peer,
                 human_rate(p.rate_bps),
                 p.delay_us,

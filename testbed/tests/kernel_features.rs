@@ -539,16 +539,12 @@ fn softroce_perftest_crosses_the_switches_and_survives_a_link_failure() {
         .max_by_key(|p| placed.iter().filter(|d| d.1 == *p).count())
         .unwrap();
     let moved_qps = placed.iter().filter(|d| d.1 == busiest).count();
-    let s1 = tb.switch("s1");
-    let ifname = &s1.ports[usize::from(busiest)].ifname;
-    s1.netns
-        .ip(&["link", "set", ifname, "down"])
-        .expect("link down");
+    // s1's ports 0..2 lead to p1..p3 (2dc-3path.toml).
+    let link = format!("s1-p{}", busiest + 1);
+    ok(&["link", "--name", &name, &link, "down"]);
     let client_done = client.wait_timeout(Duration::from_secs(240));
     let server_done = server.wait_timeout(Duration::from_secs(30));
-    s1.netns
-        .ip(&["link", "set", ifname, "up"])
-        .expect("link up");
+    ok(&["link", "--name", &name, &link, "up"]);
     assert!(
         client_done.is_some_and(|s| s.success()),
         "ib_write_bw did not complete after the link failure ({client_done:?}):\n{}\nserver ({server_done:?}):\n{}",

@@ -1,9 +1,9 @@
 //! The 2dc-3path testbed with all five switches in one `lcmp-switch`
-//! process (`up --switch-processes one`): hosts reach each other over
-//! IPv4 and IPv6 and move a TCP stream, every switch keeps its own stats
-//! file and control socket, SIGTERM stops every switch and detaches all
-//! their XDP programs, and `down` leaves nothing behind, also after
-//! `kill -9` of the process.
+//! process (`up --switch-processes one`), its switch links in memory (the
+//! default) or veths: hosts reach each other over IPv4 and IPv6 and move a
+//! TCP stream, every switch keeps its own stats file and control socket,
+//! SIGTERM stops every switch and detaches all their XDP programs, and
+//! `down` leaves nothing behind, also after `kill -9` of the process.
 
 use std::path::Path;
 use std::process::Command;
@@ -77,18 +77,62 @@ fn ctl_status(name: &str) -> Vec<Value> {
 }
 
 #[test]
-fn two_dc_testbed_in_one_process_forwards_reports_per_switch_and_tears_down() {
+fn two_dc_testbed_in_one_process_with_memory_links() {
     require_root!();
     let _s = serial();
+    one_process_testbed(&[], "memory");
+}
+
+#[test]
+fn two_dc_testbed_in_one_process_with_veth_links() {
+    require_root!();
+    let _s = serial();
+    one_process_testbed(&["--links", "veth"], "veth");
+}
+
+/// Up with `links_args` (links of kind `links`), forwarding, reports,
+/// SIGTERM, down, and again with kill -9.
+fn one_process_testbed(links_args: &[&str], links: &str) {
     let xdp_before = our_xdp_programs();
     let name = unique_name("one");
     let _down = Down(name.clone());
-    up_2dc(&name, &["--switch-processes", "one"]);
+    let mut args = vec!["--switch-processes", "one"];
+    args.extend_from_slice(links_args);
+    up_2dc(&name, &args);
     let pid = shared_pid(&name);
-    // One process with the XDP programs of all 5 switches (10 ports).
-    assert!(our_xdp_programs() >= xdp_before + 10);
     let s = status_json(&name);
     assert_eq!(s["health"], "ok", "{s:#}");
+    assert_eq!(s["links"], links, "{s:#}");
+    // Every port of the 5 switches is an AF_XDP socket with its XDP
+    // program, or, with memory links, only the 2 host ports are: the 6
+    // links between switches are in memory (12 ports).
+    let kinds: Vec<(String, String)> = s["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|sw| sw["ports"].as_array().unwrap().iter())
+        .map(|p| {
+            (
+                p["peer"].as_str().unwrap().to_string(),
+                p["kind"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let (host_ports, switch_ports): (Vec<_>, Vec<_>) =
+        kinds.iter().partition(|(peer, _)| peer.starts_with("host"));
+    assert_eq!((host_ports.len(), switch_ports.len()), (2, 12));
+    assert!(host_ports.iter().all(|(_, k)| k == "af_xdp"), "{kinds:?}");
+    let switch_kind = if links == "memory" {
+        "memory"
+    } else {
+        "af_xdp"
+    };
+    assert!(
+        switch_ports.iter().all(|(_, k)| k == switch_kind),
+        "{kinds:?}"
+    );
+    let programs = if links == "memory" { 2 } else { 14 };
+    assert!(our_xdp_programs() >= xdp_before + programs);
 
     // Forwarding across s1, a path switch and s2, both families, and a TCP
     // stream (iperf3, 1 s).
@@ -186,7 +230,9 @@ fn two_dc_testbed_in_one_process_forwards_reports_per_switch_and_tears_down() {
     // kill -9 of the one process, then `down`: nothing left.
     let name = unique_name("one");
     let _down = Down(name.clone());
-    up_2dc(&name, &["--switch-processes", "one", "--no-agent"]);
+    let mut args = vec!["--switch-processes", "one", "--no-agent"];
+    args.extend_from_slice(links_args);
+    up_2dc(&name, &args);
     let pid = shared_pid(&name);
     // SAFETY: as above.
     unsafe {

@@ -4,6 +4,7 @@
 //! alone.
 
 mod agent;
+mod link;
 mod process;
 mod reach;
 mod switches;
@@ -16,7 +17,9 @@ use lcmp_netlab::{Lab, Netns, SwitchLinks};
 use lcmp_topology::network::Network;
 use lcmp_topology::{HostTemplate, Topology};
 
+pub use crate::experiment::config::find_link;
 pub use agent::{agent_running, start_agent, stop_agent};
+pub use link::{set_carrier, set_port_carrier};
 pub use process::{find_program, is_program, parallel, tail};
 pub use reach::{check_reachability, longest_route_rtt};
 pub use switches::{
@@ -58,6 +61,9 @@ pub struct UpOptions {
     pub initcwnd: Option<u32>,
     /// Start the agent (`None`: no agent).
     pub agent: Option<AgentOptions>,
+    /// How links between switches are made (`None`: in memory when one
+    /// process runs the switches, else veths; see [`links_for`]).
+    pub links: Option<SwitchLinks>,
     /// One process for all switches, or one each.
     pub switch_processes: SwitchProcesses,
 }
@@ -210,9 +216,30 @@ pub fn dilate_switch_args(args: &mut Vec<String>, time_scale: f64) {
 /// `--sample-interval-us`), microseconds.
 const SAMPLE_INTERVAL_US: u64 = 100;
 
+/// `--links`: `memory` or `veth`.
+pub fn parse_links(s: &str) -> std::result::Result<SwitchLinks, String> {
+    SwitchLinks::from_name(s)
+}
+
+/// How the links between switches are made when the switches run as
+/// `how` and `links` was asked for: in memory by default where one process
+/// runs them all (a frame then costs a fraction of the CPU of a veth hop),
+/// veths otherwise; memory links between processes are refused.
+pub fn links_for(how: SwitchProcesses, links: Option<SwitchLinks>) -> Result<SwitchLinks> {
+    match (how, links) {
+        (SwitchProcesses::PerSwitch, Some(SwitchLinks::Memory)) => Err(Error::new(
+            "--links memory joins switches of one process: it needs --switch-processes one",
+        )),
+        (_, Some(l)) => Ok(l),
+        (SwitchProcesses::One, None) => Ok(SwitchLinks::Memory),
+        (SwitchProcesses::PerSwitch, None) => Ok(SwitchLinks::Veth),
+    }
+}
+
 /// Brings testbed `opts.name` up and returns its state. On any failure
 /// everything made so far is removed again.
 pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
+    let links = links_for(opts.switch_processes, opts.links)?;
     check_free(&opts.name)?;
     if let Some(cc) = &opts.cc {
         check_congestion_control(cc)?;
@@ -226,7 +253,7 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
         opts.time_scale,
     )?;
     let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
-    match up_inner(opts, &topo, &switch_bin, progress) {
+    match up_inner(opts, &topo, &switch_bin, links, progress) {
         Ok(st) => Ok(st),
         Err(e) => {
             let _ = down(&opts.name);
@@ -239,6 +266,7 @@ fn up_inner(
     opts: &UpOptions,
     topo: &Topology,
     switch_bin: &Path,
+    links: SwitchLinks,
     progress: &dyn Fn(&str),
 ) -> Result<State> {
     let dir = state::dir(&opts.name);
@@ -272,6 +300,7 @@ fn up_inner(
         namespaces,
         procs: Vec::new(),
         agent: None,
+        links,
         complete: false,
     };
     // Written before anything exists, so that `down` finds it all after a
@@ -279,14 +308,17 @@ fn up_inner(
     st.save()?;
 
     progress(&format!(
-        "creating {} switch and {} host namespaces",
+        "creating {} switch and {} host namespaces ({} links between switches)",
         topo.switches().len(),
-        topo.hosts().len()
+        topo.hosts().len(),
+        links.name()
     ));
     let name = opts.name.clone();
-    let mut tb = Lab::build(topo, &mut |node| {
-        Netns::create(&state::netns_name(&name, node))
-    })?;
+    let mut tb = Lab::build_with(
+        topo,
+        &mut |node| Netns::create(&state::netns_name(&name, node)),
+        links,
+    )?;
     tune_hosts(&tb, opts.cc.as_deref(), opts.initcwnd)?;
     progress(&format!(
         "starting {} switches (policy {})",
@@ -449,11 +481,7 @@ pub fn testbed_topology(file: &Path) -> Result<Topology> {
 pub fn attach(st: &State) -> Result<(Topology, Lab)> {
     let topo = testbed_topology(&st.topology_file)?;
     let name = st.name.clone();
-    let tb = Lab::attach(
-        &topo,
-        &|node| state::netns_name(&name, node),
-        SwitchLinks::Veth,
-    )?;
+    let tb = Lab::attach(&topo, &|node| state::netns_name(&name, node), st.links)?;
     Ok((topo, tb))
 }
 

@@ -42,10 +42,14 @@ pub fn start_switches_as(
     ];
     extra.extend(s.extra_args.iter().cloned());
     let topology = st.topology_file.clone();
+    // Checked at `up`; a testbed built without veths between its switches
+    // can only run them in one process.
+    super::links_for(how, Some(st.links))?;
     if how == SwitchProcesses::One {
         let dir = state::dir(&st.name);
         let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
         extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
+        extra.extend(["--links".into(), st.links.name().into()]);
         // A loop per core unless `--switch-arg=--loops=N` says otherwise: a
         // single loop is a single core, which the 8-DC experiments
         // saturate.

@@ -1,5 +1,5 @@
-//! The commands on testbeds that are up: `status`, `exec`, `down`, `list`
-//! and `agent`.
+//! The commands on testbeds that are up: `status`, `exec`, `link`,
+//! `down`, `list` and `agent`.
 
 use std::process::ExitCode;
 
@@ -33,6 +33,19 @@ pub struct ExecArgs {
     /// The command and its arguments (after `--`).
     #[arg(last = true, required = true)]
     cmd: Vec<String>,
+}
+
+/// `lcmp-testbed link`.
+#[derive(Args, Debug)]
+pub struct LinkArgs {
+    /// Testbed name.
+    #[arg(long)]
+    name: String,
+    /// The link between two switches: SWITCH-SWITCH (either order).
+    link: String,
+    /// Its new carrier state.
+    #[arg(value_name = "STATE", value_parser = ["up", "down"])]
+    state: String,
 }
 
 /// `lcmp-testbed down`.
@@ -106,6 +119,16 @@ pub fn cmd_exec(a: ExecArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(
         status.code().unwrap_or(1).clamp(0, 255) as u8
     ))
+}
+
+/// `lcmp-testbed link`: fails or restores a link (veth or memory).
+pub fn cmd_link(a: LinkArgs) -> Result<ExitCode> {
+    bed::require_root()?;
+    let st = State::load(&a.name)?;
+    let (topo, tb) = bed::attach(&st)?;
+    let link = bed::find_link(&topo, &a.link)?;
+    say(&bed::set_carrier(&st.name, &tb, link.id, a.state == "up")?);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `lcmp-testbed down`.

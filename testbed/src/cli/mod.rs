@@ -17,9 +17,10 @@ use lcmp_testbed::{experiment, rotor, Result};
     about = "Multi-DC DCI testbeds in network namespaces, and FCT experiments on them",
     long_about = "Multi-DC DCI testbeds in network namespaces, and FCT experiments on them.\n\n\
     `up` builds a testbed from a topology file: one network namespace per switch and per host \
-    (named lcmptb-<testbed>-<node>), one veth pair per link, and one lcmp-switch daemon per \
-    switch in event mode, emulating each link's rate (divided by --scale) and real one-way \
-    delay. It returns once every host reaches every other. The testbed stays up until `down`; \
+    (named lcmptb-<testbed>-<node>), a veth pair per host link, and the switches in event mode \
+    in one lcmp-switch process with the links between them in memory (--switch-processes and \
+    --links choose a process per switch and veth pairs instead), each link's rate (divided by \
+    --scale) and real one-way delay emulated by the switches. It returns once every host reaches every other. The testbed stays up until `down`; \
     its state lives in /run/lcmp-testbed/<name>/ (switch logs and stats files too). \
     `experiment` runs workloads through a testbed and compares path-selection policies by \
     flow completion time. Needs root."
@@ -38,6 +39,10 @@ enum Cmd {
     /// Run a command in a host's (or switch's) namespace, e.g.
     /// `lcmp-testbed exec --name tb dc1h1 -- ping 10.8.0.2`.
     Exec(manage::ExecArgs),
+    /// Fail or restore a link between two switches, as pulling or plugging
+    /// its cable would: both ends see it down (a veth's carrier, or a
+    /// memory link's), e.g. `lcmp-testbed link --name tb p1-s2 down`.
+    Link(manage::LinkArgs),
     /// Remove a testbed: its switches, namespaces, veths and XDP programs.
     /// Works after `kill -9` of the tool or of a switch.
     Down(manage::DownArgs),
@@ -84,6 +89,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Cmd::Up(a) => up::cmd_up(a),
         Cmd::Status(a) => manage::cmd_status(a),
         Cmd::Exec(a) => manage::cmd_exec(a),
+        Cmd::Link(a) => manage::cmd_link(a),
         Cmd::Down(a) => manage::cmd_down(a),
         Cmd::List => manage::cmd_list(),
         Cmd::Agent(a) => manage::cmd_agent(a),

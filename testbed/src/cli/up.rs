@@ -40,6 +40,14 @@ pub struct UpArgs {
     /// Rotor networks always run a process per switch.
     #[arg(long, value_name = "HOW", value_enum, default_value = "one")]
     switch_processes: bed::SwitchProcesses,
+    /// How links between switches are made: `memory` (the default with one
+    /// process: frames cross from switch to switch in memory, each
+    /// direction still emulated by its sending port, at a fraction of a
+    /// veth hop's CPU; `lcmp-ctl carrier` fails one, `lcmp-ctl capture`
+    /// shows its frames) or `veth` (a veth pair each, the only kind with a
+    /// process per switch). Host links are always veths.
+    #[arg(long, value_name = "KIND", value_parser = bed::parse_links)]
+    links: Option<lcmp_netlab::SwitchLinks>,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
     /// any free port; the default port, when taken, falls back to a free
     /// one). `lcmp-testbed status` shows the address.
@@ -101,6 +109,7 @@ pub fn cmd_up(a: UpArgs) -> Result<ExitCode> {
             metrics_listen: (!a.no_metrics).then_some(a.metrics_listen),
         }),
         switch_processes: a.switch_processes,
+        links: a.links,
     };
     let st = bed::up(&opts, &say)?;
     if a.rdma {

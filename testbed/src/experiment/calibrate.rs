@@ -381,34 +381,29 @@ pub fn min_delay_path(paths: &[PathCal]) -> Option<usize> {
     })
 }
 
-/// Sets a switch port up or down.
-fn set_port(tb: &Lab, e: Egress, up: bool) -> Result<()> {
-    let node = &tb.switches[e.switch.0];
-    node.netns.ip(&[
-        "link",
-        "set",
-        "dev",
-        &node.port(e.port).ifname,
-        if up { "up" } else { "down" },
-    ])?;
-    Ok(())
+/// Sets the link behind a switch port up or down (its carrier, veth or
+/// memory link).
+fn set_port(testbed: &str, tb: &Lab, e: Egress, up: bool) -> Result<()> {
+    crate::bed::set_port_carrier(testbed, tb, e.switch, e.port, up).map(|_| ())
 }
 
 /// Ports taken down for a pin, set up again by [`Pinned::restore`] or, on
 /// an error's way out, when dropped.
 struct Pinned<'a> {
+    testbed: &'a str,
     tb: &'a Lab,
     down: Vec<Egress>,
 }
 
 impl<'a> Pinned<'a> {
-    fn take(tb: &'a Lab, pins: &[Egress]) -> Result<Pinned<'a>> {
+    fn take(testbed: &'a str, tb: &'a Lab, pins: &[Egress]) -> Result<Pinned<'a>> {
         let mut p = Pinned {
+            testbed,
             tb,
             down: Vec::new(),
         };
         for &e in pins {
-            set_port(tb, e, false)?;
+            set_port(testbed, tb, e, false)?;
             p.down.push(e);
         }
         Ok(p)
@@ -419,7 +414,7 @@ impl<'a> Pinned<'a> {
     fn restore(&mut self) -> Result<()> {
         let mut first = None;
         for e in std::mem::take(&mut self.down) {
-            if let Err(err) = set_port(self.tb, e, true) {
+            if let Err(err) = set_port(self.testbed, self.tb, e, true) {
                 first.get_or_insert(err);
             }
         }
@@ -659,7 +654,7 @@ pub fn calibrate(
     for (i, path) in paths.iter_mut().enumerate() {
         let on_path: Vec<SwitchId> = path.hops.iter().map(|h| h.switch).chain([to]).collect();
         let down: Vec<LinkId> = pins[i].iter().map(|e| e.link).collect();
-        let mut pinned = Pinned::take(tb, &pins[i])?;
+        let mut pinned = Pinned::take(testbed, tb, &pins[i])?;
         let result = wait_for_tables(
             testbed,
             topo,

@@ -260,6 +260,11 @@ pub struct ExperimentConfig {
     /// the default) or `per-switch` (a process each).
     #[serde(default)]
     pub switch_processes: Option<String>,
+    /// How links between switches are made: `memory` (the default with
+    /// one process) or `veth` (the default, and the only kind, with a
+    /// process per switch).
+    #[serde(default)]
+    pub links: Option<String>,
     /// In-flight flow bound per sender.
     #[serde(default)]
     pub max_concurrent: Option<u32>,
@@ -411,6 +416,10 @@ pub struct ExperimentArgs {
     /// core; `per-switch`: a process per switch. Overrides the file.
     #[arg(long, value_name = "HOW", value_enum)]
     pub switch_processes: Option<crate::bed::SwitchProcesses>,
+    /// How links between switches are made: `memory` (default with one
+    /// process: frames cross in memory) or `veth`. Overrides the file.
+    #[arg(long, value_name = "KIND", value_parser = crate::bed::parse_links)]
+    pub links: Option<lcmp_netlab::SwitchLinks>,
 }
 
 impl ExperimentArgs {
@@ -437,6 +446,9 @@ impl ExperimentArgs {
             }
             if let Some(how) = self.switch_processes {
                 c.switch_processes = Some(how.name().to_string());
+            }
+            if let Some(links) = self.links {
+                c.links = Some(links.name().to_string());
             }
             return Ok(c);
         }
@@ -469,6 +481,7 @@ impl ExperimentArgs {
             initcwnd: self.topo.initcwnd,
             switch_args: self.switch_args.clone(),
             switch_processes: self.switch_processes.map(|h| h.name().to_string()),
+            links: self.links.map(|l| l.name().to_string()),
             max_concurrent: None,
             failure: None,
             transport: self.transport,
@@ -503,6 +516,28 @@ pub fn check_policy(name: &str) -> Result<()> {
 }
 
 impl ExperimentConfig {
+    /// How the switches run (`switch_processes`, checked).
+    pub fn processes(&self) -> Result<crate::bed::SwitchProcesses> {
+        match self.switch_processes.as_deref() {
+            None => Ok(crate::bed::SwitchProcesses::default()),
+            Some(how) => crate::bed::SwitchProcesses::from_name(how).ok_or_else(|| {
+                Error::new(format!(
+                    "switch_processes = \"{how}\": expected \"one\" or \"per-switch\""
+                ))
+            }),
+        }
+    }
+
+    /// How links between switches are made, if the file says (`links`,
+    /// checked).
+    pub fn links(&self) -> Result<Option<lcmp_netlab::SwitchLinks>> {
+        self.links
+            .as_deref()
+            .map(lcmp_netlab::SwitchLinks::from_name)
+            .transpose()
+            .map_err(Error::new)
+    }
+
     /// The warm-up, seconds (none by default for a trace: every flow of it
     /// counts, as in the simulator's output).
     pub fn warmup(&self) -> f64 {
@@ -539,6 +574,7 @@ impl ExperimentConfig {
     /// the topology with hosts. Returns the effective topology.
     pub fn validate(&self) -> Result<Topology> {
         crate::state::validate_name(&self.name)?;
+        crate::bed::links_for(self.processes()?, self.links()?)?;
         check_scale(self.scale)?;
         check_time_scale(self.time_scale())?;
         if self.trace.is_some() {
@@ -798,6 +834,17 @@ mod tests {
             "nonexistent",
         );
         bad(&|c| c.warmup_s = Some(10.0), "shorter than the duration");
+        bad(
+            &|c| c.links = Some("fibre".into()),
+            "links \"fibre\": expected",
+        );
+        bad(
+            &|c| {
+                c.switch_processes = Some("per-switch".into());
+                c.links = Some("memory".into());
+            },
+            "needs --switch-processes one",
+        );
         bad(
             &|c| {
                 c.failure = Some(Failure {

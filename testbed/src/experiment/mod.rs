@@ -242,7 +242,7 @@ impl<'a> FctExperiment<'a> {
         &self,
         policy: &str,
         seed: u64,
-        failure: Option<(usize, u8, f64)>,
+        failure: Option<(lcmp_topology::LinkId, f64)>,
     ) -> run::RunSpec {
         let cfg = self.cfg;
         run::RunSpec {
@@ -306,14 +306,8 @@ impl framework::Experiment for FctExperiment<'_> {
             // The agent propagates link failures (the failure experiment
             // needs it); metrics are off, and its polling is light.
             agent: Some(AgentOptions::default()),
-            switch_processes: match cfg.switch_processes.as_deref() {
-                None => bed::SwitchProcesses::default(),
-                Some(how) => bed::SwitchProcesses::from_name(how).ok_or_else(|| {
-                    Error::new(format!(
-                        "switch_processes = \"{how}\": expected \"one\" or \"per-switch\""
-                    ))
-                })?,
-            },
+            switch_processes: cfg.processes()?,
+            links: cfg.links()?,
         };
         bed::up(&up, say)
     }
@@ -356,7 +350,7 @@ impl framework::Experiment for FctExperiment<'_> {
         let failure = match &cfg.failure {
             Some(f) => {
                 let l = config::find_link(topo, &f.link)?;
-                Some((l.a.0, l.a_port, f.at_s))
+                Some((l.id, f.at_s))
             }
             None => None,
         };

@@ -377,8 +377,8 @@ pub struct RunSpec {
     pub max_concurrent: Option<u32>,
     /// Congestion control of the flows.
     pub cc: Option<String>,
-    /// Link to take down mid-run: (switch index, port index, at seconds).
-    pub failure: Option<(usize, u8, f64)>,
+    /// Link to take down mid-run, and when (seconds).
+    pub failure: Option<(lcmp_topology::LinkId, f64)>,
     /// How flows are carried.
     pub transport: Transport,
     /// Flow sizes are divided by this.
@@ -478,11 +478,9 @@ pub fn run_one(
         std::thread::sleep(Duration::from_millis(250));
         let elapsed = start.at.elapsed().as_secs_f64();
         tick(elapsed, total_progress(&clients));
-        if let Some((sw, port, at)) = spec.failure {
+        if let Some((link, at)) = spec.failure {
             if failure_at.is_none() && elapsed >= at {
-                let node = &env.tb.switches[sw];
-                node.netns
-                    .ip(&["link", "set", "dev", &node.port(port).ifname, "down"])?;
+                crate::bed::set_carrier(&env.state.name, env.tb, link, false)?;
                 failure_at = Some(elapsed);
             }
         }
@@ -533,10 +531,8 @@ pub fn run_one(
             SETTLED_CPU * 100.0
         ));
     }
-    if let Some((sw, port, _)) = spec.failure {
-        let node = &env.tb.switches[sw];
-        node.netns
-            .ip(&["link", "set", "dev", &node.port(port).ifname, "up"])?;
+    if let Some((link, _)) = spec.failure {
+        crate::bed::set_carrier(&env.state.name, env.tb, link, true)?;
     }
     for port in 0..switch_ports[src.0].1.len() as u8 {
         if let Some(bytes) = tx_delta(&start.tx, &end.tx, src, port) {

@@ -258,6 +258,7 @@ fn up_inner(opts: &RotorUpOptions, switch_bin: &Path, progress: &dyn Fn(&str)) -
             .collect(),
         procs: Vec::new(),
         agent: None,
+        links: lcmp_netlab::SwitchLinks::Veth,
         complete: false,
     };
     // Written before anything exists, so that `down` finds it all after a

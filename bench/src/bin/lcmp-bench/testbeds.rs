@@ -293,14 +293,19 @@ fn chain_case(bin: &Path, s: &TbSettings, dir: &Path, mode: Mode) -> Result<Opti
     tb.down();
     let gbit = (after.tx_bytes.saturating_sub(before.tx_bytes)) as f64 * 8.0 / 1e9;
     // Under a megabit: the transfer did not run (e.g. a starved client).
-    if gbit < 1e-3 {
-        log(&format!("WARNING: 5-hop chain, {how}: nothing forwarded"));
-        return Ok(None);
-    }
-    let cpu = cpu_end - before.cpu_s;
     let goodput = iperf["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .unwrap_or(0.0);
+    if gbit < 1e-3 {
+        log(&format!(
+            "WARNING: 5-hop chain, {how}: nothing forwarded (switch tx bytes {} before, {} after; iperf3 goodput {:.0} Mbit/s)",
+            before.tx_bytes,
+            after.tx_bytes,
+            goodput / 1e6
+        ));
+        return Ok(None);
+    }
+    let cpu = cpu_end - before.cpu_s;
     log(&format!(
         "5-hop chain, {how}: {gbit:.2} Gbit forwarded (all hops), {cpu:.2} CPU s, iperf3 goodput {:.0} Mbit/s",
         goodput / 1e6
