@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use lcmp_control::proto::{Applied, CandidateCost, CostsReply, PortsReply};
+use lcmp_control::proto::{
+    Applied, CandidateCost, CaptureReply, CapturedFrame, CostsReply, PortsReply,
+};
 use lcmp_control::server::{serve, Inbox};
 use lcmp_control::snapshot::{Emulation, EmulationMode, PolicyState, PortSnapshot};
 use lcmp_control::{Body, ErrorKind, ErrorReply, Reply, Request, Snapshot};
@@ -105,6 +107,15 @@ fn ok(body: Reply) -> Body {
     Body::Ok(Box::new(body))
 }
 
+fn frame(time_unix_ns: u64, outbound: bool, orig_len: u32, hex: &str) -> CapturedFrame {
+    CapturedFrame {
+        time_unix_ns,
+        outbound,
+        orig_len,
+        data: hex.into(),
+    }
+}
+
 fn answer(request: &Request) -> Body {
     match request {
         Request::Status => ok(Reply::Status(Box::new(Snapshot {
@@ -173,6 +184,44 @@ fn answer(request: &Request) -> Body {
             message: format!("policy lcmp -> {policy}"),
             changed: true,
             flows_to_move: 0,
+        })),
+        // A capture of two fetches: two frames with the start, one with the
+        // fetch that ends it (count reached), none with the stop.
+        Request::CaptureStart { port, .. } if port == "p0" => ok(Reply::Capture(CaptureReply {
+            port: "p0".into(),
+            snaplen: 64,
+            frames: vec![
+                frame(
+                    1_700_000_000_000_000_123,
+                    false,
+                    70,
+                    "02000000000a02000000000108004500",
+                ),
+                frame(1_700_000_000_000_500_000, true, 16, "020000000001"),
+            ],
+            captured: 2,
+            dropped: 0,
+            done: false,
+        })),
+        Request::CaptureStart { port, .. } => Body::Error(ErrorReply::new(
+            ErrorKind::UnknownPort,
+            format!("no port {port:?}"),
+        )),
+        Request::CaptureFetch => ok(Reply::Capture(CaptureReply {
+            port: "p0".into(),
+            snaplen: 64,
+            frames: vec![frame(1_700_000_001_000_000_000, false, 4, "deadbeef")],
+            captured: 3,
+            dropped: 1,
+            done: true,
+        })),
+        Request::CaptureStop => ok(Reply::Capture(CaptureReply {
+            port: "p0".into(),
+            snaplen: 64,
+            captured: 3,
+            dropped: 1,
+            done: true,
+            ..Default::default()
         })),
         Request::SetAdmin { port, .. } => Body::Error(ErrorReply::new(
             ErrorKind::UnknownPort,
@@ -381,4 +430,113 @@ fn a_switch_that_is_not_running_is_named() {
         "",
         "nothing answered, so nothing to show"
     );
+}
+
+#[test]
+fn capture_writes_the_frames_as_pcapng_with_directions_and_nanosecond_times() {
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
+    use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
+    use pcap_file::pcapng::{Block, PcapNgReader};
+
+    let sw = FakeSwitch::start("capture");
+    let file = sw.dir.join("p0.pcapng");
+    let out = sw.ctl(&[
+        "capture",
+        "p0",
+        "--out",
+        file.to_str().unwrap(),
+        "--snaplen",
+        "64",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "lcmp-ctl: dc1/p0: 3 frames, 26 bytes written to {} (1 frames lost: this reader fell behind the switch)\n",
+            file.display()
+        )
+    );
+    // What the switch was asked: the limits given (defaults but the
+    // snaplen), a fetch, and the stop that frees its capture.
+    let seen = sw.seen();
+    assert_eq!(
+        seen,
+        vec![
+            Request::CaptureStart {
+                port: "p0".into(),
+                snaplen: 64,
+                max_frames: 10_000,
+                max_bytes: 64_000_000,
+                duration_ns: 10_000_000_000,
+            },
+            Request::CaptureFetch,
+            Request::CaptureStop,
+        ]
+    );
+    let mut reader = PcapNgReader::new(std::fs::File::open(&file).unwrap()).unwrap();
+    let mut frames = Vec::new();
+    while let Some(block) = reader.next_block() {
+        match block.unwrap() {
+            Block::InterfaceDescription(idb) => {
+                assert_eq!(idb.snaplen, 64);
+                assert!(idb
+                    .options
+                    .contains(&InterfaceDescriptionOption::IfTsResol(9)));
+                assert!(idb
+                    .options
+                    .iter()
+                    .any(|o| matches!(o, InterfaceDescriptionOption::IfName(n) if n == "dc1/p0")));
+            }
+            Block::EnhancedPacket(epb) => {
+                let flags = epb.options.iter().find_map(|o| match o {
+                    EnhancedPacketOption::Flags(f) => Some(*f),
+                    _ => None,
+                });
+                frames.push((
+                    epb.timestamp.as_nanos(),
+                    epb.original_len,
+                    epb.data.to_vec(),
+                    flags,
+                ));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        frames,
+        vec![
+            (
+                1_700_000_000_000_000_123,
+                70,
+                vec![2, 0, 0, 0, 0, 0xa, 2, 0, 0, 0, 0, 1, 8, 0, 0x45, 0],
+                Some(1)
+            ),
+            (
+                1_700_000_000_000_500_000,
+                16,
+                vec![2, 0, 0, 0, 0, 1],
+                Some(2)
+            ),
+            (
+                1_700_000_001_000_000_000,
+                4,
+                vec![0xde, 0xad, 0xbe, 0xef],
+                Some(1)
+            ),
+        ]
+    );
+}
+
+#[test]
+fn capture_of_an_unknown_port_or_of_nothing_is_one_line() {
+    let sw = FakeSwitch::start("capturebad");
+    let file = sw.dir.join("x.pcapng");
+    let out = sw.ctl(&["capture", "p9", "--out", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "lcmp-ctl: dc1: no port \"p9\"\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_lcmp-ctl"))
+        .args(["capture", "p0", "--out", "/dev/null", "--count", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }

@@ -67,6 +67,78 @@ fn exec_ok(name: &str, host: &str, cmd: &[&str]) -> String {
     stdout(&o)
 }
 
+fn ctl(name: &str, args: &[&str]) -> std::process::Output {
+    Command::new(&bins().ctl)
+        .args(["--testbed", name])
+        .args(args)
+        .output()
+        .expect("lcmp-ctl runs")
+}
+
+/// A memory link has no interface for tcpdump: `lcmp-ctl capture` writes
+/// what crosses it as pcapng, which tcpdump reads. s1's other paths are
+/// taken down, so pings a -> b cross s1's memory link to p1.
+fn capture_a_memory_link_and_read_it_with_tcpdump(name: &str) {
+    for p in ["p1", "p2"] {
+        let o = ctl(name, &["-s", "s1", "link", p, "down"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let file = std::env::temp_dir().join(format!("{name}-s1-p0.pcapng"));
+    let capture = {
+        let (name, file) = (name.to_string(), file.clone());
+        std::thread::spawn(move || {
+            let f = file.to_str().unwrap();
+            ctl(
+                &name,
+                &[
+                    "capture",
+                    "s1",
+                    "p0",
+                    "--out",
+                    f,
+                    "--count",
+                    "3",
+                    "--duration",
+                    "20s",
+                ],
+            )
+        })
+    };
+    // The capture runs once the switch said so; pings until it has 3.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !capture.is_finished() {
+        assert!(Instant::now() < deadline, "no frames captured");
+        exec_ok(name, "a", &["ping", "-c", "1", "-W", "1", "10.0.2.2"]);
+    }
+    let o = capture.join().unwrap();
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("s1/p0: 3 frames"), "{said}");
+    let o = Command::new("tcpdump")
+        .args(["-nn", "-r"])
+        .arg(&file)
+        .output()
+        .expect("tcpdump runs");
+    let _ = std::fs::remove_file(&file);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Requests leave s1 by p0; replies come back by it if s2 chose p1.
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("10.0.1.2 > 10.0.2.2: ICMP echo request")
+                || l.contains("10.0.2.2 > 10.0.1.2: ICMP echo reply")),
+        "{text}"
+    );
+    assert!(lines[0].contains("echo request"), "{text}");
+    for p in ["p1", "p2"] {
+        let o = ctl(name, &["-s", "s1", "link", p, "up"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}
+
 fn ctl_status(name: &str) -> Vec<Value> {
     let o = Command::new(&bins().ctl)
         .args(["--testbed", name, "--json", "status"])
@@ -191,6 +263,9 @@ fn one_process_testbed(links_args: &[&str], links: &str) {
         path_tx as f64 > received / 2.0,
         "path switches forwarded {path_tx} B"
     );
+    if links == "memory" {
+        capture_a_memory_link_and_read_it_with_tcpdump(&name);
+    }
     let replies = ctl_status(&name);
     let mut names: Vec<String> = replies
         .iter()

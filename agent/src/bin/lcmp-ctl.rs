@@ -111,10 +111,11 @@ enum Cmd {
     /// has no interface for tcpdump; works on any port. Stops at the first
     /// limit reached, or at Ctrl-C.
     Capture {
-        /// The switch (with --testbed, one of the testbed's).
-        switch: String,
-        /// Interface name or port index.
-        port: String,
+        /// [SWITCH] PORT: the port (interface name or index) of the switch
+        /// named first, or of the one switch -s, --socket or --testbed
+        /// select.
+        #[arg(value_names = ["SWITCH", "PORT"], num_args = 1..=2, required = true)]
+        target: Vec<String>,
         /// The pcapng file to write.
         #[arg(long, short = 'w', value_name = "FILE")]
         out: PathBuf,
@@ -205,8 +206,7 @@ extern "C" fn on_sigint(_: libc::c_int) {
 /// `capture`: one switch, one port, into a file.
 fn run_capture(cli: Cli) -> Result<String, CtlError> {
     let Cmd::Capture {
-        switch,
-        port,
+        mut target,
         out,
         count,
         duration,
@@ -216,19 +216,19 @@ fn run_capture(cli: Cli) -> Result<String, CtlError> {
     else {
         unreachable!("called for capture only");
     };
-    if !cli.switches.is_empty() || cli.socket.is_some() {
-        return Err(CtlError::Usage(
-            "capture names its switch itself (capture SWITCH PORT); -s and --socket do not apply"
-                .into(),
-        ));
-    }
-    let selection = Selection::from_options(cli.testbed, vec![switch], None)?;
+    let port = target.pop().expect("clap requires the port");
+    let mut switches = cli.switches;
+    switches.extend(target);
+    let selection = Selection::from_options(cli.testbed, switches, cli.socket)?;
     let resolved = ctl::resolve(&selection, &RunDirs::default())?;
     if let Some(note) = resolved.note {
         eprintln!("lcmp-ctl: {note}");
     }
     let [target] = resolved.targets.as_slice() else {
-        return Err(CtlError::Failed("capture takes exactly one switch".into()));
+        return Err(CtlError::Usage(format!(
+            "capture takes one switch, and {} are selected: name it (capture SWITCH PORT)",
+            resolved.targets.len()
+        )));
     };
     // SAFETY: the handler only stores to an atomic, which is
     // async-signal-safe.

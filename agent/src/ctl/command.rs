@@ -112,35 +112,17 @@ impl Command {
 
     /// `link PORT up|down`.
     pub fn link(port: &str, state: &str) -> Result<Command, CtlError> {
-        let up = match state {
-            "up" => true,
-            "down" => false,
-            other => {
-                return Err(CtlError::Usage(format!(
-                    "link {port}: state {other:?} is neither up nor down"
-                )))
-            }
-        };
         Ok(Command::Change(Request::SetAdmin {
             port: port.into(),
-            up,
+            up: up_or_down("link", port, state)?,
         }))
     }
 
     /// `carrier PORT up|down`: a memory link's carrier.
     pub fn carrier(port: &str, state: &str) -> Result<Command, CtlError> {
-        let up = match state {
-            "up" => true,
-            "down" => false,
-            other => {
-                return Err(CtlError::Usage(format!(
-                    "carrier {port}: state {other:?} is neither up nor down"
-                )))
-            }
-        };
         Ok(Command::Change(Request::SetCarrier {
             port: port.into(),
-            up,
+            up: up_or_down("carrier", port, state)?,
         }))
     }
 
@@ -168,6 +150,17 @@ impl Command {
             Command::Rotor => "rotor",
             Command::Change(_) => "applied",
         }
+    }
+}
+
+/// A port state of `verb PORT STATE`: `up` (true) or `down`.
+fn up_or_down(verb: &str, port: &str, state: &str) -> Result<bool, CtlError> {
+    match state {
+        "up" => Ok(true),
+        "down" => Ok(false),
+        other => Err(CtlError::Usage(format!(
+            "{verb} {port}: state {other:?} is neither up nor down"
+        ))),
     }
 }
 

@@ -128,6 +128,33 @@ impl FrameArea {
     }
 }
 
+impl FrameArea {
+    /// Copies `len` bytes from chunk `from` to chunk `to` (a frame into a
+    /// buffer a memory-link peer lent); false, copying nothing, when
+    /// either range is outside the area or they overlap.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds both chunks' descriptors (module documentation).
+    pub unsafe fn copy(&self, from: u64, to: u64, len: usize) -> bool {
+        let disjoint =
+            from.saturating_add(len as u64) <= to || to.saturating_add(len as u64) <= from;
+        if !(self.contains(from, len) && self.contains(to, len) && disjoint) {
+            return false;
+        }
+        // SAFETY: both ranges are inside the mapping and do not overlap
+        // (checked); the caller holds both.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(from as usize),
+                self.ptr.as_ptr().add(to as usize),
+                len,
+            );
+        }
+        true
+    }
+}
+
 impl Drop for FrameArea {
     fn drop(&mut self) {
         // SAFETY: ptr/len are exactly the mapping made in `new`; every user
@@ -216,5 +243,18 @@ mod tests {
             assert!(a.bytes(4095, 2).is_empty());
         }
         assert!(FrameArea::new(0).is_err());
+    }
+
+    #[test]
+    fn copies_between_chunks_only() {
+        let a = FrameArea::new(3).unwrap();
+        // SAFETY: nothing else uses this area.
+        unsafe {
+            a.bytes_mut(0, 3).copy_from_slice(&[7, 8, 9]);
+            assert!(a.copy(0, 4096, 3));
+            assert_eq!(a.bytes(4096, 3), &[7, 8, 9]);
+            assert!(!a.copy(0, 2, 3), "overlapping");
+            assert!(!a.copy(0, 6144, 3), "past the end");
+        }
     }
 }

@@ -490,16 +490,9 @@ impl PacketIo for XskIo {
 
     fn copy_frame(&mut self, from: Frame, to: u64) -> Frame {
         let len = (from.len as usize).min(FRAME_SIZE as usize);
-        // SAFETY: the switch holds both chunks (the frame, and the buffer
-        // a memory-link peer lent it), which are different chunks: the two
-        // ranges do not overlap.
-        unsafe {
-            let src = self.area.bytes(from.addr, len);
-            let dst = self.area.bytes_mut(to, len);
-            if src.len() == len && dst.len() == len {
-                dst.copy_from_slice(src);
-            }
-        }
+        // SAFETY: the switch holds both chunks: the frame, and the buffer
+        // a memory-link peer lent it.
+        unsafe { self.area.copy(from.addr, to, len) };
         Frame {
             addr: to,
             len: len as u32,

@@ -74,10 +74,13 @@ over the direct pair (p50, p99). Kernel: plain DUT (no XDP, no RPS).
 
 TESTBEDS (lcmp-testbed). Idle CPU of one switch in event mode (without and
 with a stats file); the 5-hop chain a-c1..c5-b at 1 Gbit/s with iperf3 -P 4
--b 100M, CPU s per forwarded Gbit, a process per switch vs one process
-(--loops=1); the dense 2dc-3path testbed with iperf3 -P 8: goodput, drops,
-transit drops/CE marks and CPU per forwarded Gbit. --testbed-runs runs
-each, alternating; medians reported.
+-b 100M, CPU s per forwarded Gbit, a process per switch (veth links), one
+process (--loops=1) with veth links, with memory links and with memory
+links that copy each frame (memory_links_cpu_gain_5hop: one process on
+veth over memory links); the dense 2dc-3path testbed with iperf3 -P 8 (a
+process per switch, one process on veth, one on memory links): goodput,
+drops, transit drops/CE marks and CPU per forwarded Gbit. --testbed-runs
+runs of each, alternating; medians reported.
 
 Numbers mean nothing on a loaded machine: run it on an idle one.
 
