@@ -227,6 +227,7 @@ pub fn switch_argv(
 /// control socket, named as [`switch_argv`] names them.
 pub fn switches_argv(
     bin: &Path,
+    kind: SwitchKind,
     topology: &Path,
     nodes: &[SwitchNode],
     stats_dir: &Path,
@@ -235,7 +236,7 @@ pub fn switches_argv(
 ) -> Vec<String> {
     let mut args: Vec<String> = vec![
         bin.display().to_string(),
-        SwitchKind::Lcmp.subcommand().into(),
+        kind.subcommand().into(),
         "--topology".into(),
         topology.display().to_string(),
     ];

@@ -354,6 +354,61 @@ impl RotorNetwork {
         let (t, h) = (o[1] as u32, o[2] as u32);
         (o[0] == 10 && t < self.tors && h < self.hosts_per_tor).then_some((t, h))
     }
+
+    /// The network's wiring as a topology (what a testbed builds its
+    /// namespaces, veths and memory links from): ToR t is switch `tor{t}`,
+    /// its uplink r port `u{r}` and its host h's port `h{h}`; rotor r is
+    /// `rotor{r}`, its port facing ToR t `t{t}`; host (t, h) is `h{t}x{h}`
+    /// at 10.t.h.2/24. Rates and buffers are the network's; no link has a
+    /// delay. Port order matches [`RotorNetwork::port_names`]: links are
+    /// listed ToR by ToR, rotor by rotor, so ToR t's port r is its uplink
+    /// to rotor r and rotor r's port t faces ToR t; host ports follow.
+    pub fn wiring(&self) -> Result<crate::Topology, crate::TopologyError> {
+        use std::fmt::Write as _;
+        let mut t = String::new();
+        let rate = format!("{}bps", self.rate_bps);
+        let buffer = format!("{}B", self.buffer());
+        for tor in 0..self.tors {
+            let prefixes: Vec<String> = (0..self.hosts_per_tor)
+                .map(|h| format!("\"10.{tor}.{h}.0/24\""))
+                .collect();
+            let _ = writeln!(
+                t,
+                "[[switch]]\nname = \"tor{tor}\"\nprefixes = [{}]\n",
+                prefixes.join(", ")
+            );
+        }
+        for r in 0..self.rotors {
+            let _ = writeln!(t, "[[switch]]\nname = \"rotor{r}\"\n");
+        }
+        for tor in 0..self.tors {
+            for h in 0..self.hosts_per_tor {
+                let _ = writeln!(
+                    t,
+                    "[[host]]\nname = \"{}\"\nswitch = \"tor{tor}\"\naddresses = [\"{}/24\"]\n\
+                     rate = \"{rate}\"\ndelay = \"0ns\"\nbuffer = \"{buffer}\"\nifname = \"eth0\"\n\
+                     switch_ifname = \"h{h}\"\n",
+                    Self::host_name(tor, h),
+                    Self::host_ip(tor, h)
+                );
+            }
+        }
+        for tor in 0..self.tors {
+            for r in 0..self.rotors {
+                let _ = writeln!(
+                    t,
+                    "[[link]]\na = \"tor{tor}\"\nb = \"rotor{r}\"\nrate = \"{rate}\"\ndelay = \"0ns\"\n\
+                     buffer = \"{buffer}\"\na_ifname = \"u{r}\"\nb_ifname = \"t{tor}\"\n"
+                );
+            }
+        }
+        crate::Topology::parse(&t, "rotor network wiring")
+    }
+
+    /// The node name of host `h` of ToR `t`.
+    pub fn host_name(tor: u32, host: u32) -> String {
+        format!("h{tor}x{host}")
+    }
 }
 
 /// The name of a schedule kind in the file.

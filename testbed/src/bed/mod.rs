@@ -23,7 +23,8 @@ pub use link::{set_carrier, set_port_carrier};
 pub use process::{find_program, is_program, parallel, tail};
 pub use reach::{check_reachability, longest_route_rtt};
 pub use switches::{
-    flow_log_path, launch_switches, start_switches, start_switches_as, stop_switches,
+    flow_log_path, launch_one_process, launch_switches, start_switches, start_switches_as,
+    stop_switches,
 };
 
 use crate::state::{self, State, SwitchSettings};

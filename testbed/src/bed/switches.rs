@@ -61,6 +61,7 @@ pub fn start_switches_as(
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let argv = switches_argv(
             switch_bin,
+            SwitchKind::Lcmp,
             &topology,
             &tb.switches,
             &dir,
@@ -130,7 +131,7 @@ fn wait_all_ready(st: &State) -> Result<()> {
 /// (stats files `DIR/<switch>.stats.json`), logging to `DIR/switches.log`;
 /// records it as every switch's process in the state file and waits until
 /// every switch has written its first stats file.
-fn launch_one_process(st: &mut State, tb: &Lab, argv: &[String]) -> Result<()> {
+pub fn launch_one_process(st: &mut State, tb: &Lab, argv: &[String]) -> Result<()> {
     let dir = state::dir(&st.name);
     let log = dir.join("switches.log");
     st.procs.clear();

@@ -37,7 +37,7 @@ pub struct UpArgs {
     /// core (about two thirds of the CPU per gigabit of `per-switch`, and
     /// fewer drops where a real network has none); `per-switch`: a process
     /// per switch inside its namespace (a crash takes down one switch).
-    /// Rotor networks always run a process per switch.
+    /// Rotor networks run a process per switch unless --links memory.
     #[arg(long, value_name = "HOW", value_enum, default_value = "one")]
     switch_processes: bed::SwitchProcesses,
     /// How links between switches are made: `memory` (the default with one
@@ -45,7 +45,10 @@ pub struct UpArgs {
     /// direction still emulated by its sending port, at a fraction of a
     /// veth hop's CPU; `lcmp-ctl carrier` fails one, `lcmp-ctl capture`
     /// shows its frames) or `veth` (a veth pair each, the only kind with a
-    /// process per switch). Host links are always veths.
+    /// process per switch). Host links are always veths. A rotor network's
+    /// ToR-rotor links are veths, a process per switch, unless `memory`
+    /// (one process: larger networks fit the cores, slot timing is shared
+    /// with the other switches of a loop).
     #[arg(long, value_name = "KIND", value_parser = bed::parse_links)]
     links: Option<lcmp_netlab::SwitchLinks>,
     /// Where the agent serves Prometheus metrics of every switch (port 0:
@@ -161,6 +164,7 @@ fn up_rotor(a: &UpArgs, network: RotorNetwork, source: String) -> Result<ExitCod
             network,
             source,
             switch_args: a.switch_args.clone(),
+            links: a.links.unwrap_or(lcmp_netlab::SwitchLinks::Veth),
         },
         &say,
     )?;

@@ -163,6 +163,8 @@ pub fn measure(o: &TimingOptions, progress: &dyn Fn(&str)) -> Result<TimingRepor
                 o.setup.tors, o.setup.rotors
             ),
             switch_args: timing_switch_args(&o.switch_args),
+            // Slot timing: each switch keeps a core's timing to itself.
+            links: lcmp_netlab::SwitchLinks::Veth,
         },
         progress,
     )?;

@@ -67,6 +67,11 @@ pub struct RotorExperimentArgs {
     /// or with a unit: 2s, 500ms.
     #[arg(long, value_name = "SECS", value_parser = lcmp_topology::secs::parse)]
     pub warmup_s: Option<f64>,
+    /// How ToR-rotor links are made (overrides the file's): `veth`, a
+    /// process per switch (the default), or `memory`, every switch in one
+    /// process (larger networks fit the cores).
+    #[arg(long, value_name = "KIND", value_parser = crate::bed::parse_links)]
+    pub links: Option<lcmp_netlab::SwitchLinks>,
 }
 
 /// The file's config (or the defaults) with the command line's overrides.
@@ -89,13 +94,26 @@ pub fn config_from_args(a: &RotorExperimentArgs) -> Result<RotorExperimentConfig
     if let Some(w) = a.warmup_s {
         c.warmup_s = w;
     }
+    if let Some(l) = a.links {
+        c.links = Some(l.name().to_string());
+    }
     Ok(c)
+}
+
+/// How the experiment's ToR-rotor links are made (`links`, checked).
+pub fn links_of(c: &RotorExperimentConfig) -> Result<lcmp_netlab::SwitchLinks> {
+    c.links
+        .as_deref()
+        .map_or(Ok(lcmp_netlab::SwitchLinks::Veth), |l| {
+            lcmp_netlab::SwitchLinks::from_name(l).map_err(Error::new)
+        })
 }
 
 /// Checks everything in `c` and returns the designs' networks and the
 /// patterns, before anything is started.
 pub fn validate(c: &RotorExperimentConfig) -> Result<(Vec<DesignNet>, Vec<Pattern>)> {
     crate::state::validate_name(&c.name)?;
+    links_of(c)?;
     let positive = |v: f64, what: &str| {
         if v.is_finite() && v > 0.0 {
             Ok(())
@@ -241,6 +259,7 @@ impl framework::Experiment for RotorExperiment<'_> {
                 network: first.net.clone(),
                 source: format!("rotor-experiment ({})", first.design.name()),
                 switch_args: self.cfg.switch_args.clone(),
+                links: links_of(self.cfg)?,
             },
             say,
         )

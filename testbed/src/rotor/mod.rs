@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use lcmp_control::rotor::RotorStatus;
-use lcmp_netlab::daemon::{switch_argv, SwitchKind};
+use lcmp_netlab::daemon::{switch_argv, switches_argv, SwitchKind};
 use lcmp_netlab::{Lab, Netns};
 use lcmp_results::rotor::{Design, RotorParams, DEFAULT_PARAMS};
 use lcmp_topology::rotor::{self, DegreeChoice, RotorInputs};
@@ -42,54 +42,13 @@ pub const NETWORK_FILE: &str = "topology.toml";
 
 /// The node name of host `h` of ToR `t`.
 pub fn host_name(tor: u32, host: u32) -> String {
-    format!("h{tor}x{host}")
+    RotorNetwork::host_name(tor, host)
 }
 
-/// The topology whose namespaces and veths wire `net` (see the module
-/// documentation). Rates and buffers are the network's; no link has a
-/// delay. Port order matches `RotorNetwork::port_names`: links are listed
-/// ToR by ToR, rotor by rotor, so ToR t's port r is its uplink to rotor r
-/// and rotor r's port t faces ToR t; host ports follow the links.
+/// The topology whose namespaces and veths wire `net`
+/// ([`RotorNetwork::wiring`]).
 pub fn topology_of(net: &RotorNetwork) -> Result<Topology> {
-    use std::fmt::Write as _;
-    let mut t = String::new();
-    let rate = format!("{}bps", net.rate_bps);
-    let buffer = format!("{}B", net.buffer());
-    for tor in 0..net.tors {
-        let prefixes: Vec<String> = (0..net.hosts_per_tor)
-            .map(|h| format!("\"10.{tor}.{h}.0/24\""))
-            .collect();
-        let _ = writeln!(
-            t,
-            "[[switch]]\nname = \"tor{tor}\"\nprefixes = [{}]\n",
-            prefixes.join(", ")
-        );
-    }
-    for r in 0..net.rotors {
-        let _ = writeln!(t, "[[switch]]\nname = \"rotor{r}\"\n");
-    }
-    for tor in 0..net.tors {
-        for h in 0..net.hosts_per_tor {
-            let _ = writeln!(
-                t,
-                "[[host]]\nname = \"{}\"\nswitch = \"tor{tor}\"\naddresses = [\"{}/24\"]\n\
-                 rate = \"{rate}\"\ndelay = \"0ns\"\nbuffer = \"{buffer}\"\nifname = \"eth0\"\n\
-                 switch_ifname = \"h{h}\"\n",
-                host_name(tor, h),
-                RotorNetwork::host_ip(tor, h)
-            );
-        }
-    }
-    for tor in 0..net.tors {
-        for r in 0..net.rotors {
-            let _ = writeln!(
-                t,
-                "[[link]]\na = \"tor{tor}\"\nb = \"rotor{r}\"\nrate = \"{rate}\"\ndelay = \"0ns\"\n\
-                 buffer = \"{buffer}\"\na_ifname = \"u{r}\"\nb_ifname = \"t{tor}\"\n"
-            );
-        }
-    }
-    Topology::parse(&t, "rotor network wiring").map_err(|e| Error::new(e.to_string()))
+    net.wiring().map_err(|e| Error::new(e.to_string()))
 }
 
 /// The planner's inputs for `p`.
@@ -197,6 +156,11 @@ pub struct RotorUpOptions {
     pub source: String,
     /// Extra arguments for every `lcmp-switch`.
     pub switch_args: Vec<String>,
+    /// How the ToR-rotor links are made: veths, a process per switch (the
+    /// default: each switch keeps a core's timing to itself), or in memory,
+    /// every switch in one process on an event loop per core (a large
+    /// network fits two cores).
+    pub links: lcmp_netlab::SwitchLinks,
 }
 
 /// The state directory's copy of the network file.
@@ -258,7 +222,7 @@ fn up_inner(opts: &RotorUpOptions, switch_bin: &Path, progress: &dyn Fn(&str)) -
             .collect(),
         procs: Vec::new(),
         agent: None,
-        links: lcmp_netlab::SwitchLinks::Veth,
+        links: opts.links,
         complete: false,
     };
     // Written before anything exists, so that `down` finds it all after a
@@ -272,9 +236,11 @@ fn up_inner(opts: &RotorUpOptions, switch_bin: &Path, progress: &dyn Fn(&str)) -
         topo.hosts().len()
     ));
     let name = opts.name.clone();
-    let mut tb = Lab::build(&topo, &mut |node| {
-        Netns::create(&state::netns_name(&name, node))
-    })?;
+    let mut tb = Lab::build_with(
+        &topo,
+        &mut |node| Netns::create(&state::netns_name(&name, node)),
+        opts.links,
+    )?;
     start(&mut st, &tb, net, switch_bin, progress)?;
     tb.persist();
     st.complete = true;
@@ -312,19 +278,42 @@ fn start(
         net.routing().name()
     ));
     let file = st.topology_file.clone();
-    let extra = st.switches.extra_args.clone();
-    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
-    bed::launch_switches(st, tb, &|node, stats| {
-        switch_argv(
-            switch_bin,
-            SwitchKind::Rotor,
-            &file,
-            node,
-            stats,
-            bed::STATS_INTERVAL_MS,
-            &extra,
-        )
-    })?;
+    let mut extra = st.switches.extra_args.clone();
+    match st.links {
+        lcmp_netlab::SwitchLinks::Veth => {
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+            bed::launch_switches(st, tb, &|node, stats| {
+                switch_argv(
+                    switch_bin,
+                    SwitchKind::Rotor,
+                    &file,
+                    node,
+                    stats,
+                    bed::STATS_INTERVAL_MS,
+                    &extra,
+                )
+            })?;
+        }
+        lcmp_netlab::SwitchLinks::Memory => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            if !extra.iter().any(|a| a.starts_with("--loops")) {
+                let loops = cores.min(tb.switches.len()).max(1);
+                extra.extend(["--loops".into(), loops.to_string()]);
+            }
+            extra.extend(["--links".into(), "memory".into()]);
+            let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+            let argv = switches_argv(
+                switch_bin,
+                SwitchKind::Rotor,
+                &file,
+                &tb.switches,
+                &state::dir(&st.name),
+                bed::STATS_INTERVAL_MS,
+                &extra,
+            );
+            bed::launch_one_process(st, tb, &argv)?;
+        }
+    }
     // The switches forward nothing into the circuits until they have the
     // epoch: the agent gives every switch the same one.
     progress("starting the agent (it distributes the epoch of slot 0)");

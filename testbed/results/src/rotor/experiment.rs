@@ -155,6 +155,10 @@ pub struct RotorExperimentConfig {
     /// Extra arguments for every lcmp-switch.
     #[serde(default)]
     pub switch_args: Vec<String>,
+    /// How ToR-rotor links are made: `veth` (a process per switch, the
+    /// default) or `memory` (every switch in one process).
+    #[serde(default)]
+    pub links: Option<String>,
 }
 
 impl Default for RotorExperimentConfig {

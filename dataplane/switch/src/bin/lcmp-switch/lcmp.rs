@@ -2,27 +2,22 @@
 //! each opened inside its network namespace.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use lcmp_control::server::{serve, Inbox};
+use lcmp_control::server::Inbox;
 use lcmp_ebpf::RouteSocket;
 use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{from_topology, Options};
-use lcmp_switch::daemon::{run_many, Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
-use lcmp_switch::frames::FrameShare;
+use lcmp_switch::daemon::{Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
 use lcmp_switch::lcmp_node::LcmpNode;
 use lcmp_switch::linked_io::LinkedIo;
-use lcmp_switch::mem_link::{port_mac, LinkEnd, MemoryLinks};
+use lcmp_switch::mem_link::port_mac;
 use lcmp_switch::switch::Switch;
 use lcmp_switch::xsk::XskIo;
 use lcmp_topology::Topology;
-use tracing::{info, warn};
+use tracing::info;
 
-use super::{
-    check_stats_path, install_signal_handlers, neighbour_macs, tune_poll_thread, xsk_config,
-    LcmpArgs, LinkKind, PollMode, STOP,
-};
+use super::many::{self, Plan, Wiring};
+use super::{neighbour_macs, xsk_config, LcmpArgs, PollMode};
 
 /// Fills in unknown peer MACs from the kernel's IPv4 neighbour table of
 /// the ports' namespace (read over the switch's route socket). A host that
@@ -65,215 +60,25 @@ fn resolve_peers(
     !sw.ports_without_peer().is_empty()
 }
 
-/// One switch this process runs: which, in which namespace, on which
-/// interfaces, and where it reports.
-#[derive(Clone, Debug)]
-struct Plan {
-    name: String,
-    /// Network namespace of its ports (`None`: the process's own).
-    netns: Option<String>,
-    /// Interfaces in port order (empty: the topology's names).
-    ports: Vec<String>,
-    peer_macs: Vec<(String, [u8; 6])>,
-    stats_file: Option<PathBuf>,
-    flow_log: Option<PathBuf>,
-    control: Option<PathBuf>,
-}
-
 /// A switch's ports: AF_XDP sockets and memory links.
 type Ports = LinkedIo<XskIo>;
 
-/// What a switch is wired to beyond its interfaces: its memory links (by
-/// port, `None` for a port on an interface) and its share of the frame
-/// area the process's switches share (`None`: an area of its own).
-#[derive(Default)]
-struct Wiring {
-    layout: Vec<Option<LinkEnd>>,
-    share: Option<FrameShare>,
-}
-
-/// The memory links between the switches of `plans` (with `--links
-/// memory`), and each switch's wiring: its links and, when it has any, its
-/// share of one frame area for all (a frame crossing a memory link stays
-/// where it is).
-fn wiring(
-    args: &LcmpArgs,
-    topo: &Topology,
-    plans: &[Plan],
-) -> Result<Vec<Wiring>, Box<dyn std::error::Error>> {
-    if args.links == LinkKind::Veth || plans.len() < 2 {
-        return Ok(plans.iter().map(|_| Wiring::default()).collect());
-    }
-    let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
-    let ifname = |sw: &str, port: u8| -> String {
-        plans
-            .iter()
-            .find(|p| p.name == sw)
-            .and_then(|p| port_names(topo, p).swap_remove(usize::from(port)))
-            .unwrap_or_else(|| format!("p{port}"))
-    };
-    // Each direction lends as many buffers as an AF_XDP RX ring holds.
-    let depth = args.common.rx_ring_size.next_power_of_two() as usize;
-    let mut links = MemoryLinks::build(topo, &names, depth, &ifname)
-        .map_err(|e| format!("memory links: {e}"))?;
-    let cfg = xsk_config(&args.common);
-    let mut frames = Vec::new();
-    let mut ports = Vec::new();
-    for plan in plans {
-        let sw = topo.switch_by_name(&plan.name).expect("checked by plans");
-        let n = topo.ports(sw.id).len();
-        let memory = links.count(&plan.name, n);
-        frames.push(XskIo::frames_needed(n - memory, &cfg) + depth * memory);
-        ports.push(n);
-    }
-    info!(
-        links = links.len(),
-        frames = frames.iter().sum::<usize>(),
-        "memory links between the switches of this process"
-    );
-    let shares = FrameShare::split_area(&frames)?;
-    Ok(plans
-        .iter()
-        .zip(ports)
-        .zip(shares)
-        .map(|((plan, n), share)| Wiring {
-            layout: links.layout(&plan.name, n),
-            share: Some(share),
-        })
-        .collect())
-}
-
-/// Placeholder for the switch's name in per-switch paths.
-const SWITCH_PLACEHOLDER: &str = "{switch}";
-
-/// `path` for switch `name`: `{switch}` replaced by the name. Running
-/// several switches, a path without the placeholder would be shared, which
-/// is refused.
-fn per_switch_path(
-    path: &std::path::Path,
-    name: &str,
-    several: bool,
-    option: &str,
-) -> Result<PathBuf, String> {
-    let text = path.to_string_lossy();
-    if text.contains(SWITCH_PLACEHOLDER) {
-        Ok(PathBuf::from(text.replace(SWITCH_PLACEHOLDER, name)))
-    } else if several {
-        Err(format!(
-            "{option} {}: running several switches, the path needs {SWITCH_PLACEHOLDER} (each switch gets its own)",
-            path.display()
-        ))
-    } else {
-        Ok(path.to_path_buf())
-    }
-}
-
-/// Splits `SWITCH/VALUE` (a value for one of several switches) from a
-/// plain `VALUE` (the only switch's).
-fn for_switch<'a>(
-    value: &'a str,
-    names: &[String],
-    option: &str,
-) -> Result<(String, &'a str), String> {
-    match value.split_once('/') {
-        Some((sw, rest)) if names.iter().any(|n| n == sw) => Ok((sw.to_string(), rest)),
-        Some((sw, _)) => Err(format!(
-            "{option} {value}: {sw} is not one of the switches run ({})",
-            names.join(", ")
-        )),
-        None if names.len() == 1 => Ok((names[0].clone(), value)),
-        None => Err(format!(
-            "{option} {value}: running several switches, say whose: SWITCH/{value}"
-        )),
-    }
-}
-
 /// The switches to run and their per-switch settings from the command line.
 fn plans(args: &LcmpArgs, topo: &Topology) -> Result<Vec<Plan>, String> {
-    let names: Vec<String> = if args.all_switches {
-        topo.switches().iter().map(|s| s.name.clone()).collect()
-    } else {
-        args.switches.clone()
-    };
-    if names.is_empty() {
-        return Err("no switch given: --switch NAME (repeatable) or --all-switches".into());
-    }
-    for (i, n) in names.iter().enumerate() {
-        if topo.switch_by_name(n).is_none() {
-            let known: Vec<&str> = topo.switches().iter().map(|s| s.name.as_str()).collect();
-            return Err(format!(
-                "{}: no switch named {n:?} (switches: {})",
-                topo.source(),
-                known.join(", ")
-            ));
-        }
-        if names[..i].contains(n) {
-            return Err(format!("switch {n} is given twice"));
-        }
-    }
-    let several = names.len() > 1;
-    let mut plans: Vec<Plan> = Vec::new();
-    for name in &names {
-        let stats_file = args
-            .common
-            .stats_file
-            .as_deref()
-            .map(|p| per_switch_path(p, name, several, "--stats-file"))
-            .transpose()?;
-        let flow_log = args
-            .flow_log
-            .as_deref()
-            .map(|p| per_switch_path(p, name, several, "--flow-log"))
-            .transpose()?;
-        let control = if args.common.no_control {
-            None
+    let known: Vec<String> = topo.switches().iter().map(|s| s.name.clone()).collect();
+    many::plans(&many::Selection {
+        names: if args.several.all_switches {
+            known.clone()
         } else {
-            Some(match &args.common.control_socket {
-                Some(p) => per_switch_path(p, name, several, "--control-socket")?,
-                None => lcmp_control::paths::switch_socket(name),
-            })
-        };
-        let netns = args
-            .netns_prefix
-            .as_ref()
-            .map(|prefix| format!("{prefix}{name}"));
-        plans.push(Plan {
-            name: name.clone(),
-            netns,
-            ports: Vec::new(),
-            peer_macs: Vec::new(),
-            stats_file,
-            flow_log,
-            control,
-        });
-    }
-    let plan_of = |plans: &mut Vec<Plan>, sw: &str| -> usize {
-        plans
-            .iter()
-            .position(|p| p.name == sw)
-            .expect("checked by for_switch")
-    };
-    for (sw, ns) in &args.netns {
-        if !names.contains(sw) {
-            return Err(format!(
-                "--netns {sw}={ns}: {sw} is not one of the switches run ({})",
-                names.join(", ")
-            ));
-        }
-        let i = plan_of(&mut plans, sw);
-        plans[i].netns = Some(ns.clone());
-    }
-    for port in &args.common.ports {
-        let (sw, ifname) = for_switch(port, &names, "--port")?;
-        let i = plan_of(&mut plans, &sw);
-        plans[i].ports.push(ifname.to_string());
-    }
-    for (ifname, mac) in &args.common.peer_macs {
-        let (sw, ifname) = for_switch(ifname, &names, "--peer-mac")?;
-        let i = plan_of(&mut plans, &sw);
-        plans[i].peer_macs.push((ifname.to_string(), *mac));
-    }
-    Ok(plans)
+            args.several.switches.clone()
+        },
+        known,
+        source: topo.source(),
+        common: &args.common,
+        netns: &args.several.netns,
+        netns_prefix: args.several.netns_prefix.as_deref(),
+        flow_log: args.flow_log.as_deref(),
+    })
 }
 
 /// The switch options shared by every switch of the process.
@@ -430,7 +235,7 @@ fn open_switch(
         .steering()
         .map(|s| s.local_addresses().to_vec())
         .collect();
-    let io = LinkedIo::new(xsk, layout, args.memory_link_transfer)?;
+    let io = LinkedIo::new(xsk, layout, args.several.memory_link_transfer)?;
     let addresses: Vec<Vec<std::net::IpAddr>> = (0..ifnames.len())
         .map(|i| {
             io.io_port(i)
@@ -440,7 +245,7 @@ fn open_switch(
         .collect();
     for (i, name) in ifnames.iter().enumerate() {
         if let Some(end) = io.link(i) {
-            info!(switch = %plan.name, port = %name, peer = %end.peer_name(), transfer = %args.memory_link_transfer.name(), "memory link ready");
+            info!(switch = %plan.name, port = %name, peer = %end.peer_name(), transfer = %args.several.memory_link_transfer.name(), "memory link ready");
         }
     }
     let mut sw = Switch::new(config, io)?;
@@ -501,134 +306,20 @@ fn open_switch(
     Ok(daemon)
 }
 
-/// Closes switch `d` inside its namespace (a program attached through
-/// netlink, on kernels without XDP links, is detached by interface index
-/// there) and returns its final snapshot.
-fn close_switch(mut d: SwitchDaemon, plan: &Plan) -> lcmp_control::Snapshot {
-    let snapshot = d.finish();
-    let guard = plan
-        .netns
-        .as_deref()
-        .map(lcmp_switch::netns::NetnsGuard::enter);
-    if let Some(Err(e)) = &guard {
-        warn!(switch = %plan.name, "{e}: detaching from the process's namespace");
-    }
-    drop(d);
-    drop(guard);
-    snapshot
-}
+impl many::Opened for SwitchDaemon {
+    type Report = lcmp_control::Snapshot;
 
-/// Opens the switches of `plans` on the calling thread, reports the
-/// outcome on `ready`, and if every switch of the process opened, runs them
-/// on one loop until SIGINT/SIGTERM. Returns the final snapshots.
-fn run_loop(
-    args: &LcmpArgs,
-    topo: &Topology,
-    base: &Options,
-    group: Vec<(Plan, Inbox, Wiring)>,
-    ready: std::sync::mpsc::Sender<Result<(), String>>,
-    go: &std::sync::Barrier,
-    all_ok: &AtomicBool,
-) -> Vec<(String, lcmp_control::Snapshot)> {
-    let mut daemons = Vec::new();
-    let mut plans = Vec::new();
-    let mut failed = None;
-    for (plan, inbox, wiring) in group {
-        match open_switch(args, topo, base, &plan, inbox, wiring) {
-            Ok(d) => {
-                daemons.push(d);
-                plans.push(plan);
-            }
-            Err(e) => {
-                failed = Some(if args.all_switches || args.switches.len() > 1 {
-                    format!("switch {}: {e}", plan.name)
-                } else {
-                    e.to_string()
-                });
-                break;
-            }
-        }
+    fn close(self, plan: &Plan) -> lcmp_control::Snapshot {
+        many::close_in_netns(self, plan, |d| d.finish())
     }
-    let _ = ready.send(failed.map_or(Ok(()), Err));
-    // Every loop waits for the verdict on all of them: forwarding starts
-    // only once every switch is open, and a failure anywhere closes all.
-    go.wait();
-    if all_ok.load(Ordering::SeqCst) {
-        tune_poll_thread(&args.common);
-        run_many(&mut daemons, &STOP);
-        info!("stopping: detaching XDP programs");
-    }
-    daemons
-        .into_iter()
-        .zip(&plans)
-        .map(|(d, p)| (p.name.clone(), close_switch(d, p)))
-        .collect()
-}
-
-/// Blocks SIGINT and SIGTERM on the calling thread, so they reach the
-/// process's main thread, whose loop they wake at once.
-fn block_stop_signals() {
-    // SAFETY: a zeroed sigset_t is valid input for sigemptyset, which
-    // initialises it; pthread_sigmask reads it and changes only the
-    // calling thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Runs the LCMP switches `args` selects until SIGINT/SIGTERM.
 pub(super) fn run(args: LcmpArgs, topo: Topology) -> Result<(), Box<dyn std::error::Error>> {
     let plans = plans(&args, &topo)?;
-    let loops = usize::from(args.loops);
-    if loops > cores() {
-        return Err(format!(
-            "--loops {loops}: at most one loop per core ({} here)",
-            cores()
-        )
-        .into());
-    }
-    if loops > plans.len() {
-        return Err(format!(
-            "--loops {loops}: more loops than switches ({})",
-            plans.len()
-        )
-        .into());
-    }
-    if loops > 1 && args.common.cpu.is_some() {
-        return Err("--cpu pins one loop; with --loops above 1 the kernel places the loops".into());
-    }
+    let loops = usize::from(args.several.loops);
     let base = options(&args);
-    // Everything that can fail on the user's input before anything is
-    // attached: the stats files, the control sockets.
-    for plan in &plans {
-        if let Some(path) = &plan.stats_file {
-            check_stats_path(path)?;
-        }
-    }
-    let mut inboxes = Vec::new();
-    for plan in &plans {
-        // The inbox also feeds the metrics endpoint, socket or not.
-        let inbox = Inbox::new()?;
-        if let Some(path) = &plan.control {
-            serve(path, &inbox).map_err(|e| format!("control socket {}: {e}", path.display()))?;
-        }
-        inboxes.push(inbox);
-    }
-    let remove_sockets = || {
-        for p in &plans {
-            if let Some(path) = &p.control {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-    };
+    let (inboxes, _sockets) = many::prepare(&args.common, &plans, loops)?;
     if let Some(addr) = args.metrics_listen {
         let submits: Vec<(String, lcmp_control::server::Submitter)> = plans
             .iter()
@@ -649,75 +340,21 @@ pub(super) fn run(args: LcmpArgs, topo: Topology) -> Result<(), Box<dyn std::err
                 .collect();
             lcmp_control::metrics::render_as(&scrapes, format)
         })
-        .map_err(|e| {
-            remove_sockets();
-            format!("metrics endpoint {addr}: {e}")
-        })?;
+        .map_err(|e| format!("metrics endpoint {addr}: {e}"))?;
         info!(%bound, "metrics at http://{bound}/metrics");
     }
-    // Switch i runs on loop i % loops; loop 0 is this thread, so a signal
-    // (blocked on the others) wakes a loop at once.
-    let wirings = wiring(&args, &topo, &plans).inspect_err(|_| remove_sockets())?;
-    let mut groups: Vec<Vec<(Plan, Inbox, Wiring)>> = (0..loops).map(|_| Vec::new()).collect();
-    for (i, ((plan, inbox), w)) in plans.iter().cloned().zip(inboxes).zip(wirings).enumerate() {
-        groups[i % loops].push((plan, inbox, w));
-    }
-    install_signal_handlers();
-    let go = std::sync::Barrier::new(loops + 1);
-    let all_ok = AtomicBool::new(false);
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let mut groups = groups.into_iter();
-    let first = groups.next().expect("at least one loop");
-    let (snapshots, error) = std::thread::scope(|s| {
-        let others: Vec<_> = groups
+    let names = |p: &Plan| -> Vec<String> {
+        port_names(&topo, p)
+            .into_iter()
             .enumerate()
-            .map(|(i, group)| {
-                let ready = ready_tx.clone();
-                let (args, topo, base, go, all_ok) = (&args, &topo, &base, &go, &all_ok);
-                std::thread::Builder::new()
-                    .name(format!("loop{}", i + 1))
-                    .spawn_scoped(s, move || {
-                        block_stop_signals();
-                        run_loop(args, topo, base, group, ready, go, all_ok)
-                    })
-                    .expect("spawn a loop thread")
-            })
-            .collect();
-        // The verdict: every loop's opening outcome, then go (or not).
-        let decider = {
-            let (go, all_ok) = (&go, &all_ok);
-            let ready_rx = ready_rx;
-            s.spawn(move || {
-                let mut error = None;
-                for _ in 0..loops {
-                    match ready_rx.recv() {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => {
-                            error.get_or_insert(e);
-                        }
-                        Err(_) => {
-                            error.get_or_insert("a loop thread died while opening".into());
-                        }
-                    }
-                }
-                all_ok.store(error.is_none(), Ordering::SeqCst);
-                go.wait();
-                error
-            })
-        };
-        let mut snapshots = run_loop(&args, &topo, &base, first, ready_tx, &go, &all_ok);
-        // Others may be asleep until their next deadline (a link check):
-        // STOP is already set for them.
-        STOP.store(true, Ordering::SeqCst);
-        for h in others {
-            snapshots.extend(h.join().expect("loop thread"));
-        }
-        (snapshots, decider.join().expect("decider thread"))
-    });
-    remove_sockets();
-    if let Some(e) = error {
-        return Err(e.into());
-    }
+            .map(|(i, n)| n.unwrap_or_else(|| format!("p{i}")))
+            .collect()
+    };
+    let wirings = many::wiring(args.several.links, &args.common, &topo, &plans, &names)?;
+    let open = |plan: &Plan, inbox: Inbox, wiring: Wiring| {
+        open_switch(&args, &topo, &base, plan, inbox, wiring)
+    };
+    let snapshots = many::run(&args.common, loops, &plans, inboxes, wirings, &open)?;
     for (_, snapshot) in &snapshots {
         eprintln!(
             "{}",

@@ -11,12 +11,13 @@ use lcmp_ebpf::{RouteSocket, XdpMode};
 use lcmp_policy::PolicyName;
 use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime, EcnMarkAt};
 use lcmp_switch::mem_link::Transfer;
-use lcmp_switch::xsk::{XskConfig, XskIo};
+use lcmp_switch::xsk::XskConfig;
 use lcmp_topology::network::Network;
 use lcmp_topology::tables::PathMetric;
 use tracing::warn;
 
 mod lcmp;
+mod many;
 mod rotor;
 
 #[derive(Parser, Debug)]
@@ -57,7 +58,8 @@ enum Command {
     --switch, or --all-switches), each in its namespace (--netns, \
     --netns-prefix) on shared event loops (--loops).")]
     Lcmp(LcmpArgs),
-    /// A rotor or rotor-aware ToR of a rotor network (one per process).
+    /// Rotors and rotor-aware ToRs of a rotor network (one or several in
+    /// this process).
     #[command(
         long_about = "A rotor or a rotor-aware ToR of a rotor network (Mars).\n\n\
     Given a rotor network file (a [rotor] table, written by `lcmp-agent \
@@ -69,8 +71,11 @@ enum Command {
     by shift routing on the emulated graph. Slots come from CLOCK_REALTIME \
     and the epoch (--epoch-unix-ns, the file, or the agent's set_epoch). \
     The stats file holds the rotor status (slot, lateness, queues, drops); \
-    `lcmp-ctl rotor` shows it. One switch per process; its metrics are \
-    served by the agent (lcmp-agent run --metrics-listen)."
+    `lcmp-ctl rotor` shows it; metrics are served by the agent (lcmp-agent \
+    run --metrics-listen). Several switches can run in one process (repeat \
+    --switch, or --all-switches) on shared event loops (--loops), the links \
+    between them in memory (--links memory): a large network then fits a \
+    few cores, at the cost of slot timing when a loop is busy."
     )]
     Rotor(RotorArgs),
 }
@@ -153,14 +158,13 @@ enum LinkKind {
     Memory,
 }
 
-/// `lcmp-switch lcmp`: the LCMP switches of a DCI topology.
+/// Which switches of the network file this process runs, where, and how
+/// the links between them are made (both subcommands).
 #[derive(Args, Debug)]
-struct LcmpArgs {
-    #[command(flatten)]
-    common: Common,
-    /// Name of a switch in the topology file. Repeat it to run several
-    /// switches in this process, each with its own ports, tables, flow
-    /// cache, counters, stats file and control socket (see --netns,
+struct Several {
+    /// Name of a switch in the network file. Repeat it to run several
+    /// switches in this process, each with its own ports, tables (or
+    /// schedule), counters, stats file and control socket (see --netns,
     /// --loops; per-switch paths take a {switch} placeholder).
     #[arg(
         long = "switch",
@@ -169,7 +173,7 @@ struct LcmpArgs {
         required_unless_present = "all_switches"
     )]
     switches: Vec<String>,
-    /// Run every switch of the topology in this process.
+    /// Run every switch of the network file in this process.
     #[arg(long, conflicts_with = "switches")]
     all_switches: bool,
     /// The network namespace of a switch's ports: SWITCH=NAME (a namespace
@@ -202,6 +206,15 @@ struct LcmpArgs {
     /// or `copy` (into a buffer of the receiving switch; for measuring).
     #[arg(long, value_enum, default_value_t = Transfer::Descriptor)]
     memory_link_transfer: Transfer,
+}
+
+/// `lcmp-switch lcmp`: the LCMP switches of a DCI topology.
+#[derive(Args, Debug)]
+struct LcmpArgs {
+    #[command(flatten)]
+    common: Common,
+    #[command(flatten)]
+    several: Several,
     /// Path-selection policy.
     #[arg(long, value_enum, default_value_t = PolicyName::Lcmp)]
     policy: PolicyName,
@@ -308,10 +321,10 @@ struct LcmpArgs {
 struct RotorArgs {
     #[command(flatten)]
     common: Common,
-    /// The switch of the rotor network file to run: rotorR (a rotor) or
-    /// torT (a ToR).
-    #[arg(long, short, value_name = "NAME")]
-    switch: String,
+    /// The rotor network's switches to run: rotorR (a rotor), torT (a
+    /// ToR).
+    #[command(flatten)]
+    several: Several,
     /// ToRs in event mode: stop sleeping this long before a slot in which
     /// frames wait, and poll from there, so the first frame leaves on time
     /// despite wake-up latency (tens of microseconds on a VM). 0: always
@@ -445,34 +458,12 @@ fn xsk_config(args: &Common) -> XskConfig {
     }
 }
 
-/// The ports' AF_XDP sockets and XDP programs.
-fn open_ports(args: &Common, ifnames: &[String]) -> Result<XskIo, Box<dyn std::error::Error>> {
-    Ok(XskIo::open(ifnames, &xsk_config(args))?)
-}
-
-/// Fails now, naming the file, if the stats file cannot be written.
-fn check_stats_file(args: &Common) -> Result<(), String> {
-    match &args.stats_file {
-        Some(path) => check_stats_path(path),
-        None => Ok(()),
-    }
-}
-
 /// Fails now, naming the file, if a stats file cannot be written at `path`.
 fn check_stats_path(path: &std::path::Path) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, b"{}")
         .and_then(|_| std::fs::remove_file(&tmp))
         .map_err(|e| format!("cannot write the stats file {}: {e}", path.display()))
-}
-
-/// Where the control socket of switch `name` is served, if at all.
-fn control_path(args: &Common, name: &str) -> Option<PathBuf> {
-    (!args.no_control).then(|| {
-        args.control_socket
-            .clone()
-            .unwrap_or_else(|| lcmp_control::paths::switch_socket(name))
-    })
 }
 
 /// CPU pinning, real-time priority and timer slack of the poll thread
@@ -582,11 +573,23 @@ mod tests {
             "1"
         ])
         .is_ok());
+        // Several rotor-network switches share loops and memory links.
+        assert!(parse(&[
+            "rotor",
+            "-t",
+            "f.toml",
+            "--all-switches",
+            "--loops",
+            "2",
+            "--links",
+            "memory",
+            "--netns-prefix",
+            "tb-"
+        ])
+        .is_ok());
         for bad in [
             &["lcmp", "-t", "f.toml", "-s", "a", "--epoch-unix-ns", "1"][..],
             &["lcmp", "-t", "f.toml", "-s", "a", "--slot-spin-us", "5"],
-            &["rotor", "-t", "f.toml", "-s", "tor0", "--loops", "2"],
-            &["rotor", "-t", "f.toml", "-s", "tor0", "--netns", "tor0=ns"],
             &[
                 "rotor",
                 "-t",
@@ -596,8 +599,8 @@ mod tests {
                 "--metrics-listen",
                 "127.0.0.1:1",
             ],
-            &["rotor", "-t", "f.toml", "-s", "tor0", "-s", "tor1"],
-            &["rotor", "-t", "f.toml", "--all-switches"],
+            &["rotor", "-t", "f.toml", "-s", "tor0", "--policy", "ecmp"],
+            &["rotor", "-t", "f.toml", "-s", "tor0", "--all-switches"],
             &["lcmp", "-t", "f.toml", "-s", "a", "--policy", "ospf"],
             &["-t", "f.toml", "-s", "a"],
         ] {
