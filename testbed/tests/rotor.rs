@@ -33,13 +33,41 @@ fn small_network_file(tag: &str) -> PathBuf {
 fn a_rotor_network_file_comes_up_and_down() {
     require_root!();
     let _s = serial();
+    rotor_network_up_and_down(&[], "veth");
+}
+
+#[test]
+fn a_rotor_network_with_memory_links_comes_up_and_down() {
+    require_root!();
+    let _s = serial();
+    rotor_network_up_and_down(&["--links", "memory"], "memory");
+}
+
+/// Up with `extra` (links of kind `links`: veths and a process per switch,
+/// or memory links and one process), what status, the agent and lcmp-ctl
+/// say, a ping through two rotors, down.
+fn rotor_network_up_and_down(extra: &[&str], links: &str) {
     let name = unique_name("ru");
     let _down = Down(name.clone());
     let file = small_network_file(&name);
-    let out = ok(&["up", "--name", &name, "--topology", file.to_str().unwrap()]);
+    let mut args = vec!["up", "--name", &name, "--topology", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = ok(&args);
     assert!(out.contains("switch rotor1"), "{out}");
     let s = status_json(&name);
     assert_eq!(s["health"], "ok", "{s:#}");
+    assert_eq!(s["links"], links, "{s:#}");
+    let pids: std::collections::BTreeSet<u64> = s["switches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        if links == "memory" { 1 } else { 6 },
+        "{pids:?}"
+    );
     let switches: Vec<&str> = s["switches"]
         .as_array()
         .unwrap()

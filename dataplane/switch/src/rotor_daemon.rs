@@ -353,7 +353,8 @@ impl<IO: PacketIo> Node for RotorNode<IO> {
     }
 
     fn finish(&mut self) {
-        // Bufferless: nothing held.
+        // Bufferless: nothing held but what its I/O holds (memory links).
+        self.sw.io().shutdown();
     }
 }
 fn ports(

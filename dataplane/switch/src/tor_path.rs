@@ -423,5 +423,6 @@ impl<IO: PacketIo> TorSwitch<IO> {
         }
         self.io.release(&self.dropped);
         self.dropped.clear();
+        self.io.shutdown();
     }
 }

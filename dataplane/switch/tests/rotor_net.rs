@@ -32,13 +32,23 @@ fn net(routing: RotorRouting) -> RotorNetwork {
 }
 
 fn tor(t: u32, net: &RotorNetwork, epoch: bool) -> TorSwitch<MemIo> {
+    tor_over(MemIo::new(3, 64), t, net, epoch)
+}
+
+/// ToR `t` of `net` over `io` (uplinks, then the host port).
+fn tor_over<IO: lcmp_switch::io::PacketIo>(
+    io: IO,
+    t: u32,
+    net: &RotorNetwork,
+    epoch: bool,
+) -> TorSwitch<IO> {
     let routing = if net.routing().shift() {
         TorRouting::Table(rotor::routes(&net.schedule().unwrap()).0[t as usize].clone())
     } else {
         TorRouting::Direct
     };
     TorSwitch::new(
-        MemIo::new(3, 64),
+        io,
         TorConfig {
             tor: t,
             net: net.clone(),
@@ -291,6 +301,7 @@ mod daemon {
     use lcmp_control::rotor::RotorStatus;
     use lcmp_control::Request;
     use lcmp_switch::daemon::{Daemon, DaemonConfig, Loop, PollMode};
+    use lcmp_switch::io::PacketIo;
     use lcmp_switch::node::Node;
     use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
 
@@ -553,6 +564,129 @@ mod daemon {
         }
         r.finish();
         assert_eq!(r.node().io().free_frames(), 64);
+    }
+
+    /// The same crossing with the whole network in memory: every ToR
+    /// uplink and rotor port a memory link, hosts on in-memory ports, six
+    /// daemons stepped in turn as one event loop steps them. The frame
+    /// reaches ToR 3's host at the same instant as when carried by hand.
+    #[test]
+    fn a_network_of_memory_links_delivers_in_the_slot_the_schedule_gives() {
+        use lcmp_switch::frames::FrameShare;
+        use lcmp_switch::linked_io::LinkedIo;
+        use lcmp_switch::mem_link::{MemoryLinks, Transfer};
+
+        const EPOCH: u64 = 7 * SLOT;
+        let n = net(RotorRouting::Direct);
+        let wiring = n.wiring().unwrap();
+        let names: Vec<&str> = wiring.switches().iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["tor0", "tor1", "tor2", "tor3", "rotor0", "rotor1"]);
+        let ifnames = |sw: &str, i: u8| {
+            let role = n.role(sw).unwrap();
+            n.port_names(role)[usize::from(i)].clone()
+        };
+        let mut links = MemoryLinks::build(&wiring, &names, 16, &ifnames).unwrap();
+        assert_eq!(links.len(), 8, "4 ToRs x 2 rotors");
+        let mut shares = FrameShare::split_area(&[64; 6]).unwrap().into_iter();
+        let (now, clock) = shared_clock();
+        let mut tors: Vec<Daemon<TorNode<LinkedIo<MemIo>>, Clock>> = (0..4)
+            .map(|t| {
+                // The host port is the in-memory I/O's only port.
+                let io = MemIo::in_share(1, shares.next().unwrap());
+                let io = LinkedIo::new(
+                    io,
+                    links.layout(&format!("tor{t}"), 3),
+                    Transfer::Descriptor,
+                )
+                .unwrap();
+                Daemon::new(
+                    TorNode::new(
+                        tor_over(io, t, &n, false),
+                        node_config(&["u0", "u1", "h0"], Some(EPOCH), 0),
+                    ),
+                    clock(),
+                    config(&format!("tor{t}"), None),
+                )
+            })
+            .collect();
+        let mut rotors: Vec<Daemon<RotorNode<LinkedIo<MemIo>>, Clock>> = (0..2)
+            .map(|r| {
+                let io = MemIo::in_share(0, shares.next().unwrap());
+                let io = LinkedIo::new(
+                    io,
+                    links.layout(&format!("rotor{r}"), 4),
+                    Transfer::Descriptor,
+                )
+                .unwrap();
+                Daemon::new(
+                    RotorNode::new(
+                        io,
+                        &n,
+                        r,
+                        node_config(&["t0", "t1", "t2", "t3"], Some(EPOCH), 0),
+                    )
+                    .unwrap(),
+                    clock(),
+                    config(&format!("rotor{r}"), None),
+                )
+            })
+            .collect();
+        // Steps every daemon until none has work at the time set.
+        let step_all =
+            |tors: &mut Vec<Daemon<TorNode<LinkedIo<MemIo>>, Clock>>,
+             rotors: &mut Vec<Daemon<RotorNode<LinkedIo<MemIo>>, Clock>>| {
+                for _ in 0..10 {
+                    let work: usize = tors.iter_mut().map(|d| d.step()).sum::<usize>()
+                        + rotors.iter_mut().map(|d| d.step()).sum::<usize>();
+                    if work == 0 {
+                        return;
+                    }
+                }
+            };
+        let sent = EPOCH + SLOT + 500_000;
+        now.set(sent);
+        assert!(tors[0]
+            .node()
+            .io()
+            .inner_mut()
+            .inject(0, &frame(0, 3, mac(2))));
+        step_all(&mut tors, &mut rotors);
+        let opening = EPOCH + 2 * SLOT + RECONF;
+        let due = opening + SER;
+        for t in [opening, due - 1] {
+            now.set(t);
+            step_all(&mut tors, &mut rotors);
+            assert!(
+                tors[3].node().io().inner_mut().take_sent(0).is_empty(),
+                "at {t}"
+            );
+        }
+        now.set(due);
+        step_all(&mut tors, &mut rotors);
+        let got = tors[3].node().io().inner_mut().take_sent(0);
+        assert_eq!(got.len(), 1, "delivered to ToR 3's host at {due}");
+        assert_eq!(ttl(&got[0]), 62, "one hop per ToR");
+        // Rotor 1 carried it (ToR 0's uplink 1), rotor 0 nothing.
+        let r1 = rotors[1].node().io().memory_link_stats(0).unwrap();
+        assert_eq!((r1.peer.as_str(), r1.frames_received), ("tor0/u1", 1));
+        let r0 = rotors[0].node().io().memory_link_stats(0).unwrap();
+        assert_eq!(r0.frames_received, 0);
+        for t in &mut tors {
+            t.finish();
+        }
+        for r in &mut rotors {
+            r.finish();
+        }
+        let free: usize = tors
+            .iter_mut()
+            .map(|d| d.node().io().inner().free_frames())
+            .chain(
+                rotors
+                    .iter_mut()
+                    .map(|d| d.node().io().inner().free_frames()),
+            )
+            .sum();
+        assert_eq!(free, 6 * 64, "every buffer back in a pool");
     }
 }
 
