@@ -9,15 +9,13 @@ use lcmp_policy::{CongestionParams, LcmpParams, PathCostParams, Policy};
 use lcmp_switch::config::{from_topology, Options};
 use lcmp_switch::daemon::{Daemon, DaemonConfig, MonotonicClock, PollMode as LoopMode};
 use lcmp_switch::lcmp_node::LcmpNode;
-use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_link::port_mac;
 use lcmp_switch::switch::Switch;
-use lcmp_switch::xsk::XskIo;
 use lcmp_topology::Topology;
 use tracing::info;
 
-use super::many::{self, Plan, Wiring};
-use super::{neighbour_macs, xsk_config, LcmpArgs, PollMode};
+use super::many::{self, Plan, Ports, Wiring};
+use super::{neighbour_macs, LcmpArgs, PollMode};
 
 /// Fills in unknown peer MACs from the kernel's IPv4 neighbour table of
 /// the ports' namespace (read over the switch's route socket). A host that
@@ -59,9 +57,6 @@ fn resolve_peers(
     }
     !sw.ports_without_peer().is_empty()
 }
-
-/// A switch's ports: AF_XDP sockets and memory links.
-type Ports = LinkedIo<XskIo>;
 
 /// The switches to run and their per-switch settings from the command line.
 fn plans(args: &LcmpArgs, topo: &Topology) -> Result<Vec<Plan>, String> {
@@ -212,30 +207,21 @@ fn open_switch(
         }
     }
     let ifnames: Vec<String> = config.ports.iter().map(|p| p.name.clone()).collect();
-    let mut layout = wiring.layout;
-    layout.resize_with(ifnames.len(), || None);
-    let xsk_ifnames: Vec<String> = ifnames
-        .iter()
-        .zip(&layout)
-        .filter(|(_, end)| end.is_none())
-        .map(|(n, _)| n.clone())
-        .collect();
-    let cfg = xsk_config(&args.common);
-    let xsk = match wiring.share {
-        Some(share) => XskIo::open_in(&xsk_ifnames, &cfg, share)?,
-        None => XskIo::open(&xsk_ifnames, &cfg)?,
-    };
-    for p in xsk.port_info() {
-        info!(switch = %plan.name, port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
-    }
+    let io = many::open_ports(
+        &plan.name,
+        &args.common,
+        &ifnames,
+        wiring,
+        args.several.memory_link_transfer,
+    )?;
     // The ports' own addresses, as the XDP programs read them at attach:
     // the source of the ICMP errors sent out of them (traffic to them is
     // the kernel's). A memory link has none.
-    let xsk_addresses: Vec<Vec<std::net::IpAddr>> = xsk
+    let xsk_addresses: Vec<Vec<std::net::IpAddr>> = io
+        .inner()
         .steering()
         .map(|s| s.local_addresses().to_vec())
         .collect();
-    let io = LinkedIo::new(xsk, layout, args.several.memory_link_transfer)?;
     let addresses: Vec<Vec<std::net::IpAddr>> = (0..ifnames.len())
         .map(|i| {
             io.io_port(i)
@@ -243,11 +229,6 @@ fn open_switch(
                 .unwrap_or_default()
         })
         .collect();
-    for (i, name) in ifnames.iter().enumerate() {
-        if let Some(end) = io.link(i) {
-            info!(switch = %plan.name, port = %name, peer = %end.peer_name(), transfer = %args.several.memory_link_transfer.name(), "memory link ready");
-        }
-    }
     let mut sw = Switch::new(config, io)?;
     for (i, a) in addresses.iter().enumerate() {
         sw.set_port_addresses(i, a);

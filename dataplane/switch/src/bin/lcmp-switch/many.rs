@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use lcmp_control::server::{serve, Inbox};
 use lcmp_switch::daemon::{run_many, Loop};
 use lcmp_switch::frames::FrameShare;
-use lcmp_switch::mem_link::{LinkEnd, MemoryLinks};
+use lcmp_switch::linked_io::LinkedIo;
+use lcmp_switch::mem_link::{LinkEnd, MemoryLinks, Transfer};
 use lcmp_switch::xsk::XskIo;
 use lcmp_topology::Topology;
 use tracing::{info, warn};
@@ -226,6 +227,45 @@ pub(super) fn wiring(
             share: Some(share),
         })
         .collect())
+}
+
+/// A switch's ports: AF_XDP sockets and memory links.
+pub(super) type Ports = LinkedIo<XskIo>;
+
+/// Switch `name`'s ports: an AF_XDP socket on each interface of
+/// `ifnames` whose port has no memory link in `wiring` (over the wiring's
+/// share of the frame area, or an area of its own), and the memory links,
+/// in port order; each port logged.
+pub(super) fn open_ports(
+    name: &str,
+    common: &Common,
+    ifnames: &[String],
+    wiring: Wiring,
+    transfer: Transfer,
+) -> Result<Ports, Box<dyn std::error::Error>> {
+    let mut layout = wiring.layout;
+    layout.resize_with(ifnames.len(), || None);
+    let xsk_ifnames: Vec<String> = ifnames
+        .iter()
+        .zip(&layout)
+        .filter(|(_, end)| end.is_none())
+        .map(|(n, _)| n.clone())
+        .collect();
+    let cfg = xsk_config(common);
+    let xsk = match wiring.share {
+        Some(share) => XskIo::open_in(&xsk_ifnames, &cfg, share)?,
+        None => XskIo::open(&xsk_ifnames, &cfg)?,
+    };
+    for p in xsk.port_info() {
+        info!(switch = %name, port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
+    }
+    let io = LinkedIo::new(xsk, layout, transfer)?;
+    for (i, port) in ifnames.iter().enumerate() {
+        if let Some(end) = io.link(i) {
+            info!(switch = %name, port = %port, peer = %end.peer_name(), transfer = %transfer.name(), "memory link ready");
+        }
+    }
+    Ok(io)
 }
 
 /// The control sockets of the plans, removed when dropped.

@@ -5,21 +5,16 @@
 use lcmp_control::server::Inbox;
 use lcmp_ebpf::RouteSocket;
 use lcmp_switch::daemon::{Daemon, DaemonConfig, Loop, PollMode as LoopMode, RealtimeClock};
-use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_link::port_mac;
 use lcmp_switch::rotor::SlotClock;
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
 use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
-use lcmp_switch::xsk::XskIo;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use tracing::{info, warn};
 
-use super::many::{self, Plan, Wiring};
-use super::{neighbour_macs, xsk_config, PollMode, RotorArgs};
-
-/// A switch's ports: AF_XDP sockets and memory links.
-type Ports = LinkedIo<XskIo>;
+use super::many::{self, Plan, Ports, Wiring};
+use super::{neighbour_macs, PollMode, RotorArgs};
 
 /// A rotor or a ToR, opened (boxed: one per switch, stepped through a
 /// pointer either way).
@@ -140,18 +135,16 @@ fn open_switch(
             },
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let xsk_ifnames: Vec<String> = ifnames
-        .iter()
-        .zip(&layout)
-        .filter(|(_, end)| end.is_none())
-        .map(|(n, _)| n.clone())
-        .collect();
-    let cfg = xsk_config(&args.common);
-    let xsk = match wiring.share {
-        Some(share) => XskIo::open_in(&xsk_ifnames, &cfg, share)?,
-        None => XskIo::open(&xsk_ifnames, &cfg)?,
-    };
-    let io = LinkedIo::new(xsk, layout, args.several.memory_link_transfer)?;
+    let io = many::open_ports(
+        &plan.name,
+        &args.common,
+        &ifnames,
+        Wiring {
+            layout,
+            share: wiring.share,
+        },
+        args.several.memory_link_transfer,
+    )?;
     if epoch.is_none() {
         warn!(switch = %plan.name, "no epoch yet (file or --epoch-unix-ns): forwarding nothing into the circuits until the agent sets one");
     }
