@@ -174,6 +174,10 @@ struct Batch {
     /// Where each port's frames end in `rx`.
     rx_ends: Vec<usize>,
     tx: Vec<Frame>,
+    /// Indices in `tx` of the frames whose mark was decided as they left
+    /// the port buffer (dequeue marking): set after the hand-off, so the
+    /// hand-off stays a push.
+    tx_marks: Vec<usize>,
     dropped: Vec<Frame>,
 }
 
@@ -502,6 +506,7 @@ impl<IO: PacketIo> Switch<IO> {
                 rx: Vec::with_capacity(batch * n),
                 rx_ends: vec![0; n],
                 tx: Vec::with_capacity(4096),
+                tx_marks: Vec::with_capacity(4096),
                 dropped: Vec::with_capacity(4096),
             },
             timers: Timers {
@@ -872,20 +877,15 @@ impl<IO: PacketIo> Switch<IO> {
             // Back-pressure: the link hands out no more than the ring takes;
             // frames that are due wait in the delay line, first in line.
             let room = self.io.tx_room(port);
-            let (tx, dropped) = (&mut self.batch.tx, &mut self.batch.dropped);
-            let (io, counters) = (&mut self.io, &mut self.counters);
+            let batch = &mut self.batch;
+            let (tx, tx_marks, dropped) = (&mut batch.tx, &mut batch.tx_marks, &mut batch.dropped);
+            tx_marks.clear();
             let step = self.ports[port]
                 .egress
                 .poll_budget(now_ns, room, &mut |h| match h {
                     Handoff::Transmit { frame, mark_ce, .. } => {
                         if mark_ce {
-                            let data = io.frame_mut(frame);
-                            // Only a mark this switch made counts.
-                            if forwarded_ip_header(data)
-                                .is_some_and(|(l3, at)| set_ce(data, l3, at))
-                            {
-                                counters.add(port, Counter::CeMarked, 1);
-                            }
+                            tx_marks.push(tx.len());
                         }
                         tx.push(frame)
                     }
@@ -893,6 +893,13 @@ impl<IO: PacketIo> Switch<IO> {
                 });
             self.counters
                 .drop_n(port, DropReason::EmulationOverflow, step.overflowed as u64);
+            for &i in &self.batch.tx_marks {
+                let data = self.io.frame_mut(self.batch.tx[i]);
+                // Only a mark this switch made counts.
+                if forwarded_ip_header(data).is_some_and(|(l3, at)| set_ce(data, l3, at)) {
+                    self.counters.add(port, Counter::CeMarked, 1);
+                }
+            }
             if self.batch.tx.is_empty() {
                 continue;
             }
