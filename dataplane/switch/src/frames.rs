@@ -83,30 +83,6 @@ impl FrameArea {
         NonNull::slice_from_raw_parts(self.ptr, self.len)
     }
 
-    /// The area's address and size for the packet path ([`FrameMemory`]).
-    pub fn memory(&self) -> FrameMemory {
-        FrameMemory {
-            ptr: self.ptr,
-            len: self.len,
-        }
-    }
-}
-
-/// An area's address and size, copied out of its `Arc` by whoever holds
-/// that `Arc` (a switch's packet I/O): the packet path then reaches a
-/// frame's bytes without chasing the `Arc` first. Valid while the area
-/// lives, which its holder guarantees by keeping the `Arc`.
-#[derive(Clone, Copy, Debug)]
-pub struct FrameMemory {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: as for `FrameArea`: which thread may access a chunk is decided by
-// who holds its descriptor.
-unsafe impl Send for FrameMemory {}
-
-impl FrameMemory {
     /// Whether `start..start + len` lies inside the area.
     #[inline]
     pub fn contains(&self, start: u64, len: usize) -> bool {
@@ -120,17 +96,16 @@ impl FrameMemory {
     ///
     /// # Safety
     ///
-    /// The area is alive, and the caller holds the descriptor of the
-    /// chunk(s) the range lies in (module documentation), so no one writes
-    /// them while the borrow lives.
+    /// The caller holds the descriptor of the chunk(s) the range lies in
+    /// (module documentation), so no one writes them while the borrow
+    /// lives.
     #[inline]
-    pub unsafe fn bytes<'a>(self, start: u64, len: usize) -> &'a [u8] {
+    pub unsafe fn bytes(&self, start: u64, len: usize) -> &[u8] {
         if !self.contains(start, len) {
             return &[];
         }
-        // SAFETY: inside the live mapping (checked; liveness is the
-        // caller's contract); exclusive to the holder (the caller's
-        // contract).
+        // SAFETY: inside the mapping (checked); exclusive to the holder
+        // (the caller's contract).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(start as usize), len) }
     }
 
@@ -139,33 +114,36 @@ impl FrameMemory {
     ///
     /// # Safety
     ///
-    /// As for [`FrameMemory::bytes`], and no other borrow of the range
-    /// lives (callers take `&mut self` of whatever holds the descriptor).
+    /// As for [`FrameArea::bytes`], and no other borrow of the range lives
+    /// (callers take `&mut self` of whatever holds the descriptor).
     #[inline]
-    pub unsafe fn bytes_mut<'a>(self, start: u64, len: usize) -> &'a mut [u8] {
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bytes_mut(&self, start: u64, len: usize) -> &mut [u8] {
         if !self.contains(start, len) {
             return &mut [];
         }
-        // SAFETY: inside the live mapping (checked); exclusive to the
-        // holder (the caller's contract).
+        // SAFETY: inside the mapping (checked); exclusive to the holder
+        // (the caller's contract).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().add(start as usize), len) }
     }
+}
 
+impl FrameArea {
     /// Copies `len` bytes from chunk `from` to chunk `to` (a frame into a
     /// buffer a memory-link peer lent); false, copying nothing, when
     /// either range is outside the area or they overlap.
     ///
     /// # Safety
     ///
-    /// The area is alive and the caller holds both chunks' descriptors.
-    pub unsafe fn copy(self, from: u64, to: u64, len: usize) -> bool {
+    /// The caller holds both chunks' descriptors (module documentation).
+    pub unsafe fn copy(&self, from: u64, to: u64, len: usize) -> bool {
         let disjoint =
             from.saturating_add(len as u64) <= to || to.saturating_add(len as u64) <= from;
         if !(self.contains(from, len) && self.contains(to, len) && disjoint) {
             return false;
         }
-        // SAFETY: both ranges are inside the live mapping and do not
-        // overlap (checked); the caller holds both.
+        // SAFETY: both ranges are inside the mapping and do not overlap
+        // (checked); the caller holds both.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 self.ptr.as_ptr().add(from as usize),
@@ -254,8 +232,7 @@ mod tests {
 
     #[test]
     fn bounds_are_checked() {
-        let area = FrameArea::new(2).unwrap();
-        let a = area.memory();
+        let a = FrameArea::new(2).unwrap();
         assert!(a.contains(0, 4096));
         assert!(!a.contains(1, 4096));
         assert!(!a.contains(u64::MAX, 1));
@@ -270,8 +247,7 @@ mod tests {
 
     #[test]
     fn copies_between_chunks_only() {
-        let area = FrameArea::new(3).unwrap();
-        let a = area.memory();
+        let a = FrameArea::new(3).unwrap();
         // SAFETY: nothing else uses this area.
         unsafe {
             a.bytes_mut(0, 3).copy_from_slice(&[7, 8, 9]);

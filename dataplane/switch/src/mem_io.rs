@@ -5,18 +5,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::frames::{FrameArea, FrameMemory, FrameShare};
+use crate::frames::{FrameArea, FrameShare};
 use crate::io::{Frame, PacketIo};
 
 pub use crate::frames::FRAME_SIZE;
 
 /// In-memory ports over a fixed pool of frame buffers.
 pub struct MemIo {
-    /// Keeps the frame memory mapped while `mem` points into it.
-    _area: Arc<FrameArea>,
-    /// The area's address and size, kept here: no `Arc` to chase per
-    /// frame.
-    mem: FrameMemory,
+    area: Arc<FrameArea>,
     free: Vec<u64>,
     rx: Vec<VecDeque<Frame>>,
     tx: Vec<VecDeque<Frame>>,
@@ -40,8 +36,7 @@ impl MemIo {
     /// are).
     pub fn in_share(ports: usize, share: FrameShare) -> Self {
         MemIo {
-            mem: share.area.memory(),
-            _area: share.area.clone(),
+            area: share.area.clone(),
             free: share.chunks(),
             rx: vec![VecDeque::new(); ports],
             tx: vec![VecDeque::new(); ports],
@@ -58,7 +53,7 @@ impl MemIo {
         };
         let len = bytes.len().min(FRAME_SIZE);
         // SAFETY: the chunk was in this pool: no one else holds it.
-        unsafe { self.mem.bytes_mut(addr, len) }.copy_from_slice(&bytes[..len]);
+        unsafe { self.area.bytes_mut(addr, len) }.copy_from_slice(&bytes[..len]);
         self.rx[port].push_back(Frame {
             addr,
             len: len as u32,
@@ -112,12 +107,12 @@ impl PacketIo for MemIo {
 
     fn frame(&self, f: Frame) -> &[u8] {
         // SAFETY: the switch holds the frame (crate::frames).
-        unsafe { self.mem.bytes(f.addr, f.len as usize) }
+        unsafe { self.area.bytes(f.addr, f.len as usize) }
     }
 
     fn frame_mut(&mut self, f: Frame) -> &mut [u8] {
         // SAFETY: as in `frame`; `&mut self` makes this the only borrow.
-        unsafe { self.mem.bytes_mut(f.addr, f.len as usize) }
+        unsafe { self.area.bytes_mut(f.addr, f.len as usize) }
     }
 
     fn tx_room(&self, _port: usize) -> usize {
@@ -129,7 +124,7 @@ impl PacketIo for MemIo {
         let start = f.addr as usize;
         let end = (start - start % FRAME_SIZE) + FRAME_SIZE;
         // SAFETY: as in `frame_mut`: the switch holds the whole chunk.
-        unsafe { self.mem.bytes_mut(f.addr, end - start) }
+        unsafe { self.area.bytes_mut(f.addr, end - start) }
     }
 
     fn send(&mut self, port: usize, frames: &[Frame]) -> usize {
@@ -147,7 +142,7 @@ impl PacketIo for MemIo {
         let len = (from.len as usize).min(FRAME_SIZE);
         // SAFETY: the switch holds both chunks: the frame, and the buffer
         // a memory-link peer lent it.
-        unsafe { self.mem.copy(from.addr, to, len) };
+        unsafe { self.area.copy(from.addr, to, len) };
         Frame {
             addr: to,
             len: len as u32,

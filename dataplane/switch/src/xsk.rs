@@ -24,7 +24,7 @@ use lcmp_ebpf::{AttachedMode, LinkEvents, RouteSocket, XdpMode, XdpSteering};
 use xdpilone::xdp::XdpDesc;
 use xdpilone::{DeviceQueue, IfInfo, RingRx, RingTx, Socket, SocketConfig, Umem, UmemConfig, User};
 
-use crate::frames::{FrameArea, FrameMemory, FrameShare};
+use crate::frames::{FrameArea, FrameShare};
 use crate::io::{Frame, PacketIo};
 
 /// UMEM chunk size: one frame per chunk (MTU-sized frames; no multi-buffer).
@@ -100,11 +100,7 @@ pub struct XskIo {
     ports: Vec<Port>,
     /// `None` without ports (a switch whose links are all memory links).
     _umem: Option<Umem>,
-    /// Keeps the frame memory mapped while `mem` points into it.
-    _area: Arc<FrameArea>,
-    /// The area's address and size, kept here: no `Arc` to chase per
-    /// frame.
-    mem: FrameMemory,
+    area: Arc<FrameArea>,
     free: Vec<u64>,
     fill_size: u32,
     /// Entries of each TX (and completion) ring.
@@ -216,8 +212,7 @@ impl XskIo {
         let mut io = XskIo {
             ports,
             _umem: umem,
-            mem: area.memory(),
-            _area: area,
+            area,
             free,
             fill_size: rx_ring,
             tx_ring: ring,
@@ -439,7 +434,7 @@ impl PacketIo for XskIo {
         // SAFETY: a frame the switch holds is in no kernel ring and no
         // memory link's ring, so no one else writes it while this borrow
         // lives (the area checks the bounds).
-        unsafe { self.mem.bytes(f.addr, f.len as usize) }
+        unsafe { self.area.bytes(f.addr, f.len as usize) }
     }
 
     #[inline]
@@ -449,14 +444,14 @@ impl PacketIo for XskIo {
         }
         // SAFETY: as in `frame`; `&mut self` makes this the only borrow of
         // the frame's memory through this switch.
-        unsafe { self.mem.bytes_mut(f.addr, f.len as usize) }
+        unsafe { self.area.bytes_mut(f.addr, f.len as usize) }
     }
 
     fn frame_room_mut(&mut self, f: Frame) -> &mut [u8] {
         // The rest of the frame's own chunk.
         let end = Self::chunk(f.addr) + FRAME_SIZE as u64;
         // SAFETY: as in `frame_mut`: the switch holds the whole chunk.
-        unsafe { self.mem.bytes_mut(f.addr, (end - f.addr) as usize) }
+        unsafe { self.area.bytes_mut(f.addr, (end - f.addr) as usize) }
     }
 
     #[inline]
@@ -497,7 +492,7 @@ impl PacketIo for XskIo {
         let len = (from.len as usize).min(FRAME_SIZE as usize);
         // SAFETY: the switch holds both chunks: the frame, and the buffer
         // a memory-link peer lent it.
-        unsafe { self.mem.copy(from.addr, to, len) };
+        unsafe { self.area.copy(from.addr, to, len) };
         Frame {
             addr: to,
             len: len as u32,
