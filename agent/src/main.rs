@@ -123,6 +123,11 @@ struct RunArgs {
     /// What C_path describes; must match the switches' --metric.
     #[arg(long, value_enum, default_value = "path")]
     metric: PathMetric,
+    /// The experiment's scaling of the topology's network, as the
+    /// switches' --scaling: the links the agent sets up are emulated
+    /// scaled; the tables it pushes are the file's network's.
+    #[arg(long, value_name = "SCALING", default_value = "none")]
+    scaling: lcmp_topology::Scaling,
     /// Weight of the delay score in C_path; must match the switches'.
     #[arg(long, default_value_t = 3)]
     w_delay: u32,
@@ -235,6 +240,7 @@ fn run(args: RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         state_file,
         host_netns_prefix: netns,
         timeout: std::time::Duration::from_secs(2),
+        scaling: args.scaling,
     })?;
     Ok(())
 }

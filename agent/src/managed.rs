@@ -36,6 +36,10 @@ pub struct RunOptions {
     pub host_netns_prefix: Option<String>,
     /// Per-call timeout.
     pub timeout: Duration,
+    /// The experiment's scaling of the network in `topology`: applied to
+    /// the links the agent sets up (`SetLink` after a reload, netem on
+    /// host interfaces), never to the tables it computes.
+    pub scaling: lcmp_topology::Scaling,
 }
 
 /// Who the agent is, first in its state file whatever it manages.

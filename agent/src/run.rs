@@ -201,14 +201,24 @@ impl Agent {
     /// topology: after a reload that changed links.
     fn push_links(&mut self, old: &Topology) {
         let timeout = self.opts.timeout;
+        // The switches emulate the scaled links.
+        let (new, old) = match (
+            self.opts.scaling.emulated(&self.topo),
+            self.opts.scaling.emulated(old),
+        ) {
+            (Ok(n), Ok(o)) => (n, o),
+            (Err(e), _) | (_, Err(e)) => {
+                warn!("links not pushed: {e}");
+                return;
+            }
+        };
         for sw in &mut self.switches {
-            let (Some(new_sw), Some(old_sw)) = (
-                self.topo.switch_by_name(&sw.name),
-                old.switch_by_name(&sw.name),
-            ) else {
+            let (Some(new_sw), Some(old_sw)) =
+                (new.switch_by_name(&sw.name), old.switch_by_name(&sw.name))
+            else {
                 continue;
             };
-            let (new_ports, old_ports) = (self.topo.ports(new_sw.id), old.ports(old_sw.id));
+            let (new_ports, old_ports) = (new.ports(new_sw.id), old.ports(old_sw.id));
             for (p, o) in new_ports.iter().zip(old_ports) {
                 if (p.rate_bps, p.delay_ns, p.buffer_bytes)
                     == (o.rate_bps, o.delay_ns, o.buffer_bytes)
@@ -325,6 +335,15 @@ impl Agent {
     fn plan_emulation(&mut self) {
         let netem = emulation::netem_available();
         let mut plan = Vec::new();
+        // Hosts' links as emulated (netem), scaled.
+        let emulated = match self.opts.scaling.emulated(&self.topo) {
+            Ok(t) => t,
+            Err(e) => {
+                warn!("no link emulation planned: {e}");
+                self.state.emulation = Vec::new();
+                return;
+            }
+        };
         for l in self.topo.links() {
             let (a, b) = (&self.topo.switch(l.a).name, &self.topo.switch(l.b).name);
             for dir in [format!("{a}->{b}"), format!("{b}->{a}")] {
@@ -335,8 +354,8 @@ impl Agent {
                 });
             }
         }
-        for h in self.topo.hosts() {
-            let sw = &self.topo.switch(h.switch).name;
+        for h in emulated.hosts() {
+            let sw = &emulated.switch(h.switch).name;
             plan.push(LinkEmulation {
                 direction: format!("{sw}->{}", h.name),
                 mechanism: EmulationMode::Switch,

@@ -143,6 +143,7 @@ fn agent(fakes: &Fakes) -> Agent {
         state_file: None,
         host_netns_prefix: None,
         timeout: Duration::from_secs(2),
+        scaling: lcmp_topology::Scaling::NONE,
     })
     .expect("agent starts")
 }

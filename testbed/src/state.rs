@@ -69,7 +69,21 @@ pub struct SwitchSettings {
     pub alpha: u32,
     /// LCMP weight of C_cong.
     pub beta: u32,
-    /// Extra arguments given to every `lcmp-switch`.
+    /// ECN thresholds as queueing time at each port's link rate, in the
+    /// network's time (`KMIN_US,KMAX_US,PMAX,FLOOR`; `None`: the switch's
+    /// default marking).
+    #[serde(default)]
+    pub ecn_link_time: Option<String>,
+    /// When ECN marks are decided (`enqueue`, `dequeue`; `None`: the
+    /// switch's default).
+    #[serde(default)]
+    pub ecn_mark_at: Option<String>,
+    /// Drop only beyond this many times a port's buffer (`None`: at it).
+    #[serde(default)]
+    pub drop_headroom: Option<u64>,
+    /// The user's extra arguments to every `lcmp-switch`, passed last and
+    /// never read here: an option the testbed sets too takes the user's
+    /// value (the switch takes an option's last value).
     #[serde(default)]
     pub extra_args: Vec<String>,
 }
@@ -80,8 +94,42 @@ impl Default for SwitchSettings {
             policy: "lcmp".into(),
             alpha: 3,
             beta: 1,
+            ecn_link_time: None,
+            ecn_mark_at: None,
+            drop_headroom: None,
             extra_args: Vec::new(),
         }
+    }
+}
+
+impl SwitchSettings {
+    /// The `lcmp-switch lcmp` options of these settings, the one place
+    /// they are rendered: the testbed's settings, the network's `scaling`,
+    /// then `process` (the options of how the testbed runs its switches),
+    /// then the user's [`SwitchSettings::extra_args`].
+    pub fn argv(&self, scaling: &lcmp_topology::Scaling, process: &[String]) -> Vec<String> {
+        let mut v: Vec<String> = vec![
+            "--policy".into(),
+            self.policy.clone(),
+            "--alpha".into(),
+            self.alpha.to_string(),
+            "--beta".into(),
+            self.beta.to_string(),
+            "--scaling".into(),
+            scaling.to_string(),
+        ];
+        if let Some(t) = &self.ecn_link_time {
+            v.push(format!("--ecn-link-time={t}"));
+        }
+        if let Some(at) = &self.ecn_mark_at {
+            v.push(format!("--ecn-mark-at={at}"));
+        }
+        if let Some(n) = self.drop_headroom {
+            v.push(format!("--drop-headroom={n}"));
+        }
+        v.extend(process.iter().cloned());
+        v.extend(self.extra_args.iter().cloned());
+        v
     }
 }
 
@@ -122,12 +170,15 @@ pub struct State {
     pub created_unix_s: u64,
     /// The topology file the user gave (or the built-in one's name).
     pub topology_source: String,
-    /// The effective topology the switches read (in the state directory).
+    /// The network the switches and the agent read (in the state
+    /// directory): the file with its generated hosts, unscaled.
     pub topology_file: PathBuf,
     /// Hosts generated per DC switch (0: the file's own hosts only).
     pub hosts_per_dc: usize,
-    /// Rates (and buffers) were divided by this.
-    pub scale: f64,
+    /// How the network is scaled for emulation (given to the switches and
+    /// the agent as `--scaling`).
+    #[serde(default)]
+    pub scaling: lcmp_topology::Scaling,
     /// How the switches run.
     pub switches: SwitchSettings,
     /// Every namespace of the testbed, switches first.

@@ -86,12 +86,15 @@ pub struct Status {
     pub complete: bool,
     /// The user's topology file.
     pub topology: String,
-    /// The effective topology file the switches read.
+    /// The network file the switches read (unscaled).
     pub topology_file: String,
     /// Generated hosts per DC switch.
     pub hosts_per_dc: usize,
     /// Rate scale divisor.
     pub scale: f64,
+    /// Every scale factor (`rate=1000,buffer=1000,size=1,time=10`, or
+    /// `none`); the rates and delays shown are the emulated ones.
+    pub scaling: String,
     /// Policy of the switches.
     pub policy: String,
     /// LCMP alpha.
@@ -131,7 +134,7 @@ fn peer_name(topo: &Topology, peer: &Peer) -> String {
 /// Gathers the status of testbed `name`.
 pub fn status(name: &str) -> Result<Status> {
     let st = State::load(name)?;
-    let topo = crate::bed::testbed_topology(&st.topology_file)?;
+    let topo = crate::bed::emulated_topology(&st)?;
     let mut problems = Vec::new();
     if !st.complete {
         problems.push("`up` did not complete".to_string());
@@ -239,7 +242,8 @@ pub fn status(name: &str) -> Result<Status> {
         topology: st.topology_source.clone(),
         topology_file: st.topology_file.display().to_string(),
         hosts_per_dc: st.hosts_per_dc,
-        scale: st.scale,
+        scale: st.scaling.rate,
+        scaling: st.scaling.to_string(),
         policy: st.switches.policy.clone(),
         alpha: st.switches.alpha,
         beta: st.switches.beta,
@@ -270,8 +274,8 @@ pub fn render(s: &Status) -> String {
     } else {
         let _ = writeln!(
             out,
-            "topology {} (hosts per DC {}, rates / {}), policy {} (alpha {}, beta {}), {} links between switches",
-            s.topology, s.hosts_per_dc, s.scale, s.policy, s.alpha, s.beta, s.links
+            "topology {} (hosts per DC {}, rates / {}, scaling {}), policy {} (alpha {}, beta {}), {} links between switches",
+            s.topology, s.hosts_per_dc, s.scale, s.scaling, s.policy, s.alpha, s.beta, s.links
         );
     }
     match &s.agent {

@@ -46,7 +46,7 @@ fn codec(c: &mut Criterion) {
 }
 
 fn dcqcn(c: &mut Criterion) {
-    let p = DcqcnParams::default().scaled(1000.0);
+    let p = DcqcnParams::default().emulated(&lcmp_topology::Scaling::rates(1000.0));
     let mut g = c.benchmark_group("dcqcn");
     g.throughput(Throughput::Elements(1));
     // An event every 84 us (a 1054-byte packet at 100 Mbit/s), one in ten
@@ -78,7 +78,8 @@ fn scheduling(c: &mut Criterion) {
             b.iter_batched_ref(
                 || {
                     let mut core = SenderCore::new(SenderConfig {
-                        dcqcn: DcqcnParams::default().scaled(1000.0),
+                        dcqcn: DcqcnParams::default()
+                            .emulated(&lcmp_topology::Scaling::rates(1000.0)),
                         payload: 1000,
                         rto_ns: 4_000_000_000,
                     });

@@ -348,8 +348,10 @@ impl ClientArgs {
         };
         let p = DcqcnParams::default();
         Ok(RoceOptions {
-            rate_scale: self.rate_scale.unwrap_or(d.rate_scale),
-            time_scale: self.time_scale.unwrap_or(d.time_scale),
+            scaling: lcmp_topology::Scaling {
+                time: self.time_scale.unwrap_or(d.scaling.time),
+                ..lcmp_topology::Scaling::rates(self.rate_scale.unwrap_or(d.scaling.rate))
+            },
             line_rate: self.line_rate.unwrap_or(d.line_rate),
             payload: self.payload.unwrap_or(d.payload),
             rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
@@ -537,9 +539,13 @@ fn rocev2_server_main(args: ServerArgs) -> ExitCode {
     if let Err(e) = check_time_scale(time_scale) {
         return usage(e);
     }
+    let dilation = lcmp_topology::Scaling {
+        time: time_scale,
+        ..lcmp_topology::Scaling::NONE
+    };
     let nak_interval_ns = match args.nak_interval_us {
-        None => (500_000.0 * time_scale).round() as u64,
-        Some(us) if (0.0..=1e12).contains(&us) => (us * 1e3 * time_scale).round() as u64,
+        None => dilation.duration_ns(500_000),
+        Some(us) if (0.0..=1e12).contains(&us) => dilation.duration_ns((us * 1e3).round() as u64),
         Some(us) => return usage(format!("--nak-interval-us must be in [0, 1e12], got {us}")),
     };
     let config = RoceServerConfig {

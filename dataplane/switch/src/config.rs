@@ -1,12 +1,19 @@
 //! A switch's configuration from the topology file: its ports (with the
 //! link each emulates), its routes (candidates with C_path from the shared
 //! control-plane tables) and the policy options.
+//!
+//! The topology is the network as the user wrote it; an experiment's
+//! [`Scaling`] (`--scaling`) applies to what the switch emulates (its
+//! ports' rates, delays and buffers) and to its clocks (the congestion
+//! sampling interval, ECN link times, flow idle timeout: durations of the
+//! network's time), never to the routes: C_path and the kept sets are the
+//! unscaled network's, so scaling changes no decision.
 
 use std::collections::HashMap;
 
 use lcmp_policy::{CongestionParams, PathCostParams, Policy};
 use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
-use lcmp_topology::Topology;
+use lcmp_topology::{Scaling, Topology};
 use lcmp_wire::MacAddr;
 
 pub use crate::egress::EcnMarkAt;
@@ -88,6 +95,9 @@ pub struct Options {
     pub ifnames: Vec<String>,
     /// Peer MACs by interface name.
     pub peer_macs: HashMap<String, MacAddr>,
+    /// The experiment's scaling: applied to the emulated links and to the
+    /// durations above (given in the network's time), not to the routes.
+    pub scaling: Scaling,
 }
 
 impl Default for Options {
@@ -109,6 +119,7 @@ impl Default for Options {
             link_check_interval_ns: defaults::LINK_CHECK_MS * 1_000_000,
             ifnames: Vec::new(),
             peer_macs: HashMap::new(),
+            scaling: Scaling::NONE,
         }
     }
 }
@@ -140,7 +151,13 @@ pub fn from_topology(
     let sw = topo
         .switch_by_name(name)
         .ok_or_else(|| ConfigError(format!("{}: no switch named {name:?}", topo.source())))?;
-    let tports = topo.ports(sw.id);
+    let scaling = opts.scaling;
+    scaling.check().map_err(ConfigError)?;
+    // What the ports emulate; the routes below come from `topo` itself.
+    let emulated = scaling
+        .emulated(topo)
+        .map_err(|e| ConfigError(e.to_string()))?;
+    let tports = emulated.ports(sw.id);
     if !opts.ifnames.is_empty() && opts.ifnames.len() != tports.len() {
         return Err(ConfigError(format!(
             "switch {name} has {} ports in {} but {} interfaces were given",
@@ -149,6 +166,11 @@ pub fn from_topology(
             opts.ifnames.len()
         )));
     }
+    let ecn_link_time = opts.ecn_link_time.map(|t| EcnLinkTime {
+        kmin_ns: scaling.duration_ns(t.kmin_ns),
+        kmax_ns: scaling.duration_ns(t.kmax_ns),
+        ..t
+    });
     let mut ports = Vec::new();
     for (i, p) in tports.iter().enumerate() {
         let ifname = match (opts.ifnames.get(i), &p.ifname) {
@@ -170,7 +192,7 @@ pub fn from_topology(
         // Thresholds at link rate follow the link even when it is not emulated.
         let ecn = ecn_bytes(
             opts.ecn,
-            opts.ecn_link_time,
+            ecn_link_time,
             opts.ecn_mark_at,
             p.rate_bps,
             p.buffer_bytes,
@@ -210,16 +232,20 @@ pub fn from_topology(
         ports,
         routes,
         policy: opts.policy,
-        congestion: opts.congestion,
+        congestion: CongestionParams {
+            sample_interval_ns: scaling.duration_ns(opts.congestion.sample_interval_ns),
+            ..opts.congestion
+        },
         flow_capacity: opts.flow_capacity,
-        flow_idle_timeout_ns: opts
-            .flow_idle_timeout_ns
-            .unwrap_or((2 * max_rtt_ns).max(defaults::MIN_FLOW_TIMEOUT_MS * 1_000_000)),
+        flow_idle_timeout_ns: scaling.duration_ns(
+            opts.flow_idle_timeout_ns
+                .unwrap_or((2 * max_rtt_ns).max(defaults::MIN_FLOW_TIMEOUT_MS * 1_000_000)),
+        ),
         seed: opts.seed.unwrap_or_else(|| seed_of(name)),
         batch_size: opts.batch_size,
         link_check_interval_ns: opts.link_check_interval_ns,
         ecn: opts.ecn,
-        ecn_link_time: opts.ecn_link_time,
+        ecn_link_time,
         ecn_mark_at: opts.ecn_mark_at,
         drop_headroom: opts.drop_headroom,
     })
@@ -264,6 +290,128 @@ mod tests {
         // Emulated links carry the topology's rate and delay.
         assert!(c.ports.iter().all(|p| p.egress.rate_bps > 0));
         assert!(c.flow_idle_timeout_ns >= 1_000_000_000);
+    }
+
+    /// The paper's 8-DC network with a generated host per DC.
+    fn eight_dc() -> Topology {
+        Topology::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../topologies/8dc.toml"
+        )))
+        .unwrap()
+        .with_generated_hosts(
+            1,
+            lcmp_topology::HostTemplate {
+                rate_bps: None,
+                delay_ns: 10_000,
+                buffer_bytes: None,
+            },
+        )
+        .unwrap()
+    }
+
+    fn config_at(t: &Topology, name: &str, scaling: Scaling) -> SwitchConfig {
+        let n = t.ports(t.switch_by_name(name).unwrap().id).len();
+        let opts = Options {
+            ifnames: (0..n).map(|i| format!("p{i}")).collect(),
+            scaling,
+            ..Default::default()
+        };
+        from_topology(t, name, &opts, mac).unwrap()
+    }
+
+    /// LCMP's kept set of every route at empty queues, as ports.
+    fn kept_at_idle(c: &SwitchConfig) -> Vec<Vec<u8>> {
+        struct Idle;
+        impl lcmp_policy::PortView for Idle {
+            fn is_up(&self, _: u8) -> bool {
+                true
+            }
+            fn c_cong(&self, _: u8) -> u8 {
+                0
+            }
+        }
+        let Policy::Lcmp(p) = c.policy else {
+            panic!("lcmp expected")
+        };
+        c.routes
+            .iter()
+            .map(|r| {
+                lcmp_policy::select::Ranking::new(&p, &r.candidates, &Idle)
+                    .kept_ports()
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scaling_changes_what_is_emulated_and_no_route_table_or_kept_set() {
+        let t = eight_dc();
+        let dc1 = t.switch_by_name("dc1").unwrap().id;
+        // DC1's ports to DC2..DC7 are its first six (the file's link order).
+        let via: Vec<String> = t.ports(dc1)[..6]
+            .iter()
+            .map(|p| match p.peer {
+                lcmp_topology::Peer::Switch { switch, .. } => t.switch(switch).name.clone(),
+                _ => panic!("a link first"),
+            })
+            .collect();
+        assert_eq!(via, ["dc2", "dc3", "dc4", "dc5", "dc6", "dc7"]);
+        let base: Vec<SwitchConfig> = t
+            .switches()
+            .iter()
+            .map(|s| config_at(&t, &s.name, Scaling::NONE))
+            .collect();
+        // DC1 -> DC8 at empty queues keeps DC2, DC4, DC6 (ports 0, 2, 4;
+        // agent/tests/eight_dc.rs works the costs out by hand).
+        let to_dc8 = base[0]
+            .routes
+            .iter()
+            .position(|r| r.prefix.to_string() == "10.8.0.0/16")
+            .unwrap();
+        assert_eq!(kept_at_idle(&base[0])[to_dc8], [0, 2, 4]);
+        for (rate, time) in [
+            (1.0, 10.0),
+            (1.0, 100.0),
+            (1000.0, 1.0),
+            (1000.0, 10.0),
+            (1000.0, 100.0),
+        ] {
+            let scaling = Scaling {
+                rate,
+                buffer: rate,
+                size: 1.0,
+                time,
+            };
+            for (s, b) in t.switches().iter().zip(&base) {
+                let c = config_at(&t, &s.name, scaling);
+                assert_eq!(c.routes, b.routes, "{} at {scaling}", s.name);
+                assert_eq!(kept_at_idle(&c), kept_at_idle(b), "{} at {scaling}", s.name);
+            }
+            // What DC1 emulates on its link to DC2 (200 Gbit/s, 25 ms,
+            // 128 MiB) and its clocks are what scale.
+            let c = config_at(&t, "dc1", scaling);
+            let e = c.ports[0].egress;
+            assert_eq!(e.rate_bps as f64, 200e9 / (rate * time), "{scaling}");
+            assert_eq!(e.delay_ns as f64, 25e6 * time, "{scaling}");
+            assert_eq!(e.buffer_bytes, (134_217_728.0 / rate) as u64, "{scaling}");
+            // 100 us of sampling in the network's time.
+            assert_eq!(c.congestion.sample_interval_ns as f64, 100e3 * time);
+            // Twice DC1's longest RTT in the network's time: via DC3 two
+            // hops of 250 ms, an RTT of 1 s, so 2 s.
+            assert_eq!(c.flow_idle_timeout_ns as f64, 2e9 * time, "{scaling}");
+        }
+        // Feeding the switch the emulated network instead, as testbeds did
+        // before scaling had one owner, moves the route costs under
+        // dilation: the failure this design rules out.
+        let dilated = Scaling {
+            time: 10.0,
+            ..Scaling::rates(1000.0)
+        }
+        .emulated(&t)
+        .unwrap();
+        let wrong = config_at(&dilated, "dc1", Scaling::NONE);
+        assert_ne!(wrong.routes, base[0].routes);
     }
 
     #[test]

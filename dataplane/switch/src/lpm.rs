@@ -10,7 +10,7 @@ use ipnet::IpNet;
 use lcmp_policy::CandidateSet;
 
 /// One route: a prefix and its candidates.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Route {
     /// Destination prefix.
     pub prefix: IpNet,

@@ -59,6 +59,7 @@ pub mod network;
 mod raw;
 pub mod rotor;
 pub mod rotor_net;
+pub mod scaling;
 pub mod secs;
 pub mod stdout;
 pub mod tables;
@@ -72,6 +73,7 @@ pub use model::{
     Dc, DcId, Host, HostId, Link, LinkId, Peer, Port, Switch, SwitchId, Topology,
     DEFAULT_BUFFER_BYTES, MAX_PORTS,
 };
+pub use scaling::Scaling;
 pub use transform::{HostTemplate, MIN_SCALED_BUFFER_BYTES, MIN_SCALED_RATE_BPS};
 
 /// The largest network file read, bytes (the largest topology in the tree

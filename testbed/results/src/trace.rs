@@ -357,12 +357,12 @@ impl Trace {
     /// Per sending host (testbed name), its flows in start order: flow
     /// index, receiver, size as in the trace (unscaled: the traffic client
     /// scales sizes itself) and start relative to the trace's first flow,
-    /// multiplied by `time_scale` (the testbed's time dilation). Fails on
-    /// the first host id the testbed lacks.
+    /// as the emulation runs it (`scaling`'s time dilation). Fails on the
+    /// first host id the testbed lacks.
     pub fn schedules(
         &self,
         hosts: &HostMap,
-        time_scale: f64,
+        scaling: &lcmp_topology::Scaling,
     ) -> Result<BTreeMap<String, Vec<ScheduleRow>>> {
         let mut out: BTreeMap<String, Vec<ScheduleRow>> = BTreeMap::new();
         for f in &self.relative().flows {
@@ -374,7 +374,7 @@ impl Trace {
                     id: f.index as u64,
                     receiver: receiver.to_string(),
                     size_bytes: f.size_bytes,
-                    start_ns: (f.start_ns as f64 * time_scale).round() as u64,
+                    start_ns: scaling.duration_ns(f.start_ns),
                 });
         }
         for rows in out.values_mut() {
@@ -742,9 +742,13 @@ mod tests {
 ";
         let t = parse(text, TraceFormat::HpccFct, "t").unwrap();
         let m = HostMap::new(&eight_dc(16), 16);
-        let s = t.schedules(&m, 1.0).unwrap();
+        let s = t.schedules(&m, &lcmp_topology::Scaling::NONE).unwrap();
         // Dilated ten-fold: the starts only.
-        let d = t.schedules(&m, 10.0).unwrap();
+        let dilated = lcmp_topology::Scaling {
+            time: 10.0,
+            ..lcmp_topology::Scaling::NONE
+        };
+        let d = t.schedules(&m, &dilated).unwrap();
         assert_eq!(d["dc1h3"][1].start_ns, 40_000);
         assert_eq!(d["dc1h3"][1].size_bytes, 300);
         let row = |id, receiver: &str, size, start| ScheduleRow {
@@ -776,7 +780,9 @@ mod tests {
         // A receiver the testbed lacks fails the whole schedule.
         let m = HostMap::new(&eight_dc(2), 16);
         assert_eq!(
-            t.schedules(&m, 1.0).unwrap_err().to_string(),
+            t.schedules(&m, &lcmp_topology::Scaling::NONE)
+                .unwrap_err()
+                .to_string(),
             "trace host id 2 (DC 1, host 3) is not in the testbed (8 DCs x 2 hosts)"
         );
     }

@@ -29,6 +29,7 @@ pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
     // The agent computes C_path as the switches do: their options for it
     // (given with --switch-arg) go to the agent too.
     argv.extend(path_cost_args(&st.switches.extra_args));
+    argv.extend(["--scaling".into(), st.scaling.to_string()]);
     match opts.metrics_listen {
         Some(mut addr) => {
             // Another testbed's agent (or any exporter) may hold the

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use lcmp_netlab::netns;
 use lcmp_netlab::{Lab, Netns, SwitchLinks};
 use lcmp_topology::network::Network;
-use lcmp_topology::{HostTemplate, Topology};
+use lcmp_topology::{HostTemplate, Scaling, Topology};
 
 pub use crate::experiment::config::find_link;
 pub use agent::{agent_running, start_agent, stop_agent};
@@ -46,13 +46,10 @@ pub struct UpOptions {
     pub hosts_per_dc: usize,
     /// Generate them on these DC switches only (`None`: on every one).
     pub host_switches: Option<Vec<String>>,
-    /// Divide link rates (and buffers) by this.
-    pub scale: f64,
-    /// Divide buffers by this instead of `scale`.
-    pub buffer_scale: Option<f64>,
-    /// Dilate time by this: delays multiplied, rates divided by it (on top
-    /// of `scale`); 1 for real time.
-    pub time_scale: f64,
+    /// How the network is scaled for emulation (rates, buffers, time):
+    /// the switches and the agent apply it to what they emulate, never to
+    /// what they decide from.
+    pub scaling: Scaling,
     /// Policy and parameters of the switches.
     pub switches: SwitchSettings,
     /// Hosts' TCP congestion control (`None`: the kernel's default).
@@ -145,26 +142,14 @@ pub fn require_root() -> Result<()> {
     }
 }
 
-/// The effective topology of a testbed: the file, plus `hosts_per_dc`
-/// generated hosts on DC switches without hosts (on `host_switches` only,
-/// if given), rates divided by `scale` x `time_scale`, buffers by
-/// `buffer_scale` (by default `scale`) and delays multiplied by
-/// `time_scale`.
-pub fn effective_topology(
+/// The network of a testbed as the switches decide from it: the file,
+/// plus `hosts_per_dc` generated hosts on DC switches without hosts (on
+/// `host_switches` only, if given), unscaled.
+pub fn testbed_network(
     file: Option<&Path>,
     hosts_per_dc: usize,
     host_switches: Option<&[String]>,
-    scale: f64,
-    buffer_scale: Option<f64>,
-    time_scale: f64,
 ) -> Result<Topology> {
-    crate::experiment::config::check_scale(scale)?;
-    crate::experiment::config::check_time_scale(time_scale)?;
-    if let Some(b) = buffer_scale {
-        crate::experiment::config::check_scale(b).map_err(|_| {
-            Error::new(format!("--buffer-scale must be a positive number, not {b}"))
-        })?;
-    }
     let topo = crate::experiment::config::load_topology(file)?;
     let source = topo.source().to_string();
     let only = host_switches
@@ -198,24 +183,23 @@ pub fn effective_topology(
             "{source}: the topology has no hosts; give --hosts-per-dc N (N >= 1)"
         )));
     }
-    topo.scaled_apart(scale * time_scale, buffer_scale.unwrap_or(scale))
-        .and_then(|t| t.dilated(time_scale))
+    Ok(topo)
+}
+
+/// The network of [`testbed_network`] as it is emulated under `scaling`
+/// (what calibration, the ideal FCT and link utilization measure against).
+pub fn effective_topology(
+    file: Option<&Path>,
+    hosts_per_dc: usize,
+    host_switches: Option<&[String]>,
+    scaling: Scaling,
+) -> Result<Topology> {
+    scaling.check().map_err(Error::new)?;
+    let topo = testbed_network(file, hosts_per_dc, host_switches)?;
+    scaling
+        .emulated(&topo)
         .map_err(|e| Error::new(e.to_string()))
 }
-
-/// The switches' time constants that a time dilation of `time_scale`
-/// stretches, added to `args` unless given there: the congestion sampling
-/// interval (the flow idle timeout follows the dilated RTTs by itself).
-pub fn dilate_switch_args(args: &mut Vec<String>, time_scale: f64) {
-    if time_scale != 1.0 && !args.iter().any(|a| a.starts_with("--sample-interval-us")) {
-        let us = (SAMPLE_INTERVAL_US as f64 * time_scale).round().max(1.0);
-        args.push(format!("--sample-interval-us={us}"));
-    }
-}
-
-/// The switch's default congestion sampling interval (lcmp-switch
-/// `--sample-interval-us`), microseconds.
-const SAMPLE_INTERVAL_US: u64 = 100;
 
 /// `--links`: `memory` or `veth`.
 pub fn parse_links(s: &str) -> std::result::Result<SwitchLinks, String> {
@@ -245,16 +229,18 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
     if let Some(cc) = &opts.cc {
         check_congestion_control(cc)?;
     }
-    let topo = effective_topology(
+    opts.scaling.check().map_err(Error::new)?;
+    let network = testbed_network(
         opts.topology.as_deref(),
         opts.hosts_per_dc,
         opts.host_switches.as_deref(),
-        opts.scale,
-        opts.buffer_scale,
-        opts.time_scale,
     )?;
+    let topo = opts
+        .scaling
+        .emulated(&network)
+        .map_err(|e| Error::new(e.to_string()))?;
     let switch_bin = find_program("lcmp-switch", "LCMP_SWITCH_BIN")?;
-    match up_inner(opts, &topo, &switch_bin, links, progress) {
+    match up_inner(opts, &network, &topo, &switch_bin, links, progress) {
         Ok(st) => Ok(st),
         Err(e) => {
             let _ = down(&opts.name);
@@ -263,8 +249,11 @@ pub fn up(opts: &UpOptions, progress: &dyn Fn(&str)) -> Result<State> {
     }
 }
 
+/// `network` is what the switches and the agent read (unscaled), `topo`
+/// the same network as emulated under `opts.scaling`.
 fn up_inner(
     opts: &UpOptions,
+    network: &Topology,
     topo: &Topology,
     switch_bin: &Path,
     links: SwitchLinks,
@@ -273,7 +262,7 @@ fn up_inner(
     let dir = state::dir(&opts.name);
     std::fs::create_dir_all(&dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
     let topology_file = dir.join("topology.toml");
-    std::fs::write(&topology_file, topo.to_toml())
+    std::fs::write(&topology_file, network.to_toml())
         .map_err(|e| Error::new(format!("{}: {e}", topology_file.display())))?;
     let namespaces: Vec<String> = topo
         .switches()
@@ -296,7 +285,7 @@ fn up_inner(
         },
         topology_file,
         hosts_per_dc: opts.hosts_per_dc,
-        scale: opts.scale,
+        scaling: opts.scaling,
         switches: opts.switches.clone(),
         namespaces,
         procs: Vec::new(),
@@ -478,9 +467,19 @@ pub fn testbed_topology(file: &Path) -> Result<Topology> {
     }
 }
 
-/// The testbed of a state file, attached to its existing namespaces.
-pub fn attach(st: &State) -> Result<(Topology, Lab)> {
+/// The network of a testbed as it is emulated: its network file under its
+/// scaling.
+pub fn emulated_topology(st: &State) -> Result<Topology> {
     let topo = testbed_topology(&st.topology_file)?;
+    st.scaling
+        .emulated(&topo)
+        .map_err(|e| Error::new(format!("{}: {e}", st.topology_file.display())))
+}
+
+/// The testbed of a state file, attached to its existing namespaces; the
+/// topology as emulated.
+pub fn attach(st: &State) -> Result<(Topology, Lab)> {
+    let topo = emulated_topology(st)?;
     let name = st.name.clone();
     let tb = Lab::attach(&topo, &|node| state::netns_name(&name, node), st.links)?;
     Ok((topo, tb))
@@ -493,7 +492,11 @@ mod tests {
     #[test]
     fn dilation_stretches_delays_and_divides_rates_on_top_of_the_scale() {
         // The built-in 8-DC topology, rates / 1000 and time x 10.
-        let t = effective_topology(None, 1, None, 1000.0, None, 10.0).unwrap();
+        let scaling = |rate: f64, time: f64| Scaling {
+            time,
+            ..Scaling::rates(rate)
+        };
+        let t = effective_topology(None, 1, None, scaling(1000.0, 10.0)).unwrap();
         let l = &t.links()[0];
         // dc1 - dc2: 200 Gbit/s / (1000 x 10); 25 ms x 10; 128 MiB / 1000
         // (buffers follow the rate scale only: bytes per BDP are kept).
@@ -503,9 +506,13 @@ mod tests {
         );
         // The longest route: dc1 - dc3 - dc8, 2 x 250 ms one way, x 10.
         assert_eq!(longest_route_rtt(&t), Duration::from_secs(10));
-        let real = effective_topology(None, 1, None, 1000.0, None, 1.0).unwrap();
+        let real = effective_topology(None, 1, None, scaling(1000.0, 1.0)).unwrap();
         assert_eq!(longest_route_rtt(&real), Duration::from_secs(1));
-        let e = effective_topology(None, 1, None, 1000.0, None, 0.0).unwrap_err();
-        assert!(e.to_string().contains("--time-scale"), "{e}");
+        let e = effective_topology(None, 1, None, scaling(1000.0, 0.0)).unwrap_err();
+        assert!(e.to_string().contains("time scale"), "{e}");
+        // The network the switches read is the file's, unscaled.
+        let n = testbed_network(None, 1, None).unwrap();
+        assert_eq!(n.links()[0].rate_bps, 200_000_000_000);
+        assert_eq!(n.links()[0].delay_ns, 25_000_000);
     }
 }

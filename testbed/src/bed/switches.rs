@@ -31,16 +31,6 @@ pub fn start_switches_as(
     switch_bin: &Path,
     how: SwitchProcesses,
 ) -> Result<()> {
-    let s = &st.switches;
-    let mut extra: Vec<String> = vec![
-        "--policy".into(),
-        s.policy.clone(),
-        "--alpha".into(),
-        s.alpha.to_string(),
-        "--beta".into(),
-        s.beta.to_string(),
-    ];
-    extra.extend(s.extra_args.iter().cloned());
     let topology = st.topology_file.clone();
     // Checked at `up`; a testbed built without veths between its switches
     // can only run them in one process.
@@ -48,16 +38,21 @@ pub fn start_switches_as(
     if how == SwitchProcesses::One {
         let dir = state::dir(&st.name);
         let flow_log = flow_log_path(&dir.join("{switch}.stats.json"));
-        extra.extend(["--flow-log".into(), flow_log.display().to_string()]);
-        extra.extend(["--links".into(), st.links.name().into()]);
-        // A loop per core unless `--switch-arg=--loops=N` says otherwise: a
+        // A loop per core (`--switch-arg=--loops=N`, given later, wins): a
         // single loop is a single core, which the 8-DC experiments
         // saturate.
-        if !extra.iter().any(|a| a.starts_with("--loops")) {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let loops = cores.min(tb.switches.len()).max(1);
-            extra.extend(["--loops".into(), loops.to_string()]);
-        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let loops = cores.min(tb.switches.len()).max(1);
+        let process = [
+            "--flow-log".into(),
+            flow_log.display().to_string(),
+            "--links".into(),
+            st.links.name().into(),
+            "--loops".into(),
+            loops.to_string(),
+        ];
+        // The switches read the unscaled network and emulate it scaled.
+        let extra = st.switches.argv(&st.scaling, &process);
         let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let argv = switches_argv(
             switch_bin,
@@ -70,6 +65,7 @@ pub fn start_switches_as(
         );
         return launch_one_process(st, tb, &argv);
     }
+    let extra = st.switches.argv(&st.scaling, &[]);
     launch_switches(st, tb, &|node, stats| {
         let mut extra: Vec<&str> = extra.iter().map(String::as_str).collect();
         let flow_log_arg = flow_log_path(stats).display().to_string();

@@ -93,18 +93,13 @@ pub fn cmd_up(a: UpArgs) -> Result<ExitCode> {
         topology: a.topo.topology.clone(),
         hosts_per_dc: a.topo.hosts_per_dc,
         host_switches: None,
-        scale: a.topo.scale(),
-        buffer_scale: a.topo.buffer_scale,
-        time_scale: a.topo.time_scale.unwrap_or(1.0),
+        scaling: a.topo.scaling(),
         switches: SwitchSettings {
             policy: a.policy.clone(),
             alpha: a.topo.alpha,
             beta: a.topo.beta,
-            extra_args: {
-                let mut args = a.switch_args.clone();
-                bed::dilate_switch_args(&mut args, a.topo.time_scale.unwrap_or(1.0));
-                args
-            },
+            extra_args: a.switch_args.clone(),
+            ..SwitchSettings::default()
         },
         cc: a.topo.cc.clone(),
         initcwnd: a.topo.initcwnd,

@@ -211,7 +211,7 @@ fn up_inner(opts: &RotorUpOptions, switch_bin: &Path, progress: &dyn Fn(&str)) -
         topology_source: opts.source.clone(),
         topology_file: network_file(&opts.name),
         hosts_per_dc: net.hosts_per_tor as usize,
-        scale: 1.0,
+        scaling: lcmp_topology::Scaling::NONE,
         switches: settings(net, &opts.switch_args),
         namespaces: topo
             .switches()
@@ -254,6 +254,7 @@ fn settings(net: &RotorNetwork, extra: &[String]) -> SwitchSettings {
         alpha: 0,
         beta: 0,
         extra_args: extra.to_vec(),
+        ..SwitchSettings::default()
     }
 }
 

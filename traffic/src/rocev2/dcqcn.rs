@@ -28,6 +28,8 @@
 //! the line rate in the hyper stage) is skipped in O(1); alpha decays are
 //! applied one multiplication per period, as the simulator rounds.
 
+use lcmp_topology::Scaling;
+
 /// DCQCN's parameters; rates in bit/s, intervals in nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct DcqcnParams {
@@ -65,19 +67,16 @@ impl Default for DcqcnParams {
 }
 
 impl DcqcnParams {
-    /// Every rate divided by `s` (the emulator runs at rate / s).
-    pub fn scaled(mut self, s: f64) -> DcqcnParams {
-        self.line_rate /= s;
-        self.rate_ai /= s;
-        self.rate_hai /= s;
-        self.min_rate /= s;
-        self
-    }
-
-    /// Every interval multiplied by `t` (an emulation dilated in time runs
-    /// `t` times slower; rates are then divided by `t` as well).
-    pub fn dilated(mut self, t: f64) -> DcqcnParams {
-        let stretch = |ns: u64| (ns as f64 * t).round().clamp(1.0, u64::MAX as f64) as u64;
+    /// The parameters as an emulation scaled by `s` runs them: every rate
+    /// as the emulated links' ([`Scaling::rate_bps`]), every interval
+    /// stretched by its time dilation (never below 1 ns: a zero interval
+    /// would be invalid).
+    pub fn emulated(mut self, s: &Scaling) -> DcqcnParams {
+        self.line_rate = s.rate_bps(self.line_rate);
+        self.rate_ai = s.rate_bps(self.rate_ai);
+        self.rate_hai = s.rate_bps(self.rate_hai);
+        self.min_rate = s.rate_bps(self.min_rate);
+        let stretch = |ns: u64| s.duration_ns(ns).max(1);
         self.alpha_interval_ns = stretch(self.alpha_interval_ns);
         self.decrease_interval_ns = stretch(self.decrease_interval_ns);
         self.increase_interval_ns = stretch(self.increase_interval_ns);
@@ -353,7 +352,7 @@ mod tests {
         assert_eq!(p.g, 1.0 / 256.0);
         assert_eq!(p.fast_recovery_times, 1);
         assert!(!p.clamp_target);
-        let s = p.scaled(1000.0);
+        let s = p.emulated(&Scaling::rates(1000.0));
         assert_eq!(
             (s.line_rate, s.rate_ai, s.rate_hai, s.min_rate),
             (1e8, 5e4, 1e5, 1e5)
@@ -363,7 +362,11 @@ mod tests {
 
     #[test]
     fn dilation_stretches_every_interval_and_no_rate() {
-        let d = DcqcnParams::default().dilated(10.0);
+        let dilation = |time| Scaling {
+            time,
+            ..Scaling::NONE
+        };
+        let d = DcqcnParams::default().emulated(&dilation(10.0));
         assert_eq!(
             (
                 d.alpha_interval_ns,
@@ -372,9 +375,15 @@ mod tests {
             ),
             (550_000, 40_000, 9_000_000)
         );
-        assert_eq!((d.line_rate, d.rate_ai, d.min_rate), (100e9, 50e6, 100e6));
+        // Rates divided by the dilation as well: 100G / 10.
+        assert_eq!((d.line_rate, d.rate_ai, d.min_rate), (10e9, 5e6, 10e6));
         // Never below 1 ns (a zero interval would be invalid).
-        assert_eq!(DcqcnParams::default().dilated(1e-9).decrease_interval_ns, 1);
+        assert_eq!(
+            DcqcnParams::default()
+                .emulated(&dilation(1e-9))
+                .decrease_interval_ns,
+            1
+        );
     }
 
     /// A hand-worked sequence with the default parameters (line rate 100G,

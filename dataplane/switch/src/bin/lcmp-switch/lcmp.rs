@@ -118,6 +118,7 @@ fn options(args: &LcmpArgs) -> Options {
         link_check_interval_ns: args.link_check_ms.max(1) * 1_000_000,
         ifnames: Vec::new(),
         peer_macs: HashMap::new(),
+        scaling: args.scaling,
     }
 }
 

@@ -45,7 +45,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// LCMP switches of a DCI topology (one or several in this process).
-    #[command(long_about = "LCMP switches of a DCI topology file.\n\n\
+    #[command(
+        long_about = "LCMP switches of a DCI topology file.\n\n\
     Reads its ports and routes from the topology file (the part of switch \
     --switch), and forwards: each new flow's egress port is chosen by the \
     policy among the route's candidate next hops and kept for the flow's \
@@ -56,7 +57,12 @@ enum Command {
     of policy, parameters, route tables and links between polls, hitless \
     for cached flows. Several switches can run in one process (repeat \
     --switch, or --all-switches), each in its namespace (--netns, \
-    --netns-prefix) on shared event loops (--loops).")]
+    --netns-prefix) on shared event loops (--loops).\n\n\
+    An option given twice takes its last value (a testbed's defaults come \
+    first, its user's arguments after them); --no-ecn and --ecn-link-time \
+    likewise: the later one wins.",
+        args_override_self = true
+    )]
     Lcmp(LcmpArgs),
     /// Rotors and rotor-aware ToRs of a rotor network (one or several in
     /// this process).
@@ -239,16 +245,26 @@ struct LcmpArgs {
     /// Weight of the capacity score in C_path.
     #[arg(long, default_value_t = 1)]
     w_capacity: u32,
-    /// Congestion sampling interval, microseconds.
+    /// Congestion sampling interval, microseconds of the network's time
+    /// (stretched by --scaling's time factor).
     #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
     sample_interval_us: u64,
     /// Flow cache capacity (flows).
     #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
     flow_capacity: usize,
-    /// Idle time after which a flow may change path, milliseconds. Default:
-    /// 1 s or twice the largest path RTT, whichever is larger.
+    /// Idle time after which a flow may change path, milliseconds of the
+    /// network's time. Default: 1 s or twice the largest path RTT,
+    /// whichever is larger.
     #[arg(long)]
     flow_timeout_ms: Option<u64>,
+    /// An experiment's scaling of the network in the topology file:
+    /// `rate=R,buffer=B,time=T` (factors left out are 1; buffer follows
+    /// rate), or `none`. The switch emulates each link at rate / (R x T),
+    /// buffer / B and delay x T, and runs its durations (sampling, ECN link
+    /// times, flow timeout) T times slower; its routes, C_path and kept sets
+    /// stay those of the file's network, so scaling changes no decision.
+    #[arg(long, value_name = "SCALING", default_value = "none")]
+    scaling: lcmp_topology::Scaling,
     /// Forward at line rate: no link-rate shaping or delay emulation.
     #[arg(long)]
     no_emulation: bool,
@@ -260,10 +276,10 @@ struct LcmpArgs {
     /// LCMP simulator's DCQCN marking (100-400 KB at 25 Gbit/s, 400-1600
     /// KB at 100 Gbit/s) at any rate scale, with kmin at least 2000 bytes
     /// and kmax floored in the same ratio (8000).
-    #[arg(long, value_name = "KMIN_US,KMAX_US,PMAX,FLOOR", value_parser = parse_ecn_link_time, conflicts_with = "no_ecn")]
+    #[arg(long, value_name = "KMIN_US,KMAX_US,PMAX,FLOOR", value_parser = parse_ecn_link_time, overrides_with = "no_ecn")]
     ecn_link_time: Option<EcnLinkTime>,
     /// Disable ECN marking.
-    #[arg(long)]
+    #[arg(long, overrides_with = "ecn_link_time")]
     no_ecn: bool,
     /// When the ECN mark is decided, with --ecn and --ecn-link-time alike.
     /// `enqueue`: when a frame is admitted, on the bytes queued in front of
@@ -606,6 +622,59 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
         }
+    }
+
+    #[test]
+    fn a_repeated_lcmp_option_takes_its_last_value_and_lists_still_collect() {
+        let lcmp = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Lcmp(a) => a,
+            Command::Rotor(_) => panic!("lcmp expected"),
+        };
+        // A testbed's defaults, then its user's: the user's win.
+        let a = lcmp(&[
+            "lcmp",
+            "-t",
+            "f.toml",
+            "-s",
+            "a",
+            "-s",
+            "b",
+            "--drop-headroom=1000",
+            "--loops",
+            "2",
+            "--scaling",
+            "rate=1000,time=10",
+            "--drop-headroom=1",
+            "--loops",
+            "1",
+            "--scaling",
+            "none",
+        ]);
+        assert_eq!(a.drop_headroom, 1);
+        assert_eq!(a.several.loops, 1);
+        assert_eq!(a.scaling, lcmp_topology::Scaling::NONE);
+        assert_eq!(a.several.switches, ["a", "b"]);
+        // --no-ecn and --ecn-link-time: the later one.
+        let off = lcmp(&[
+            "lcmp",
+            "-t",
+            "f",
+            "-s",
+            "a",
+            "--ecn-link-time=32,128,0.2,2000",
+            "--no-ecn",
+        ]);
+        assert!(off.no_ecn && off.ecn_link_time.is_none());
+        let on = lcmp(&[
+            "lcmp",
+            "-t",
+            "f",
+            "-s",
+            "a",
+            "--no-ecn",
+            "--ecn-link-time=32,128,0.2,2000",
+        ]);
+        assert!(!on.no_ecn && on.ecn_link_time.is_some());
     }
 
     #[test]
