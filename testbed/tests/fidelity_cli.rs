@@ -1,6 +1,7 @@
 //! `lcmp-testbed fidelity` on a run directory made by hand (no root, no
-//! testbed): the printed r values against numbers worked out by hand, the
-//! files it writes, and one-line errors for bad inputs.
+//! testbed): the printed figures (W1, KS, ratios, per MB; r secondary)
+//! against numbers worked out by hand, the files it writes, and one-line
+//! errors for bad inputs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -165,6 +166,14 @@ fn row(out: &str, name: &str) -> Vec<String> {
         .collect()
 }
 
+/// [`row`] in the secondary table (r over size buckets), after the headline.
+fn secondary_row(out: &str, name: &str) -> Vec<String> {
+    let at = out
+        .find("\nsecondary:")
+        .unwrap_or_else(|| panic!("no secondary table in:\n{out}"));
+    row(&out[at..], name)
+}
+
 #[test]
 fn fidelity_of_a_hand_made_run() {
     let dir = temp("ok");
@@ -185,33 +194,71 @@ fn fidelity_of_a_hand_made_run() {
     let out = text(&o.stdout);
     assert!(o.status.success(), "{out}{}", text(&o.stderr));
 
-    // Three buckets a side (one per size; the warm-up flow and the
-    // unfinished one do not count).
+    // The headline. The warm-up flow and the unfinished one do not count.
+    // lcmp: ours 2, 2, 4, 4, 8, 8 (median 4, p99 8); the reference's
+    // 1, 3, 3, 5, 5, 11 (median 4, p99 5 + 0.95 x 6 = 10.7): ratios 1 and
+    // 8 / 10.7 = 0.748. W1 of the logs: the sorted pairs differ by ln 2,
+    // ln 3/2, ln 4/3, ln 5/4, ln 8/5, ln 11/8, which add up to ln 11:
+    // ln 11 / 6 = 0.39965. KS: each side's steps alternate (0 | ln 2 |
+    // ln 3 | ln 4 | ln 5 | ln 8 | ln 11), the CDFs never more than one flow
+    // apart: 1/6.
+    // FCT - ideal per MB (no scaling): ours (slowdown - 1) x ideal, at
+    // 1448 bytes 20_001_000 ns, at 4344 7 x 20_003_000 = 140_021_000:
+    // 120_020_000 ns / 2896 bytes = 41443.37 ms/MB (tiny flows, 20 ms
+    // RTTs). The reference's (slowdown - 1) x 1 ms: medians 1 ms at 1000
+    // bytes, 7 ms at 3000: 6e6 / 2000 = 3000.
+    assert_eq!(
+        row(&out, "lcmp"),
+        [
+            "lcmp", "0.400", "0.167", "1.00", "0.75", "4.00", "4.00", "8.00", "10.70", "41443.37",
+            "3000.00"
+        ],
+        "{out}"
+    );
+    // ecmp: the same six slowdowns on both sides (2, 2, 4, 4, 8, 8):
+    // distance 0, ratios 1. Ours per MB: at 4344 bytes 3 x 20_003_000, so
+    // (60_009_000 - 20_001_000) / 2896 = 13814.92; the reference's 3000.
+    assert_eq!(
+        row(&out, "ecmp"),
+        [
+            "ecmp", "0.000", "0.000", "1.00", "1.00", "4.00", "4.00", "8.00", "8.00", "13814.92",
+            "3000.00"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("floor, quoted (issue 26), not measured here"),
+        "{out}"
+    );
+    // Secondary: three buckets a side (one per size).
     // lcmp: ln of 2, 4, 8 vs 2, 4, 8: r = 1 at the median. At p99, x = ln 2
     // (1, 2, 3), y = ln 2.98, ln 4.98, ln 10.94 = 1.091923, 1.605430,
     // 2.392426 (dy = -0.604670, -0.091163, 0.695833, sum dy^2 = 0.858119):
     // r = 1.300503 / sqrt(2 x 0.858119) = 0.99271.
-    // Overall: ours 2, 2, 4, 4, 8, 8 (median 4, p99 8); the reference's
-    // 1, 3, 3, 5, 5, 11 (median 4, p99 5 + 0.95 x 6 = 10.7).
     assert_eq!(
-        row(&out, "lcmp"),
-        ["lcmp", "3", "1.000", "0.993", "4.00", "4.00", "8.00", "10.70"],
+        secondary_row(&out, "lcmp"),
+        ["lcmp", "3", "1.000", "0.993"],
         "{out}"
     );
     // ecmp: ln2 (1, 3, 2) vs ln2 (1, 2, 3): sum dx dy = 1, sum dx^2 =
     // sum dy^2 = 2: r = 0.5 at both.
     assert_eq!(
-        row(&out, "ecmp"),
-        ["ecmp", "3", "0.500", "0.500", "4.00", "4.00", "8.00", "8.00"],
+        secondary_row(&out, "ecmp"),
+        ["ecmp", "3", "0.500", "0.500"],
         "{out}"
     );
     // Pooled median: x = (1, 2, 3, 1, 3, 2), y = (1, 2, 3, 1, 2, 3) ln 2:
     // sum dx dy = 3, sum dx^2 = sum dy^2 = 4: r = 0.75. Pooled p99:
     // x = ln(2, 4, 8, 2, 8, 4), y = ln(2.98, 4.98, 10.94, 2, 4, 8):
-    // r = 0.71139 (worked with a calculator).
+    // r = 0.71139 (worked with a calculator). Labelled as no fidelity
+    // figure.
     assert_eq!(
-        row(&out, "pooled"),
-        ["pooled", "6", "0.750", "0.711"],
+        secondary_row(&out, "pooled")[..5],
+        ["pooled", "r", "6", "0.750", "0.711"],
+        "{out}"
+    );
+    assert!(
+        out.contains("measures that the policies differ, not that we match"),
         "{out}"
     );
     assert!(out.contains("r median 0.95, r p99 0.97"), "{out}");
@@ -226,6 +273,11 @@ fn fidelity_of_a_hand_made_run() {
     assert_eq!(json["policies"][0]["buckets"][2]["reference_hi"], 3000);
     assert!((json["policies"][0]["r_p99"].as_f64().unwrap() - 0.99271).abs() < 1e-5);
     assert!((json["pooled_r_p99"].as_f64().unwrap() - 0.71139).abs() < 1e-5);
+    assert!(
+        (json["policies"][0]["w1_ln_slowdown"].as_f64().unwrap() - 11f64.ln() / 6.0).abs() < 1e-12
+    );
+    assert_eq!(json["policies"][0]["reference_excess_ms_per_mb"], 3000.0);
+    assert_eq!(json["quoted_floor_lcmp_w1"], 0.256);
     for f in ["plots/fidelity.svg", "plots/fidelity.png"] {
         assert!(std::fs::metadata(dir.join(f)).unwrap().len() > 1000, "{f}");
     }
@@ -247,15 +299,18 @@ fn fidelity_of_a_hand_made_run() {
     );
     assert!(md.contains("| lcmp | `"), "{md}");
     assert!(
-        md.contains("| 1.000 | 0.993 | 4.00 / 4.00 | 8.00 / 10.7 |"),
+        md.contains(
+            "| 1 | 6 / 6 | 0.400 | 0.167 | 1.00 (4.00 / 4.00) | 0.75 (8.00 / 10.7) | 41443 / 3000 |"
+        ),
         "{md}"
     );
+    assert!(md.contains("| lcmp | 1.000 | 0.993 |"), "{md}");
     assert!(
         md.contains("| 3 | 4.3 kB | 3 kB | 2 / 2 | 8.00 | 8.00 | 8.00 | 10.9 |"),
         "{md}"
     );
     assert!(
-        md.contains("**0.750** at the median, **0.711** at p99"),
+        md.contains("not that we match them: 0.750 at the median, 0.711 at p99"),
         "{md}"
     );
     assert!(md.contains("![fidelity](plots/fidelity.png)"), "{md}");
@@ -263,7 +318,8 @@ fn fidelity_of_a_hand_made_run() {
     // Without runs/ (results/ keeps only summary.json): its buckets, here
     // the same three sizes and slowdowns (the unfinished flow has no
     // deadline, so no lower bound either); our overall median and p99 are
-    // the one seed's.
+    // the one seed's, so the ratios stay; W1, KS and our per MB need the
+    // flows.
     std::fs::remove_dir_all(dir.join("runs")).unwrap();
     let o = fidelity(&args);
     let out = text(&o.stdout);
@@ -271,13 +327,53 @@ fn fidelity_of_a_hand_made_run() {
     assert!(out.contains("ours from summary.json's buckets"), "{out}");
     assert_eq!(
         row(&out, "lcmp"),
-        ["lcmp", "3", "1.000", "0.993", "4.00", "4.00", "8.00", "10.70"],
+        ["lcmp", "-", "-", "1.00", "0.75", "4.00", "4.00", "8.00", "10.70", "-", "3000.00"],
         "{out}"
     );
     assert_eq!(
-        row(&out, "pooled"),
-        ["pooled", "6", "0.750", "0.711"],
+        secondary_row(&out, "lcmp"),
+        ["lcmp", "3", "1.000", "0.993"],
         "{out}"
+    );
+    assert_eq!(
+        secondary_row(&out, "pooled")[..5],
+        ["pooled", "r", "6", "0.750", "0.711"],
+        "{out}"
+    );
+
+    // A second reference run of lcmp (here the same file): the floor is
+    // printed, zero distance, and the quoted one is no longer cited.
+    let rerun = format!("lcmp={}", dir.join("ref_lcmp.txt").display());
+    let o = fidelity(&["--run", run, "--reference", &lcmp_ref, "--rerun", &rerun]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    let floor: Vec<String> = out
+        .lines()
+        .find(|l| l.starts_with("lcmp floor"))
+        .unwrap_or_else(|| panic!("no floor in:\n{out}"))
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        floor,
+        [
+            "lcmp", "floor", "0.000", "0.000", "1.00", "1.00", "4.00", "4.00", "10.70", "10.70",
+            "3000.00", "3000.00"
+        ],
+        "{out}"
+    );
+    assert!(!out.contains("quoted"), "{out}");
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        run,
+        "--reference",
+        &lcmp_ref,
+        "--rerun",
+        &format!("ecmp={}", dir.join("ref_ecmp.txt").display()),
+    ]));
+    assert_eq!(
+        e,
+        "lcmp-testbed: a second reference run of ecmp needs its first (--reference ecmp=FILE)"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -383,7 +479,7 @@ fn bad_inputs_give_one_line() {
     .unwrap();
     let o = fidelity(&["--run", run, "--reference", &r("lcmp", "ref_lcmp.txt")]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    assert_eq!(row(&text(&o.stdout), "lcmp")[2..4], ["1.000", "0.993"]);
+    assert_eq!(row(&text(&o.stdout), "lcmp")[1..3], ["0.400", "0.167"]);
     // One run's flows.csv missing while others have theirs.
     std::fs::remove_file(dir.join("runs/websearch-load0.3-ecmp-seed1/flows.csv")).unwrap();
     let e = one_line_error(&fidelity(&[

@@ -2,8 +2,9 @@
 //! slowdown CDF per policy, median and p99 slowdown by flow-size bucket,
 //! per-path utilization per policy (where only the source switch chooses a
 //! path: [`analysis::transit_choices`]) and, per policy, the utilization of
-//! every link direction; and the fidelity figure (ours against a reference
-//! simulator per size bucket, [`write_fidelity_plot`]).
+//! every link direction; and the fidelity figure (per policy the CDFs of
+//! ours and a reference simulator's slowdowns, and per size bucket,
+//! [`write_fidelity_plot`]).
 //!
 //! Text is drawn with DejaVu Sans (plotters' `ab_glyph` renderer needs a
 //! font file; SVG output names the family and lets the viewer draw it).
@@ -137,7 +138,7 @@ impl Plot {
     /// figure a row per link direction.
     fn size(&self) -> (u32, u32) {
         match self {
-            Plot::Fidelity(r) => (SIZE.0, 80 + 330 * r.policies.len().max(1) as u32),
+            Plot::Fidelity(r) => (1500, 80 + 360 * r.policies.len().max(1) as u32),
             Plot::LinkBars { bars, .. } => {
                 (SIZE.0, (120 + LINK_BAR_PX * bars.len() as u32).max(SIZE.1))
             }
@@ -855,9 +856,11 @@ fn draw_link_bars<DB: DrawingBackend>(
 }
 
 /// Writes the fidelity figure of `report` as `fidelity.svg` and
-/// `fidelity.png` into `out_dir` (created if needed): one panel per
-/// policy, ours and the reference's median and p99 slowdown per size
-/// bucket on a log axis.
+/// `fidelity.png` into `out_dir` (created if needed): a row per policy,
+/// on the left the CDFs of ours and the reference's slowdown (and of the
+/// reference's rerun, the floor, where given) with W1, KS and the ratios
+/// in the caption, on the right, secondary, the median and p99 slowdown
+/// per size bucket on a log axis.
 pub fn write_fidelity_plot(
     report: &FidelityReport,
     out_dir: &Path,
@@ -871,18 +874,19 @@ fn r_label(r: Option<f64>) -> String {
     r.map_or_else(|| "undefined".to_string(), |r| format!("{r:.2}"))
 }
 
+fn fig_label(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |v| format!("{v:.digits$}"))
+}
+
 fn draw_fidelity<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     r: &FidelityReport,
 ) -> Result<(), String> {
     let title = format!(
-        "{}, load {}: testbed vs reference by flow size (pooled r {} median, {} p99)",
-        r.workload,
-        r.load,
-        r_label(r.pooled_r_median),
-        r_label(r.pooled_r_p99)
+        "{}, load {}: testbed vs reference simulator, slowdown distributions per policy",
+        r.workload, r.load
     );
-    let has_data = r.policies.iter().any(|p| {
+    let has_buckets = r.policies.iter().any(|p| {
         p.buckets.iter().any(|b| {
             [
                 b.ours_median,
@@ -894,16 +898,138 @@ fn draw_fidelity<DB: DrawingBackend>(
             .any(|v| v.is_some_and(|v| v > 0.0))
         })
     });
-    if !has_data {
-        return draw_empty(root, &title, "no buckets to compare");
+    let has_cdfs = r
+        .policies
+        .iter()
+        .any(|p| !p.ours_quantiles.is_empty() || !p.reference_quantiles.is_empty());
+    if !has_buckets && !has_cdfs {
+        return draw_empty(root, &title, "no flows to compare");
     }
     let area = root.titled(&title, (FONT, 22)).map_err(err)?;
-    let panels = area.split_evenly((r.policies.len(), 1));
+    let rows = area.split_evenly((r.policies.len(), 1));
     let names: Vec<&str> = r.policies.iter().map(|p| p.policy.as_str()).collect();
-    for ((panel, p), color) in panels.iter().zip(&r.policies).zip(colors(&names)) {
-        draw_fidelity_panel(panel, p, color)?;
+    for ((row, p), color) in rows.iter().zip(&r.policies).zip(colors(&names)) {
+        let (w, _) = row.dim_in_pixel();
+        let (left, right) = row.split_horizontally(w * 11 / 20);
+        draw_fidelity_cdf(&left, p, color)?;
+        draw_fidelity_panel(&right, p, color)?;
     }
     Ok(())
+}
+
+/// One policy's slowdown CDFs: ours, the reference's and the rerun's.
+fn draw_fidelity_cdf<DB: DrawingBackend>(
+    panel: &DrawingArea<DB, Shift>,
+    p: &PolicyFidelity,
+    color: RGBColor,
+) -> Result<(), String> {
+    let rerun = p.floor.as_ref().map(|f| f.rerun_quantiles.as_slice());
+    let curves: Vec<&[f64]> = [
+        Some(p.ours_quantiles.as_slice()),
+        Some(&p.reference_quantiles),
+        rerun,
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let all = curves
+        .iter()
+        .flat_map(|c| c.iter().copied())
+        .filter(|v| *v > 0.0);
+    let lo = all.clone().fold(f64::INFINITY, f64::min);
+    let hi = all.fold(0.0, f64::max);
+    let (lo, hi) = log_range(lo, hi);
+    let d = &p.distance;
+    let caption = if p.ours_quantiles.is_empty() {
+        format!(
+            "{}: ours has no per-flow data (W1, KS need flows.csv); median x{}, p99 x{}",
+            p.policy,
+            fig_label(d.median_ratio, 2),
+            fig_label(d.p99_ratio, 2)
+        )
+    } else {
+        format!(
+            "{}: ln slowdown W1 {}, KS {}; median x{}, p99 x{}",
+            p.policy,
+            fig_label(d.w1_ln_slowdown, 3),
+            fig_label(d.ks_ln_slowdown, 3),
+            fig_label(d.median_ratio, 2),
+            fig_label(d.p99_ratio, 2)
+        )
+    };
+    let mut chart = ChartBuilder::on(panel)
+        .caption(caption, (FONT, 17))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(
+            (lo..hi)
+                .log_scale()
+                .with_key_points(log_ticks(lo, hi))
+                .with_light_points(log_grid(lo, hi)),
+            0.0..1.0,
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .light_line_style(BLACK.mix(0.04))
+        .bold_line_style(BLACK.mix(0.15))
+        .x_desc("slowdown max(1, FCT/ideal) (log)")
+        .y_desc("fraction of flows")
+        .x_label_formatter(&|v| slowdown_label(*v))
+        .label_style((FONT, 14))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    // Quantile k of n at level k / (n - 1).
+    let points = |q: &[f64]| -> Vec<(f64, f64)> {
+        let n = q.len().max(2) - 1;
+        q.iter()
+            .enumerate()
+            .filter(|(_, v)| **v > 0.0)
+            .map(|(k, v)| (*v, k as f64 / n as f64))
+            .collect()
+    };
+    if let Some(f) = &p.floor {
+        let grey = BLACK.mix(0.45);
+        chart
+            .draw_series(DashedLineSeries::new(
+                points(&f.rerun_quantiles),
+                8,
+                5,
+                grey.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(format!(
+                "reference rerun (floor: W1 {}, KS {})",
+                fig_label(f.distance.w1_ln_slowdown, 3),
+                fig_label(f.distance.ks_ln_slowdown, 3)
+            ))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(2))
+            });
+    }
+    chart
+        .draw_series(LineSeries::new(
+            points(&p.reference_quantiles),
+            BLACK.stroke_width(2),
+        ))
+        .map_err(err)?
+        .label(format!("reference ({} flows)", p.reference_flows))
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+    if !p.ours_quantiles.is_empty() {
+        chart
+            .draw_series(LineSeries::new(
+                points(&p.ours_quantiles),
+                color.stroke_width(3),
+            ))
+            .map_err(err)?
+            .label(format!("ours ({} flows)", p.ours_flows))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
+            });
+    }
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 13)
 }
 
 fn draw_fidelity_panel<DB: DrawingBackend>(
@@ -944,7 +1070,7 @@ fn draw_fidelity_panel<DB: DrawingBackend>(
     let mut chart = ChartBuilder::on(panel)
         .caption(
             format!(
-                "{}: r {} (median), {} (p99); {} vs {} flows",
+                "secondary, by size bucket: {}: r {} (median), {} (p99); {} vs {} flows",
                 p.policy,
                 r_label(p.r_median),
                 r_label(p.r_p99),

@@ -1,5 +1,7 @@
 //! `lcmp-testbed fidelity`: a run's FCT slowdowns against a reference
-//! simulator's.
+//! simulator's, as distributions (W1 and KS of ln slowdown, median and p99
+//! ratios, FCT minus ideal per MB), with the simulator's distance from its
+//! own rerun as the floor.
 
 use std::process::ExitCode;
 
@@ -21,6 +23,12 @@ pub struct FidelityArgs {
     /// standalone_ns`). Repeatable.
     #[arg(long = "reference", value_name = "POLICY=FILE", required = true, value_parser = fidelity::parse_reference)]
     references: Vec<(String, std::path::PathBuf)>,
+    /// A second reference run of POLICY (the simulator rerun, same
+    /// format): its W1, KS and ratios against the first are printed as
+    /// the floor, the distance the simulator has from itself. Repeatable,
+    /// once per policy.
+    #[arg(long = "rerun", value_name = "POLICY=FILE", value_parser = fidelity::parse_reference)]
+    reruns: Vec<(String, std::path::PathBuf)>,
     /// The load to compare, where the run has several.
     #[arg(long)]
     load: Option<f64>,
@@ -35,7 +43,8 @@ pub fn cmd_fidelity(a: FidelityArgs) -> Result<ExitCode> {
         workload: a.workload,
         load: a.load,
     };
-    let r = fidelity::run_fidelity_with(&a.run, &a.references, &sel).map_err(Error::new)?;
+    let r =
+        fidelity::run_fidelity_with(&a.run, &a.references, &a.reruns, &sel).map_err(Error::new)?;
     out!("{}", fidelity::render_text(&r));
     say(&format!(
         "wrote {0}/fidelity.json, {0}/plots/fidelity.svg and .png, and the fidelity section of {0}/report.md",

@@ -80,6 +80,17 @@ impl TopologyArgs {
         self.scale.unwrap_or(1.0)
     }
 
+    /// The testbed's scaling from `--scale`, `--buffer-scale` and
+    /// `--time-scale` (flow sizes are the experiment's).
+    pub fn scaling(&self) -> lcmp_topology::Scaling {
+        lcmp_topology::Scaling {
+            rate: self.scale(),
+            buffer: self.buffer_scale.unwrap_or(self.scale()),
+            size: 1.0,
+            time: self.time_scale.unwrap_or(1.0),
+        }
+    }
+
     /// Rejects values that cannot work, before anything is built.
     pub fn validate(&self) -> Result<()> {
         check_scale(self.scale())?;
@@ -291,9 +302,77 @@ pub struct ExperimentConfig {
     #[serde(default)]
     pub rocev2_args: Vec<String>,
     /// Reference FCT files by policy (the simulator's `fct` output): a
-    /// fidelity section compares the runs with them.
+    /// fidelity section compares the runs with them. `policy = "FILE"`, or
+    /// `policy = ["FILE", "RERUN"]` with a second run of the simulator,
+    /// whose distance from the first is the fidelity floor.
     #[serde(default)]
-    pub reference: std::collections::BTreeMap<String, PathBuf>,
+    pub reference: std::collections::BTreeMap<String, ReferenceFiles>,
+}
+
+/// One policy's entry of `[reference]`: the simulator's FCT file, or two
+/// runs of the simulator (the second gives the floor of `lcmp-testbed
+/// fidelity`: the simulator against its own rerun).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ReferenceFiles {
+    /// `"FILE"`.
+    One(PathBuf),
+    /// `["FILE", "RERUN"]`.
+    WithRerun([PathBuf; 2]),
+}
+
+impl ReferenceFiles {
+    /// The reference file.
+    pub fn file(&self) -> &Path {
+        match self {
+            ReferenceFiles::One(f) | ReferenceFiles::WithRerun([f, _]) => f,
+        }
+    }
+
+    /// The second run, if given.
+    pub fn rerun(&self) -> Option<&Path> {
+        match self {
+            ReferenceFiles::One(_) => None,
+            ReferenceFiles::WithRerun([_, r]) => Some(r),
+        }
+    }
+
+    /// Every file, the reference first.
+    pub fn files_mut(&mut self) -> &mut [PathBuf] {
+        match self {
+            ReferenceFiles::One(f) => std::slice::from_mut(f),
+            ReferenceFiles::WithRerun(both) => both,
+        }
+    }
+}
+
+impl From<PathBuf> for ReferenceFiles {
+    fn from(file: PathBuf) -> Self {
+        ReferenceFiles::One(file)
+    }
+}
+
+impl ExperimentConfig {
+    /// `[reference]` as `lcmp_results::fidelity` takes it: `(policy, file)`
+    /// of every policy and `(policy, rerun)` of those with a second run.
+    pub fn fidelity_references(
+        &self,
+    ) -> (
+        Vec<lcmp_results::fidelity::PolicyFile>,
+        Vec<lcmp_results::fidelity::PolicyFile>,
+    ) {
+        let files = self
+            .reference
+            .iter()
+            .map(|(p, r)| (p.clone(), r.file().to_path_buf()))
+            .collect();
+        let reruns = self
+            .reference
+            .iter()
+            .filter_map(|(p, r)| Some((p.clone(), r.rerun()?.to_path_buf())))
+            .collect();
+        (files, reruns)
+    }
 }
 
 fn default_name() -> String {
@@ -441,7 +520,7 @@ impl ExperimentArgs {
             };
             c.topology = c.topology.as_ref().map(rebase);
             c.trace = c.trace.as_ref().map(rebase);
-            for f in c.reference.values_mut() {
+            for f in c.reference.values_mut().flat_map(ReferenceFiles::files_mut) {
                 *f = rebase(f);
             }
             if let Some(how) = self.switch_processes {
@@ -496,7 +575,7 @@ impl ExperimentArgs {
                     let (policy, file) = r.split_once('=').ok_or_else(|| {
                         Error::new(format!("--reference {r:?}: expected POLICY=FILE"))
                     })?;
-                    Ok((policy.to_string(), PathBuf::from(file)))
+                    Ok((policy.to_string(), PathBuf::from(file).into()))
                 })
                 .collect::<Result<_>>()?,
         })
@@ -553,6 +632,17 @@ impl ExperimentConfig {
             Transport::Rocev2 => ROCEV2_DEFAULT_TIME_SCALE,
             Transport::Tcp => 1.0,
         })
+    }
+
+    /// The experiment's scaling: rates, buffers, flow sizes and time, the
+    /// one value every part of the testbed applies.
+    pub fn scaling(&self) -> lcmp_topology::Scaling {
+        lcmp_topology::Scaling {
+            rate: self.scale,
+            buffer: self.buffer_scale.unwrap_or(self.scale),
+            size: self.size_scale(),
+            time: self.time_scale(),
+        }
     }
 
     /// Flow sizes are divided by this.
@@ -691,18 +781,14 @@ impl ExperimentConfig {
                 self.topology.as_deref(),
                 self.hosts_per_dc,
                 Some(&self.host_switches()),
-                self.scale,
-                self.buffer_scale,
-                self.time_scale(),
+                self.scaling(),
             )?
         } else {
             crate::bed::effective_topology(
                 self.topology.as_deref(),
                 self.hosts_per_dc,
                 None,
-                self.scale,
-                self.buffer_scale,
-                self.time_scale(),
+                self.scaling(),
             )?
         };
         let names: Vec<&str> = topo
@@ -882,7 +968,7 @@ mod tests {
         bad(
             &|c| {
                 c.reference
-                    .insert("wcmp".into(), PathBuf::from("fct_wcmp.txt"));
+                    .insert("wcmp".into(), PathBuf::from("fct_wcmp.txt").into());
             },
             "reference for policy \"wcmp\", which the experiment does not run",
         );
@@ -950,7 +1036,12 @@ mod tests {
             if let Some(t) = &c.trace {
                 assert!(t.is_file(), "{name}: trace {} missing", t.display());
             }
-            for f in c.reference.values() {
+            for f in c
+                .reference
+                .values()
+                .flat_map(|r| [Some(r.file()), r.rerun()])
+                .flatten()
+            {
                 assert!(f.is_file(), "{name}: reference {} missing", f.display());
             }
             checked += 1;
@@ -966,5 +1057,53 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("lod"), "{e}");
+    }
+
+    #[test]
+    fn a_reference_may_name_a_second_run() {
+        let dir = std::env::temp_dir().join(format!("lcmp-config-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("exp.toml");
+        std::fs::write(
+            &file,
+            "from='dc1'\nto='dc8'\nworkloads=['websearch']\nloads=[0.3]\n\
+             policies=['lcmp','ecmp']\nduration_s=1\n[reference]\n\
+             lcmp = ['fct_lcmp.txt', '/abs/fct_lcmp_rerun.txt']\necmp = 'fct_ecmp.txt'\n",
+        )
+        .unwrap();
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ExperimentArgs,
+        }
+        let Cli { args } = <Cli as clap::Parser>::try_parse_from([
+            "x",
+            "--config",
+            file.to_str().unwrap(),
+            "--out",
+            "/nonexistent",
+        ])
+        .unwrap();
+        let c = args.to_config().unwrap();
+        // Relative paths are the config file's, both of a pair.
+        let (files, reruns) = c.fidelity_references();
+        assert_eq!(
+            files,
+            [
+                ("ecmp".to_string(), dir.join("fct_ecmp.txt")),
+                ("lcmp".to_string(), dir.join("fct_lcmp.txt")),
+            ]
+        );
+        assert_eq!(
+            reruns,
+            [("lcmp".to_string(), PathBuf::from("/abs/fct_lcmp_rerun.txt"))]
+        );
+        // Three files are not a reference.
+        let e = toml::from_str::<ExperimentConfig>(
+            "from='a'\nto='b'\nworkloads=[]\nloads=[]\npolicies=[]\nduration_s=1\n\
+             [reference]\nlcmp=['a','b','c']",
+        );
+        assert!(e.is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

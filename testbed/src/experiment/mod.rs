@@ -49,35 +49,27 @@ pub const ROCEV2_ECN_FLOOR_BYTES: u64 = 2000;
 /// (README, RDMA-faithful experiments).
 pub const ROCEV2_DROP_HEADROOM: u64 = 1000;
 
-/// The switch arguments of an experiment: the configured ones, plus under
-/// rocev2 the simulator's ECN marking (thresholds, at dequeue) and lossless
-/// headroom unless the configuration sets them, and the time dilation's.
-pub fn switch_args(cfg: &ExperimentConfig) -> Vec<String> {
-    let mut args = cfg.switch_args.clone();
-    if cfg.transport == Transport::Rocev2 {
-        if !args
-            .iter()
-            .any(|a| a.starts_with("--ecn") || a == "--no-ecn")
-        {
-            let t = cfg.time_scale();
-            let (kmin, kmax) = ROCEV2_ECN_LINK_TIME_US;
-            args.push(format!(
-                "--ecn-link-time={},{},{ROCEV2_ECN_PMAX},{ROCEV2_ECN_FLOOR_BYTES}",
-                kmin * t,
-                kmax * t
-            ));
-        }
-        if !args.iter().any(|a| a.starts_with("--drop-headroom")) {
-            args.push(format!("--drop-headroom={ROCEV2_DROP_HEADROOM}"));
-        }
+/// The switch settings of an experiment running `policy`: under rocev2
+/// the simulator's ECN marking (thresholds in the network's time, decided
+/// at dequeue) and lossless headroom, then the configuration's
+/// `switch_args`, which override them (the switch takes an option's last
+/// value). Durations are the network's: the switches stretch them by the
+/// testbed's scaling.
+pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
+    let rocev2 = cfg.transport == Transport::Rocev2;
+    let (kmin, kmax) = ROCEV2_ECN_LINK_TIME_US;
+    SwitchSettings {
+        policy: policy.to_string(),
+        alpha: cfg.alpha,
+        beta: cfg.beta,
+        ecn_link_time: rocev2
+            .then(|| format!("{kmin},{kmax},{ROCEV2_ECN_PMAX},{ROCEV2_ECN_FLOOR_BYTES}")),
         // The simulator marks as a packet leaves the queue (HPCC's
         // `SwitchNotifyDequeue`), on the bytes behind it.
-        if !args.iter().any(|a| a.starts_with("--ecn-mark-at")) {
-            args.push("--ecn-mark-at=dequeue".into());
-        }
+        ecn_mark_at: rocev2.then(|| "dequeue".to_string()),
+        drop_headroom: rocev2.then_some(ROCEV2_DROP_HEADROOM),
+        extra_args: cfg.switch_args.clone(),
     }
-    bed::dilate_switch_args(&mut args, cfg.time_scale());
-    args
 }
 
 /// Each sender's flows of a trace replay.
@@ -99,7 +91,7 @@ fn trace_schedules(
     let schedules = t
         .schedules(
             &trace::HostMap::new(topo, trace::ARTIFACT_HOSTS_PER_DC),
-            cfg.time_scale(),
+            &cfg.scaling(),
         )
         .map_err(Error::new)?;
     for (sender, rows) in &schedules {
@@ -179,7 +171,8 @@ struct FctExperiment<'a> {
     senders: Vec<String>,
     /// The destination DC's hosts.
     receivers: Vec<String>,
-    switch_args: Vec<String>,
+    /// Every run's switch settings but the policy.
+    switches: SwitchSettings,
     /// The trace's flows per sender, read by `up`.
     replay: Option<(trace::Trace, Schedules)>,
     /// What `plan` learned and started.
@@ -226,7 +219,7 @@ impl<'a> FctExperiment<'a> {
             topo,
             traffic_bin,
             switch_bin,
-            switch_args: switch_args(cfg),
+            switches: switch_settings(cfg, "ecmp"),
             replay: None,
             setup: None,
         })
@@ -250,7 +243,10 @@ impl<'a> FctExperiment<'a> {
             policy: policy.to_string(),
             alpha: cfg.alpha,
             beta: cfg.beta,
-            switch_args: self.switch_args.clone(),
+            switches: SwitchSettings {
+                policy: policy.to_string(),
+                ..self.switches.clone()
+            },
             workload: String::new(),
             rate_bps_per_sender: 0.0,
             seed,
@@ -261,9 +257,7 @@ impl<'a> FctExperiment<'a> {
             cc: cfg.cc.clone(),
             failure,
             transport: cfg.transport,
-            size_scale: cfg.size_scale(),
-            rate_scale: cfg.scale,
-            time_scale: cfg.time_scale(),
+            scaling: cfg.scaling(),
             rocev2_args: cfg.rocev2_args.clone(),
             schedules: None,
         }
@@ -290,15 +284,8 @@ impl framework::Experiment for FctExperiment<'_> {
             topology: cfg.topology.clone(),
             hosts_per_dc: cfg.hosts_per_dc,
             host_switches: Some(cfg.host_switches()),
-            scale: cfg.scale,
-            buffer_scale: cfg.buffer_scale,
-            time_scale: cfg.time_scale(),
-            switches: SwitchSettings {
-                policy: "ecmp".into(),
-                alpha: cfg.alpha,
-                beta: cfg.beta,
-                extra_args: self.switch_args.clone(),
-            },
+            scaling: cfg.scaling(),
+            switches: self.switches.clone(),
             // Set per connection by the clients (`lcmp-traffic --cc`): the
             // kernel may refuse it as a namespace default.
             cc: None,
@@ -486,6 +473,7 @@ impl framework::Experiment for FctExperiment<'_> {
             "transport": cfg.transport.name(),
             "size_scale": cfg.size_scale(),
             "time_scale": cfg.time_scale(),
+            "scaling": cfg.scaling().to_string(),
             "trace": trace_echo,
         });
         let summary = analysis::build_summary_with_network(echo, &inputs, &networks, &ideal);
@@ -538,7 +526,7 @@ fn start_servers(
             sa.to_string(),
         ];
         if cfg.transport == Transport::Rocev2 {
-            argv.extend(["--time-scale".into(), cfg.time_scale().to_string()]);
+            argv.extend(["--time-scale".into(), cfg.scaling().time.to_string()]);
         }
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         let bg = h.netns.spawn(&argv)?;
@@ -603,7 +591,7 @@ fn plan_runs(
         let bytes: f64 = t
             .flows
             .iter()
-            .map(|f| (f.size_bytes as f64 / cfg.size_scale()).round().max(1.0))
+            .map(|f| cfg.scaling().size_bytes(f.size_bytes) as f64)
             .sum();
         // Offered payload over the source DC's inter-DC capacity while the
         // flows arrive (the load definition of the Poisson experiments).
@@ -711,29 +699,11 @@ fn write_report(
         .collect();
     std::fs::write(out.join("report.md"), report::render_report(summary, &rel))?;
     if !cfg.reference.is_empty() {
-        let refs: Vec<(String, PathBuf)> = cfg
-            .reference
-            .iter()
-            .map(|(p, f)| (p.clone(), f.clone()))
-            .collect();
-        let f = lcmp_results::fidelity::run_fidelity(out, &refs).map_err(Error::new)?;
-        let r = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        for p in &f.policies {
-            say(&format!(
-                "fidelity {}: r median {}, r p99 {} against {}",
-                p.policy,
-                r(p.r_median),
-                r(p.r_p99),
-                p.reference_file
-            ));
+        let (refs, reruns) = cfg.fidelity_references();
+        let f = lcmp_results::fidelity::run_fidelity(out, &refs, &reruns).map_err(Error::new)?;
+        for line in lcmp_results::fidelity::headline_lines(&f) {
+            say(&line);
         }
-        say(&format!(
-            "fidelity pooled: r median {}, r p99 {} (the paper: {} and {})",
-            r(f.pooled_r_median),
-            r(f.pooled_r_p99),
-            f.paper_r_median,
-            f.paper_r_p99
-        ));
     }
     Ok(())
 }
@@ -847,46 +817,67 @@ mod tests {
     }
 
     #[test]
-    fn rocev2_switches_mark_at_link_time_and_hold_back_drops_unless_told_otherwise() {
-        assert!(switch_args(&cfg(Transport::Tcp, &[])).is_empty());
-        let real_time = |args: &[&str]| {
-            let mut c = cfg(Transport::Rocev2, args);
-            c.time_scale = Some(1.0);
-            switch_args(&c)
-        };
+    fn rocev2_switches_mark_at_link_time_and_hold_back_drops_and_the_users_arguments_come_last() {
+        let none = lcmp_topology::Scaling::NONE;
+        let argv = |c: &ExperimentConfig| switch_settings(c, "lcmp").argv(&none, &[]);
+        let base = [
+            "--policy",
+            "lcmp",
+            "--alpha",
+            "3",
+            "--beta",
+            "1",
+            "--scaling",
+            "none",
+        ];
+        assert_eq!(argv(&cfg(Transport::Tcp, &[])), base);
+        let mut rocev2 = base.to_vec();
+        rocev2.extend([
+            "--ecn-link-time=32,128,0.2,2000",
+            "--ecn-mark-at=dequeue",
+            "--drop-headroom=1000",
+        ]);
+        assert_eq!(argv(&cfg(Transport::Rocev2, &[])), rocev2);
+        // The user's arguments follow, unread: the switch takes the last
+        // value of an option, so --drop-headroom=1 and --no-ecn win.
+        let mut told = rocev2.clone();
+        told.extend(["--no-ecn", "--drop-headroom=1"]);
         assert_eq!(
-            real_time(&["--batch=32"]),
-            [
-                "--batch=32",
-                "--ecn-link-time=32,128,0.2,2000",
-                "--drop-headroom=1000",
-                "--ecn-mark-at=dequeue"
-            ]
+            argv(&cfg(Transport::Rocev2, &["--no-ecn", "--drop-headroom=1"])),
+            told
         );
-        assert_eq!(
-            real_time(&["--no-ecn", "--drop-headroom=1", "--ecn-mark-at=enqueue"]),
-            ["--no-ecn", "--drop-headroom=1", "--ecn-mark-at=enqueue"]
-        );
+        // How the testbed runs its switches comes between.
+        let process = ["--loops".to_string(), "2".to_string()];
+        let a = switch_settings(&cfg(Transport::Tcp, &["--loops=1"]), "ecmp").argv(&none, &process);
+        assert_eq!(a[1], "ecmp");
+        assert_eq!(a[8..], ["--loops", "2", "--loops=1"]);
     }
 
     #[test]
-    fn time_dilation_stretches_the_switches_time_constants() {
-        // rocev2 dilates ten-fold by default: ECN at 320-1280 us of link
-        // time (the floor is bytes, unchanged), sampling every 1000 us.
+    fn time_dilation_is_the_scalings_alone_and_leaves_switch_settings_in_network_time() {
+        // rocev2 dilates ten-fold by default; the ECN link time stays in
+        // the network's time (32-128 us) and the switches stretch it by
+        // the testbed's scaling themselves.
+        let mut c = cfg(Transport::Rocev2, &[]);
+        c.scale = 1000.0;
         assert_eq!(
-            switch_args(&cfg(Transport::Rocev2, &[])),
-            [
-                "--ecn-link-time=320,1280,0.2,2000",
-                "--drop-headroom=1000",
-                "--ecn-mark-at=dequeue",
-                "--sample-interval-us=1000"
-            ]
+            switch_settings(&c, "lcmp").ecn_link_time.as_deref(),
+            Some("32,128,0.2,2000")
         );
-        let mut c = cfg(Transport::Tcp, &["--sample-interval-us=50"]);
-        c.time_scale = Some(2.5);
-        // A given interval is the user's.
-        assert_eq!(switch_args(&c), ["--sample-interval-us=50"]);
-        c.switch_args.clear();
-        assert_eq!(switch_args(&c), ["--sample-interval-us=250"]);
+        // Rates / 1000, buffers alike, sizes / 1000 (under rocev2 sizes
+        // follow the rate scale) and time x 10: one value, given to
+        // switches, agent and hosts.
+        assert_eq!(
+            c.scaling().to_string(),
+            "rate=1000,buffer=1000,size=1000,time=10"
+        );
+        let argv = switch_settings(&c, "lcmp").argv(&c.scaling(), &[]);
+        assert_eq!(
+            argv[6..8],
+            ["--scaling", "rate=1000,buffer=1000,size=1000,time=10"]
+        );
+        let mut t = cfg(Transport::Tcp, &[]);
+        t.time_scale = Some(2.5);
+        assert_eq!(t.scaling().to_string(), "rate=1,buffer=1,size=1,time=2.5");
     }
 }
