@@ -311,6 +311,10 @@ families! {
         "Bytes handed to the port's transmit ring.";
     PortEnqueuedPackets: Counter "lcmp_port_enqueued_packets" None,
         "Frames put into the port's egress buffer.";
+    PortDepartedPackets: Counter "lcmp_port_departed_packets" None,
+        "Frames that left the port's egress buffer onto its emulated link (counted when they start crossing it, a link delay before tx).";
+    PortDepartedBytes: Counter "lcmp_port_departed_bytes" BYTES,
+        "Bytes that left the port's egress buffer onto its emulated link: the link's load, counted when they start crossing it.";
     PortEcnMarkedPackets: Counter "lcmp_port_ecn_marked_packets" None,
         "ECT frames the switch marked CE on their way out of the port.";
     PortRxRocev2Packets: Counter "lcmp_port_rx_rocev2_packets" None,
@@ -428,12 +432,14 @@ families! {
 /// Per-port counter keys with a family of their own. The switch-wide
 /// counters of the same names are the sums over the ports and are left
 /// out, so summing a family over ports never counts a frame twice.
-const PORT_COUNTERS: [(&str, F); 7] = [
+const PORT_COUNTERS: [(&str, F); 9] = [
     ("rx_frames", F::PortRxPackets),
     ("rx_bytes", F::PortRxBytes),
     ("tx_frames", F::PortTxPackets),
     ("tx_bytes", F::PortTxBytes),
     ("enqueued_frames", F::PortEnqueuedPackets),
+    ("departed_frames", F::PortDepartedPackets),
+    ("departed_bytes", F::PortDepartedBytes),
     ("ce_marked", F::PortEcnMarkedPackets),
     ("rx_rocev2_frames", F::PortRxRocev2Packets),
 ];

@@ -261,6 +261,9 @@ pub struct PortSnapshot {
     /// The far end's MAC in use, if known.
     pub peer_mac: Option<String>,
     /// Counters by name (`rx_frames`, `tx_bytes`, `ce_marked`, ...).
+    /// `departed_frames`/`departed_bytes` count what left the egress
+    /// buffer onto the emulated link, when it left: a link's load (the
+    /// `tx_` counters see it one link delay later, when it is released).
     pub counters: BTreeMap<String, u64>,
     /// Frames dropped on this port by reason: ingress drops (parse, no
     /// route) count on the port the frame came in on, egress drops (queue

@@ -38,6 +38,7 @@ fn snapshot_s1() -> Snapshot {
         counters: map(&[
             ("rx_frames", 100),
             ("tx_frames", 90),
+            ("departed_bytes", 69000),
             ("polls", 5000),
             ("polls_with_rx", 1200),
             ("frobs", 7),
@@ -69,6 +70,10 @@ fn snapshot_s1() -> Snapshot {
                     ("rx_bytes", 87000),
                     ("tx_frames", 42),
                     ("tx_bytes", 63000),
+                    // 42 frames sent plus the 4 in the delay line, 1500 B
+                    // each: 46 departed, 46 * 1500 = 69000 B.
+                    ("departed_frames", 46),
+                    ("departed_bytes", 69000),
                     ("enqueued_frames", 45),
                     ("ce_marked", 3),
                     ("mystery", 11),
@@ -326,6 +331,8 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_port_tx_bytes_total{switch=\"s1\",port=\"s1p0\"} 63000",
         "lcmp_port_tx_packets_total{switch=\"s1\",port=\"s1p1\"} 48",
         "lcmp_port_enqueued_packets_total{switch=\"s1\",port=\"s1p0\"} 45",
+        "lcmp_port_departed_packets_total{switch=\"s1\",port=\"s1p0\"} 46",
+        "lcmp_port_departed_bytes_total{switch=\"s1\",port=\"s1p0\"} 69000",
         "lcmp_port_ecn_marked_packets_total{switch=\"s1\",port=\"s1p0\"} 3",
         "lcmp_port_other_events_total{switch=\"s1\",port=\"s1p0\",counter=\"mystery\"} 11",
         "lcmp_port_dropped_packets_total{switch=\"s1\",port=\"s1p0\",reason=\"queue_full\"} 2",
@@ -388,6 +395,8 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "# HELP lcmp_port_tx_packets Frames handed to the port's transmit ring.",
         "# TYPE lcmp_port_rx_bytes counter",
         "# UNIT lcmp_port_rx_bytes bytes",
+        "# TYPE lcmp_port_departed_bytes counter",
+        "# UNIT lcmp_port_departed_bytes bytes",
         "# TYPE lcmp_port_queue_bytes gauge",
         "# UNIT lcmp_port_queue_bytes bytes",
         "# UNIT lcmp_port_emulation_delay_seconds seconds",
@@ -406,6 +415,7 @@ fn openmetrics_exposition_of_a_known_snapshot() {
     // Port counters summed over the switch are not exported twice.
     assert!(!text.contains("counter=\"rx_frames\""), "{text}");
     assert!(!text.contains("counter=\"tx_frames\""), "{text}");
+    assert!(!text.contains("counter=\"departed_bytes\""), "{text}");
     // The second reply for the same prefix and the second s1 are ignored.
     assert!(!text.contains(" 99\n"), "{text}");
     assert_eq!(
@@ -430,6 +440,8 @@ fn prometheus_text_exposition_names_counters_with_total() {
         "# TYPE lcmp_port_tx_packets_total counter",
         "# HELP lcmp_port_tx_packets_total Frames handed to the port's transmit ring.",
         "lcmp_port_tx_packets_total{switch=\"s1\",port=\"s1p0\"} 42",
+        "# TYPE lcmp_port_departed_bytes_total counter",
+        "lcmp_port_departed_bytes_total{switch=\"s1\",port=\"s1p0\"} 69000",
         "# TYPE lcmp_switch_info gauge",
         "lcmp_switch_info{switch=\"s1\",policy=\"lcmp\"} 1",
         "# TYPE lcmp_port_queue_bytes gauge",

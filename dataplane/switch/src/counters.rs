@@ -31,11 +31,19 @@ pub enum Counter {
     /// RoCEv2 frames (UDP to port 4791) received on the port that parsed,
     /// a subset of `rx_frames`: shows RDMA traffic (SoftRoCE, NICs) crossing.
     RxRocev2Frames,
+    /// Frames that left the port's buffer onto its emulated link (counted
+    /// at departure, a link delay before `tx_frames` counts them; frames
+    /// that overflow the delay line are drops, not departures).
+    DepartedFrames,
+    /// Bytes of `departed_frames`: what a link's utilization is made of,
+    /// since bytes on a long link would reach `tx_bytes` only after its
+    /// delay (2.5 s on some), outside a short measurement window.
+    DepartedBytes,
 }
 
 impl Counter {
     /// Every counter, in index order.
-    pub const ALL: [Counter; 8] = [
+    pub const ALL: [Counter; 10] = [
         Counter::RxFrames,
         Counter::RxBytes,
         Counter::TxFrames,
@@ -44,6 +52,8 @@ impl Counter {
         Counter::IcmpSent,
         Counter::IcmpRateLimited,
         Counter::RxRocev2Frames,
+        Counter::DepartedFrames,
+        Counter::DepartedBytes,
     ];
 
     /// Number of counters.
@@ -60,6 +70,8 @@ impl Counter {
             Counter::IcmpSent => "icmp_sent",
             Counter::IcmpRateLimited => "icmp_rate_limited",
             Counter::RxRocev2Frames => "rx_rocev2_frames",
+            Counter::DepartedFrames => "departed_frames",
+            Counter::DepartedBytes => "departed_bytes",
         }
     }
 }

@@ -19,7 +19,9 @@
 //!    departure time on the shaper's virtual clock.
 //! 3. [`Egress::poll`] moves every frame whose departure time has come from
 //!    the buffer into the delay line (release time = departure + delay),
-//!    deciding its ECN mark there when marking at dequeue, and
+//!    deciding its ECN mark there when marking at dequeue, and counting it
+//!    as departed ([`EgressStats::departed_bytes`]: a link's load is what
+//!    goes onto it, counted a whole delay before the far end sees it), and
 //!    hands every frame whose release time has come to the caller
 //!    ([`Handoff::Transmit`]), in FIFO order. A frame that finds the delay
 //!    line full (it holds [`EgressConfig::max_in_flight`] frames) is handed
@@ -286,8 +288,13 @@ impl<F: Copy> Handoff<F> {
 /// What one [`Egress::poll`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EgressStep {
-    /// Frames that left the port buffer (their departure time had come).
+    /// Frames that left the port buffer onto the link (their departure
+    /// time had come): into the delay line, or out at once when already
+    /// due. A departing frame that finds the delay line full is counted in
+    /// `overflowed` instead.
     pub departed: usize,
+    /// Bytes of the `departed` frames.
+    pub departed_bytes: u64,
     /// Frames handed out as [`Handoff::Transmit`].
     pub transmitted: usize,
     /// Frames handed out as [`Handoff::Overflow`].
@@ -295,13 +302,22 @@ pub struct EgressStep {
 }
 
 /// Counters since construction. Conservation: `enqueued_frames ==
-/// transmitted_frames + dropped_emulation_overflow + flushed + held()`.
+/// transmitted_frames + dropped_emulation_overflow + flushed + held()`,
+/// and `departed_frames == transmitted_frames + in_flight()` + the frames
+/// flushed from the delay line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EgressStats {
     /// Frames put in the port buffer.
     pub enqueued_frames: u64,
     /// Bytes put in the port buffer.
     pub enqueued_bytes: u64,
+    /// Frames that left the port buffer onto the link, counted at their
+    /// departure (the end of their serialization), a whole link delay
+    /// before they are transmitted. Frames that overflow the delay line
+    /// are not counted (they never cross the link).
+    pub departed_frames: u64,
+    /// Bytes of the `departed_frames`.
+    pub departed_bytes: u64,
     /// CE marks asked for: at admission (`Admit::QueuedMarkCe`) or, when
     /// marking at dequeue, at departure (`mark_ce` of the hand-off; a frame
     /// that then overflows the delay line is counted too).
@@ -569,11 +585,12 @@ impl<F: Copy> Egress<F> {
                     }
                 }
             }
-            step.departed += 1;
             s.at_ns = s.at_ns.saturating_add(delay);
             if s.at_ns <= now_ns && self.line.is_empty() && step.transmitted < max_transmit {
+                self.depart(&s, &mut step);
                 self.transmit(s, &mut step, out);
             } else if self.line.len() < self.cfg.max_in_flight {
+                self.depart(&s, &mut step);
                 self.line.push_back(s);
             } else {
                 step.overflowed += 1;
@@ -585,6 +602,15 @@ impl<F: Copy> Egress<F> {
             }
         }
         step
+    }
+
+    /// Counts a frame going onto the link.
+    #[inline]
+    fn depart(&mut self, s: &Slot<F>, step: &mut EgressStep) {
+        step.departed += 1;
+        step.departed_bytes += s.len as u64;
+        self.stats.departed_frames += 1;
+        self.stats.departed_bytes += s.len as u64;
     }
 
     #[inline]
@@ -1349,6 +1375,42 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_counts_as_departed_when_it_goes_onto_the_link_not_when_released() {
+        let delay = 10 * MS;
+        let mut e = Egress::new(cfg(GBIT, delay, 1_000_000));
+        // 1500 B at 1 Gbit/s: 1500 * 8 / 1e9 s = 12 us, so frame 0 departs
+        // at t = 12 us and is released at t + D = 10 ms + 12 us.
+        e.enqueue(0, 1500, 0);
+        let mut sink = Sink::default();
+        let counted = |e: &Egress<u32>| {
+            let s = e.stats();
+            (s.departed_bytes, s.transmitted_bytes)
+        };
+        sink.poll(&mut e, 12 * US - 1);
+        assert_eq!(counted(&e), (0, 0));
+        let step = sink.poll(&mut e, 12 * US);
+        assert_eq!((step.departed, step.departed_bytes), (1, 1500));
+        assert_eq!(counted(&e), (1500, 0));
+        // All through the delay the link holds the frame: departed, not sent.
+        sink.poll(&mut e, delay + 12 * US - 1);
+        assert_eq!(counted(&e), (1500, 0));
+        let step = sink.poll(&mut e, delay + 12 * US);
+        assert_eq!((step.departed, step.transmitted), (0, 1));
+        assert_eq!(counted(&e), (1500, 1500));
+        // A frame polled only after its release departs and is transmitted
+        // in the same poll, counted once each: 1000 B arriving at 20 ms
+        // departs at 20 ms + 8 us, is due at 30 ms + 8 us.
+        e.enqueue(1, 1000, 20 * MS);
+        let step = sink.poll(&mut e, 31 * MS);
+        assert_eq!(
+            (step.departed, step.departed_bytes, step.transmitted),
+            (1, 1000, 1)
+        );
+        assert_eq!(counted(&e), (2500, 2500));
+        assert_eq!(e.stats().departed_frames, 2);
+    }
+
+    #[test]
     fn max_in_flight_overflow_is_counted_and_handed_back() {
         let delay = 10 * MS;
         let mut e = Egress::new(EgressConfig {
@@ -1361,7 +1423,8 @@ mod tests {
         assert_eq!(
             step,
             EgressStep {
-                departed: 5,
+                departed: 3,
+                departed_bytes: 3 * 1500,
                 transmitted: 0,
                 overflowed: 2
             }
@@ -1461,6 +1524,9 @@ mod tests {
             EgressStats {
                 enqueued_frames: 2,
                 enqueued_bytes: 2500,
+                // Frame 0 only: frame 1 found the line (1 frame) full.
+                departed_frames: 1,
+                departed_bytes: 1500,
                 ce_marked: 1,
                 dropped_queue_full: 1,
                 dropped_emulation_overflow: 1,
@@ -1542,6 +1608,8 @@ mod tests {
             let dequeue = cfg.ecn.is_some_and(|e| e.mark_at == EcnMarkAt::Dequeue);
             let mut ects = Vec::new(); // ECT flag of each enqueued id
             let mut marks_seen = 0u64; // QueuedMarkCe verdicts and mark_ce hand-offs
+            let (mut departed, mut departed_bytes) = (0u64, 0u64); // summed over the steps
+            let mut flushed_from_line = 0u64;
             for op in ops {
                 match op {
                     Op::Offer { len, ect, random } => {
@@ -1595,12 +1663,15 @@ mod tests {
                         });
                         prop_assert!(bad.is_none(), "{:?}", bad);
                         prop_assert!(step.transmitted <= budget);
+                        departed += step.departed as u64;
+                        departed_bytes += step.departed_bytes;
                         // After a full poll nothing held is overdue.
                         if budget == usize::MAX {
                             prop_assert!(e.next_deadline().is_none_or(|d| d > now));
                         }
                     }
                     Op::Flush => {
+                        flushed_from_line += e.in_flight() as u64;
                         let mut ids = Vec::new();
                         let n = e.flush(&mut |f| ids.push(f));
                         prop_assert_eq!(n, ids.len());
@@ -1617,6 +1688,14 @@ mod tests {
                     st.enqueued_frames,
                     st.transmitted_frames + st.dropped_emulation_overflow + st.flushed + e.held() as u64
                 );
+                // What went onto the link has been sent, is on it, or was
+                // flushed from it.
+                prop_assert_eq!((st.departed_frames, st.departed_bytes), (departed, departed_bytes));
+                prop_assert_eq!(
+                    st.departed_frames,
+                    st.transmitted_frames + e.in_flight() as u64 + flushed_from_line
+                );
+                prop_assert!(st.departed_bytes >= st.transmitted_bytes);
                 prop_assert!(e.in_flight() <= cfg.max_in_flight);
                 prop_assert!(seen.iter().all(|&s| s <= 1));
                 // Every mark counted was seen, or its frame overflowed, was

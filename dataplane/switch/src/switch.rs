@@ -893,6 +893,12 @@ impl<IO: PacketIo> Switch<IO> {
                 });
             self.counters
                 .drop_n(port, DropReason::EmulationOverflow, step.overflowed as u64);
+            // Counted as they go onto the link, not when released a delay
+            // later: a link's load is its departures.
+            self.counters
+                .add(port, Counter::DepartedFrames, step.departed as u64);
+            self.counters
+                .add(port, Counter::DepartedBytes, step.departed_bytes);
             for &i in &self.batch.tx_marks {
                 let data = self.io.frame_mut(self.batch.tx[i]);
                 // Only a mark this switch made counts.

@@ -188,6 +188,70 @@ fn shaper_and_delay_line_emulate_the_link() {
 }
 
 #[test]
+fn departed_bytes_count_when_a_frame_goes_onto_the_link_not_when_released() {
+    // Path ports at 100 Mbit/s and 2.5 s, a long-haul link: a 1000-byte
+    // frame arriving at 0 departs at 1000 * 8 / 1e8 s = 80 us and is
+    // released (transmitted) at 2.5 s + 80 us.
+    let link = EgressConfig {
+        rate_bps: 100_000_000,
+        delay_ns: 2_500 * MS,
+        buffer_bytes: 1 << 20,
+        ecn: None,
+        max_in_flight: 4096,
+    };
+    let mut b = bed(Policy::Ecmp, [unshaped(), link, link, link]);
+    let frame = FrameBuilder::ipv4([10, 0, 1, 2], [10, 0, 2, 2])
+        .macs(HOST_A, mac(0))
+        .udp(5555, 5001)
+        .payload(&[0; 958])
+        .build();
+    assert_eq!(frame.len(), 1000);
+    assert!(b.sw.io().inject(0, &frame));
+    // (departed_frames, departed_bytes, tx_frames, tx_bytes) over the ports.
+    let counted = |b: &Bed| {
+        let c = b.sw.counters();
+        [
+            Counter::DepartedFrames,
+            Counter::DepartedBytes,
+            Counter::TxFrames,
+            Counter::TxBytes,
+        ]
+        .map(|k| c.get(k))
+    };
+    b.sw.poll(0);
+    assert_eq!(counted(&b), [0, 0, 0, 0], "still serializing");
+    b.sw.poll(80 * US);
+    assert_eq!(counted(&b), [1, 1000, 0, 0], "on the link, not sent");
+    // The snapshot (stats file, status, metrics) has it on the one port
+    // the flow took, with the frame in that port's delay line.
+    let stats = snapshot(&b.sw, &DaemonInfo::default());
+    let on_link: Vec<_> = stats
+        .ports
+        .iter()
+        .filter(|p| p.counter("departed_bytes") > 0)
+        .collect();
+    assert_eq!(on_link.len(), 1, "{:?}", stats.ports);
+    let p = on_link[0];
+    assert!((1..4).contains(&p.index), "a path port: {}", p.index);
+    assert_eq!(
+        (
+            p.counter("departed_frames"),
+            p.counter("departed_bytes"),
+            p.counter("tx_bytes"),
+            p.in_flight
+        ),
+        (1, 1000, 0, 1)
+    );
+    assert_eq!(stats.counter("departed_bytes"), 1000);
+    b.sw.poll(2_500 * MS + 80 * US - 1);
+    assert_eq!(counted(&b), [1, 1000, 0, 0]);
+    b.sw.poll(2_500 * MS + 80 * US);
+    // Released: tx counts it now; departures do not count it again.
+    assert_eq!(counted(&b), [1, 1000, 1, 1000]);
+    assert_eq!(b.sw.io().take_sent(p.index as usize).len(), 1);
+}
+
+#[test]
 fn full_buffer_tail_drops_and_counts() {
     let small = EgressConfig {
         rate_bps: 1_000_000,

@@ -148,8 +148,11 @@ pub struct RunInput {
     pub flows: Vec<FlowRecord>,
     /// The source switch's candidate paths toward the destination.
     pub paths: Vec<PathSpec>,
-    /// Bytes each path's egress port sent in the measurement window, in
-    /// `paths` order (missing entries are reported as unknown).
+    /// Bytes each path's egress port put onto its link in the measurement
+    /// window, in `paths` order (missing entries are reported as unknown).
+    /// Counted at departure from the port buffer (the switch's
+    /// `departed_bytes`), not at transmission a link delay later, so a
+    /// long link's load falls in the window it was carried in.
     pub port_tx_bytes: Vec<u64>,
     /// Length of the measurement window, seconds.
     pub window_s: f64,
@@ -205,8 +208,11 @@ pub fn link_name(from: &str, to: &str) -> String {
 pub struct LinkLoad {
     /// The direction.
     pub link: LinkSpec,
-    /// Bytes its transmitting port sent in the window; `None` when that
-    /// switch's counters were not readable at the window's start or end.
+    /// Bytes its transmitting port put onto it in the window, counted at
+    /// departure from the port buffer (`departed_bytes`: a frame loads the
+    /// link from then, a whole link delay before the switch transmits
+    /// it); `None` when that switch's counters were not readable at the
+    /// window's start or end.
     pub tx_bytes: Option<u64>,
 }
 
@@ -250,7 +256,9 @@ pub struct PathUse {
     pub flows: u64,
     /// Their payload bytes (sizes as offered).
     pub flow_bytes: u64,
-    /// Bytes the egress port sent in the window; `None` if not given.
+    /// Bytes the egress port put onto the path's first link in the window
+    /// ([`RunInput::port_tx_bytes`], counted at departure); `None` if not
+    /// given.
     pub tx_bytes: Option<u64>,
     /// `tx_bytes * 8 / (window_s * bottleneck_bps)`; `None` if undefined.
     pub utilization: Option<f64>,
@@ -305,11 +313,13 @@ pub struct RunSummary {
     /// switches; AF_XDP ring drops as `xsk_*`).
     #[serde(default)]
     pub switch_drops: BTreeMap<String, u64>,
-    /// Per measured link direction ([`link_name`]): bytes sent in the
-    /// window x 8 / (window x the port's rate).
+    /// Per measured link direction ([`link_name`]): bytes put onto the
+    /// link in the window ([`LinkLoad::tx_bytes`], counted at departure)
+    /// x 8 / (window x the port's rate).
     #[serde(default)]
     pub link_utilization: BTreeMap<String, f64>,
-    /// Per measured link direction: bytes sent in the window.
+    /// Per measured link direction: bytes put onto the link in the window
+    /// ([`LinkLoad::tx_bytes`]).
     #[serde(default)]
     pub link_tx_bytes: BTreeMap<String, u64>,
     /// Link directions whose switch's counters could not be read at the

@@ -274,19 +274,26 @@ fn read_stats(path: &Path) -> Option<SwitchStats> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
-/// Transmitted bytes per port index of a switch's stats.
-fn tx_bytes_by_port(stats: &SwitchStats, ifnames: &[String]) -> HashMap<u8, u64> {
+/// Bytes each port (by index) of a switch's stats has put onto its link.
+///
+/// A link's load is counted when its bytes depart from the port buffer
+/// (`departed_bytes`), not when the switch transmits them (`tx_bytes`):
+/// the switch emulates the propagation delay by holding frames after
+/// departure, so `tx_bytes` trails by a whole link delay, and a long link
+/// (2.5 s) would read idle in a shorter window however busy it was.
+fn departed_bytes_by_port(stats: &SwitchStats, ifnames: &[String]) -> HashMap<u8, u64> {
     let mut m = HashMap::new();
     for p in &stats.ports {
         if let Some(i) = ifnames.iter().position(|n| p.name == *n) {
-            m.insert(i as u8, p.counter("tx_bytes"));
+            m.insert(i as u8, p.counter("departed_bytes"));
         }
     }
     m
 }
 
-/// Transmitted bytes per port index of every switch (by switch id) at one
-/// moment; `None` where a switch's stats were not readable.
+/// Bytes put onto the link ([`departed_bytes_by_port`]) per port index of
+/// every switch (by switch id) at one moment; `None` where a switch's stats
+/// were not readable.
 type PortTx = Vec<Option<HashMap<u8, u64>>>;
 
 /// Bytes port `port` of switch `switch` sent between two [`PortTx`]
@@ -359,8 +366,8 @@ pub struct RunSpec {
     pub alpha: u32,
     /// LCMP beta.
     pub beta: u32,
-    /// Extra switch arguments.
-    pub switch_args: Vec<String>,
+    /// The switches' settings (the policy's included).
+    pub switches: SwitchSettings,
     /// Workload name or file.
     pub workload: String,
     /// Offered payload rate per sender, bits per second.
@@ -381,14 +388,10 @@ pub struct RunSpec {
     pub failure: Option<(lcmp_topology::LinkId, f64)>,
     /// How flows are carried.
     pub transport: Transport,
-    /// Flow sizes are divided by this.
-    pub size_scale: f64,
-    /// The testbed's rate scale (rocev2 scales its line rate and DCQCN's
-    /// rate steps by it).
-    pub rate_scale: f64,
-    /// The testbed's time dilation (rocev2 stretches its timers and divides
-    /// its rates by it).
-    pub time_scale: f64,
+    /// The experiment's scaling: flow sizes are divided by its size
+    /// factor; under rocev2 the hosts run their line rate, DCQCN and
+    /// timers as its rate and time factors say.
+    pub scaling: lcmp_topology::Scaling,
     /// Extra client arguments under rocev2.
     pub rocev2_args: Vec<String>,
     /// A trace replay: each sender's schedule file (`lcmp-traffic client
@@ -408,12 +411,7 @@ pub fn run_one(
     std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
     // Fresh switches: empty flow caches, zero counters.
     bed::stop_switches(env.state)?;
-    env.state.switches = SwitchSettings {
-        policy: spec.policy.clone(),
-        alpha: spec.alpha,
-        beta: spec.beta,
-        extra_args: spec.switch_args.clone(),
-    };
+    env.state.switches = spec.switches.clone();
     bed::start_switches(env.state, env.tb, env.switch_bin)?;
     let pids: Vec<u32> = env.state.procs.iter().map(|p| p.pid).collect();
     let settle = wait_until_settled(&pids);
@@ -446,7 +444,7 @@ pub fn run_one(
         tx: switch_ports
             .iter()
             .map(|(stats, ifnames)| {
-                read_stats(stats.as_deref()?).map(|s| tx_bytes_by_port(&s, ifnames))
+                read_stats(stats.as_deref()?).map(|s| departed_bytes_by_port(&s, ifnames))
             })
             .collect(),
         switch_cpu: pids.iter().map(|&p| process_cpu_s(p)).collect(),
@@ -608,7 +606,7 @@ fn client_args(
     }
     args.extend([
         "--size-scale".into(),
-        spec.size_scale.to_string(),
+        spec.scaling.size.to_string(),
         "--warmup".into(),
         spec.warmup_s.to_string(),
         "--drain".into(),
@@ -619,8 +617,8 @@ fn client_args(
         "250".into(),
     ]);
     if spec.transport == Transport::Rocev2 {
-        args.extend(["--rate-scale".into(), spec.rate_scale.to_string()]);
-        args.extend(["--time-scale".into(), spec.time_scale.to_string()]);
+        args.extend(["--rate-scale".into(), spec.scaling.rate.to_string()]);
+        args.extend(["--time-scale".into(), spec.scaling.time.to_string()]);
         args.extend(spec.rocev2_args.iter().cloned());
     }
     if let Some(cc) = &spec.cc {
@@ -853,6 +851,8 @@ fn check_faithfulness(st: &State, start: &Snapshot, end: &Snapshot, meas: &mut R
 
 #[cfg(test)]
 mod tests {
+    use lcmp_control::snapshot::PortSnapshot;
+
     use super::*;
 
     /// s1 -100 Mbit/s- s2 -10 Mbit/s- s3. Ports: s1 0 -> s2; s2 0 -> s1,
@@ -886,15 +886,51 @@ mod tests {
         Some(v.iter().copied().collect())
     }
 
+    /// One switch's reading of `departed_bytes_by_port`: its stats hold,
+    /// per interface (name, departed_bytes, tx_bytes); `ifnames` are its
+    /// ports in index order.
+    fn reading(ifnames: &[&str], counters: &[(&str, u64, u64)]) -> Option<HashMap<u8, u64>> {
+        let stats = SwitchStats {
+            ports: counters
+                .iter()
+                .map(|&(name, departed, tx)| PortSnapshot {
+                    name: name.into(),
+                    counters: BTreeMap::from([
+                        ("departed_bytes".to_string(), departed),
+                        ("tx_bytes".to_string(), tx),
+                    ]),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let ifnames: Vec<String> = ifnames.iter().map(|n| n.to_string()).collect();
+        Some(departed_bytes_by_port(&stats, &ifnames))
+    }
+
     #[test]
     fn link_utilization_from_snapshots_by_hand() {
         let t = chain();
-        // s3's stats were unreadable at the start.
-        let start: PortTx = vec![ports(&[(0, 1_000)]), ports(&[(0, 500), (1, 0)]), None];
+        let (s1, s2, s3) = (["s1-s2"], ["s2-s1", "s2-s3"], ["s3-s2"]);
+        // tx_bytes trails departed_bytes by what is in each 1 ms delay
+        // line: 100 Mbit/s * 1 ms = 12 500 B, 10 Mbit/s * 1 ms = 1 250 B.
+        // The loads are the departed deltas; s3's stats were unreadable at
+        // the start; s2 lists its ports out of index order.
+        let start: PortTx = vec![
+            reading(&s1, &[("s1-s2", 1_000, 1_000)]),
+            reading(&s2, &[("s2-s3", 0, 0), ("s2-s1", 500, 500)]),
+            None,
+        ];
         let end: PortTx = vec![
-            ports(&[(0, 12_501_000)]),
-            ports(&[(0, 2_500_500), (1, 1_250_000)]),
-            ports(&[(0, 7)]),
+            reading(&s1, &[("s1-s2", 12_501_000, 12_488_500)]),
+            reading(
+                &s2,
+                &[
+                    ("s2-s3", 1_250_000, 1_248_750),
+                    ("s2-s1", 2_500_500, 2_488_000),
+                ],
+            ),
+            reading(&s3, &[("s3-s2", 7, 7)]),
         ];
         let loads = link_loads(&t, &start, &end);
         let got: Vec<(&str, u64, Option<u64>)> = loads
@@ -910,8 +946,10 @@ mod tests {
                 ("s3->s2", 10_000_000, None),
             ]
         );
-        // A 2 s window: s1->s2 100 Mbit over 200 Mbit of capacity, s2->s1
-        // 20 of 200, s2->s3 10 of 20.
+        // 12_501_000 - 1_000 = 12_500_000 B departed (tx: 12_487_500);
+        // 2_500_500 - 500 = 2_500_000; 1_250_000 - 0. A 2 s window: s1->s2
+        // 100 Mbit over 200 Mbit of capacity, s2->s1 20 of 200, s2->s3 10
+        // of 20.
         let u = |i: usize| {
             lcmp_results::analysis::utilization(
                 loads[i].tx_bytes.unwrap(),

@@ -16,6 +16,8 @@ pub fn render_ports(name: &str, r: &PortsReply) -> String {
         ("ADMIN", L),
         ("RX PKTS", R),
         ("TX PKTS", R),
+        // Onto the link; TX PKTS counts them a link delay later.
+        ("DEPARTED", R),
         ("QUEUE", R),
         ("C_CONG", R),
         ("DROPS", R),
@@ -33,6 +35,7 @@ pub fn render_ports(name: &str, r: &PortsReply) -> String {
             up_down(p.admin_up),
             p.counter("rx_frames").to_string(),
             p.counter("tx_frames").to_string(),
+            p.counter("departed_frames").to_string(),
             bytes(p.queue_bytes),
             p.congestion.c_cong.to_string(),
             p.drops.values().sum::<u64>().to_string(),
@@ -108,6 +111,7 @@ mod tests {
             counters: BTreeMap::from([
                 ("rx_frames".to_string(), 1000 * (index as u64 + 1)),
                 ("tx_frames".to_string(), 990 * (index as u64 + 1)),
+                ("departed_frames".to_string(), 995 * (index as u64 + 1)),
             ]),
             drops: BTreeMap::from([
                 ("queue_full".to_string(), index as u64),
@@ -147,10 +151,10 @@ mod tests {
             render_ports("dc1", &ports()),
             "\
 switch dc1: 3 ports
-  PORT  NAME  UP    LINK  ADMIN  RX PKTS  TX PKTS    QUEUE  C_CONG  DROPS        RATE   DELAY   BUFFER  MODE
-     0  eth0  up    up    up        1000      990      0 B       0      0  100 Mbit/s   10 ms  128 MiB  switch
-     1  eth1  up    up    up        2000     1980  12.3 kB      10      3  2.5 Gbit/s  0.5 ms   500 kB  netem
-     2  eth2  down  up    down      3000     2970   1.5 MB      20      6   line rate    0 ms     1 MB  none
+  PORT  NAME  UP    LINK  ADMIN  RX PKTS  TX PKTS  DEPARTED    QUEUE  C_CONG  DROPS        RATE   DELAY   BUFFER  MODE
+     0  eth0  up    up    up        1000      990       995      0 B       0      0  100 Mbit/s   10 ms  128 MiB  switch
+     1  eth1  up    up    up        2000     1980      1990  12.3 kB      10      3  2.5 Gbit/s  0.5 ms   500 kB  netem
+     2  eth2  down  up    down      3000     2970      2985   1.5 MB      20      6   line rate    0 ms     1 MB  none
 "
         );
     }
