@@ -253,9 +253,11 @@ impl<N: Node, C: Clock> Daemon<N, C> {
         Some(quiet.min(overdue))
     }
 
-    /// When the loop has work next: the node's, side work, housekeeping.
-    /// `None`: poll on without sleeping.
-    fn next_wake(&self, now: u64) -> Option<u64> {
+    /// When the loop has work next, given `now`: the node's, side work,
+    /// housekeeping (`u64::MAX`: none). `None`: poll on without sleeping.
+    /// With [`Daemon::step`], what any driver of the loop needs: the
+    /// wall-clock [`run_many`], or [`crate::virtual_clock::VirtualNet`].
+    pub fn next_wake(&self, now: u64) -> Option<u64> {
         let mut t = self.node.next_wake(now)?;
         for (_, next) in &self.side {
             t = t.min(*next);

@@ -127,7 +127,8 @@ impl<IO: PacketIo> Node for LcmpNode<IO> {
 
     fn next_wake(&self, _now_ns: u64) -> Option<u64> {
         let mut t = self.sw.next_deadline();
-        if self.sw.flow_log().is_some_and(|l| !l.records().is_empty()) {
+        // Only a log with a file is written on a deadline (`after_poll`).
+        if self.flow_log.is_some() && self.sw.flow_log().is_some_and(|l| !l.records().is_empty()) {
             t = t.min(self.next_log_ns);
         }
         Some(t)

@@ -24,6 +24,8 @@
 //! - [`daemon`]: the one poll loop of every kind (control, stats file,
 //!   side work, sleeping until the earliest deadline; several per thread).
 //! - [`config`]: a switch from the topology file; every default.
+//! - [`virtual_clock`]: a whole network of nodes in one thread on a
+//!   virtual clock (a discrete-event driver of the daemons).
 //! - [`netns`]: entering a switch's network namespace to open its ports.
 
 pub mod capture;
@@ -49,4 +51,5 @@ pub mod rotor_tor;
 pub mod slot;
 pub mod switch;
 pub mod tor_path;
+pub mod virtual_clock;
 pub mod xsk;

@@ -74,6 +74,19 @@ impl MemIo {
             .collect()
     }
 
+    /// Frames waiting in `port`'s receive queue.
+    pub fn rx_queued(&self, port: usize) -> usize {
+        self.rx.get(port).map_or(0, VecDeque::len)
+    }
+
+    /// Recycles every frame transmitted on `port` so far without copying
+    /// it out; returns how many.
+    pub fn discard_sent(&mut self, port: usize) -> usize {
+        let n = self.tx[port].len();
+        self.free.extend(self.tx[port].drain(..).map(|f| f.addr));
+        n
+    }
+
     /// Sets a port's link state.
     pub fn set_link(&mut self, port: usize, up: bool) {
         self.up[port] = up;

@@ -241,6 +241,12 @@ impl LinkEnd {
         self.stats.bytes_received += got.iter().map(|f| u64::from(f.len)).sum::<u64>();
     }
 
+    /// Whether frames from the peer wait to be received (a virtual-time
+    /// driver polls this end's switch when they do).
+    pub fn rx_pending(&self) -> bool {
+        self.rx.slots() > 0
+    }
+
     /// Frames [`LinkEnd::send`] would take now: as many as the peer has
     /// lent buffers for (and its ring has room).
     pub fn room(&self) -> usize {
@@ -452,6 +458,19 @@ impl MemoryLinks {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.peers.is_empty()
+    }
+
+    /// Every link as its two ends (switch, port), each link once with its
+    /// smaller end first, sorted (what a virtual-time driver joins).
+    pub fn joins(&self) -> Vec<((String, u8), (String, u8))> {
+        let mut v: Vec<_> = self
+            .peers
+            .iter()
+            .filter(|(a, b)| a < b)
+            .map(|(a, b)| (a.clone(), b.clone()))
+            .collect();
+        v.sort();
+        v
     }
 
     /// Whether port `port` of `switch` is a memory link.

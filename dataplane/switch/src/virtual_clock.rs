@@ -1,0 +1,788 @@
+//! A whole network of nodes in one thread on a virtual clock: a
+//! discrete-event driver ([`VirtualNet`]) of the same daemons
+//! ([`Daemon`]) and nodes ([`Node`]: the LCMP switch, the rotor, the ToR,
+//! any host) that run on real packets, whose clock ([`VirtualClock`])
+//! jumps from one event to the next instead of passing.
+//!
+//! - The driver owns the time. After each poll a node says when it next
+//!   has work ([`Daemon::next_wake`]); the driver keeps one entry per node
+//!   in a min-heap of (time, node index, sequence), sets the clock to the
+//!   earliest, steps that node's daemon ([`Daemon::step`]) and repeats.
+//!   Nothing sleeps, and an idle span costs nothing.
+//! - A memory link ([`crate::mem_link`]) is instantaneous in virtual time:
+//!   its rate and delay are the sending port's egress, which hands a frame
+//!   to the link when it reaches the far end. So a frame handed over at t
+//!   is at the peer at t: after each poll the driver looks at the far end
+//!   of every link of the node it polled ([`VirtualNet::join`]) and makes
+//!   the peer runnable at t when frames wait there.
+//! - Determinism: ties go by (time, node index); external events at an
+//!   instant ([`VirtualNet::at`]) run before the polls of that instant, in
+//!   the order they were given. Nothing depends on hash-map order or
+//!   threads, so the same network and inputs give the same run.
+//! - A node that says "poll again now" (`None`), or whose deadline is
+//!   already due, is polled again at the same instant only while its polls
+//!   make progress (frames received or sent). Without progress, a due
+//!   deadline means it waits on a peer (a link's peer lent no buffer):
+//!   it is parked until a peer it is joined to makes progress. A `None`
+//!   without progress (a busy-polling node) is polled again
+//!   [`VirtualNet::set_busy_poll_ns`] later.
+//! - Housekeeping that writes files (the stats file, the flow log) runs on
+//!   the daemon's deadlines, which are virtual time here.
+//!
+//! No allocation per poll or per frame on the driver's side, once the heap
+//! has grown to the network's size (frames watched with
+//! [`VirtualNet::watch`] are copied out: that is for tests).
+
+use std::any::Any;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::daemon::{Daemon, DaemonConfig};
+use crate::io::PacketIo;
+use crate::linked_io::LinkedIo;
+use crate::mem_io::MemIo;
+use crate::mem_link::MemoryLinks;
+use crate::node::{Clock, Node};
+
+/// The time every node of a [`VirtualNet`] reads, ns: set by the driver
+/// only (clones share it).
+#[derive(Clone, Debug, Default)]
+pub struct VirtualClock(Arc<AtomicU64>);
+
+impl VirtualClock {
+    /// A clock at `start_ns`.
+    pub fn new(start_ns: u64) -> Self {
+        VirtualClock(Arc::new(AtomicU64::new(start_ns)))
+    }
+
+    /// The time now.
+    pub fn get(&self) -> u64 {
+        // One thread drives the clock: nothing to order with.
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, t: u64) {
+        self.0.store(t, Ordering::Relaxed);
+    }
+}
+
+impl Clock for VirtualClock {
+    #[inline]
+    fn now_ns(&mut self) -> u64 {
+        self.get()
+    }
+}
+
+/// What the driver needs of a node's packet I/O beyond [`PacketIo`]; ports
+/// are numbered as the node numbers them.
+pub trait VirtualIo {
+    /// Whether frames wait to be received on `port`.
+    fn rx_pending(&self, port: usize) -> bool;
+    /// Puts a frame from outside the network into `port`'s receive queue
+    /// (in-memory ports only); false if it cannot.
+    fn inject(&mut self, port: usize, bytes: &[u8]) -> bool;
+    /// Takes the frames `port` sent out of the network so far (in-memory
+    /// ports only), recycling their buffers.
+    fn take_sent(&mut self, port: usize) -> Vec<Vec<u8>>;
+    /// Recycles them without copying them out; returns how many.
+    fn discard_sent(&mut self, port: usize) -> usize;
+}
+
+impl VirtualIo for MemIo {
+    fn rx_pending(&self, port: usize) -> bool {
+        self.rx_queued(port) > 0
+    }
+
+    fn inject(&mut self, port: usize, bytes: &[u8]) -> bool {
+        port < self.ports() && MemIo::inject(self, port, bytes)
+    }
+
+    fn take_sent(&mut self, port: usize) -> Vec<Vec<u8>> {
+        if port >= self.ports() {
+            return Vec::new();
+        }
+        MemIo::take_sent(self, port)
+    }
+
+    fn discard_sent(&mut self, port: usize) -> usize {
+        if port >= self.ports() {
+            return 0;
+        }
+        MemIo::discard_sent(self, port)
+    }
+}
+
+/// A memory-link port's input is its link's; any other port is the inner
+/// I/O's.
+impl<I: PacketIo + VirtualIo> VirtualIo for LinkedIo<I> {
+    fn rx_pending(&self, port: usize) -> bool {
+        match self.link(port) {
+            Some(l) => l.rx_pending(),
+            None => self
+                .io_port(port)
+                .is_some_and(|p| self.inner().rx_pending(p)),
+        }
+    }
+
+    fn inject(&mut self, port: usize, bytes: &[u8]) -> bool {
+        match self.io_port(port) {
+            Some(p) => self.inner_mut().inject(p, bytes),
+            None => false,
+        }
+    }
+
+    fn take_sent(&mut self, port: usize) -> Vec<Vec<u8>> {
+        match self.io_port(port) {
+            Some(p) => self.inner_mut().take_sent(p),
+            None => Vec::new(),
+        }
+    }
+
+    fn discard_sent(&mut self, port: usize) -> usize {
+        match self.io_port(port) {
+            Some(p) => self.inner_mut().discard_sent(p),
+            None => 0,
+        }
+    }
+}
+
+/// A daemon on the virtual clock as the driver sees it, whatever its node:
+/// one network holds nodes of different kinds.
+pub trait VirtualNode: Any {
+    /// The daemon's name ([`DaemonConfig::name`]).
+    fn name(&self) -> &str;
+    /// One iteration at the clock's time ([`Daemon::step`]).
+    fn step(&mut self) -> usize;
+    /// When it next has work ([`Daemon::next_wake`]).
+    fn next_wake(&self, now_ns: u64) -> Option<u64>;
+    /// Its ports.
+    fn ports(&mut self) -> usize;
+    /// [`VirtualIo::rx_pending`] of its I/O.
+    fn rx_pending(&mut self, port: usize) -> bool;
+    /// [`VirtualIo::inject`] of its I/O.
+    fn inject(&mut self, port: usize, bytes: &[u8]) -> bool;
+    /// [`VirtualIo::take_sent`] of its I/O.
+    fn take_sent(&mut self, port: usize) -> Vec<Vec<u8>>;
+    /// [`VirtualIo::discard_sent`] of its I/O.
+    fn discard_sent(&mut self, port: usize) -> usize;
+    /// Its status as JSON (the stats file's bytes).
+    fn status_json(&mut self) -> serde_json::Result<Vec<u8>>;
+    /// Shutdown ([`Daemon::finish`]); the final status as JSON.
+    fn finish(&mut self) -> serde_json::Result<Vec<u8>>;
+    /// For [`VirtualNet::daemon`].
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<N: Node + 'static> VirtualNode for Daemon<N, VirtualClock>
+where
+    N::Io: VirtualIo,
+{
+    fn name(&self) -> &str {
+        &self.config().name
+    }
+
+    fn step(&mut self) -> usize {
+        Daemon::step(self)
+    }
+
+    fn next_wake(&self, now_ns: u64) -> Option<u64> {
+        Daemon::next_wake(self, now_ns)
+    }
+
+    fn ports(&mut self) -> usize {
+        self.node().io().ports()
+    }
+
+    fn rx_pending(&mut self, port: usize) -> bool {
+        self.node().io().rx_pending(port)
+    }
+
+    fn inject(&mut self, port: usize, bytes: &[u8]) -> bool {
+        self.node().io().inject(port, bytes)
+    }
+
+    fn take_sent(&mut self, port: usize) -> Vec<Vec<u8>> {
+        self.node().io().take_sent(port)
+    }
+
+    fn discard_sent(&mut self, port: usize) -> usize {
+        self.node().io().discard_sent(port)
+    }
+
+    fn status_json(&mut self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&self.status())
+    }
+
+    fn finish(&mut self) -> serde_json::Result<Vec<u8>> {
+        serde_json::to_vec(&Daemon::finish(self))
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// A frame a watched port ([`VirtualNet::watch`]) sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// When, ns of the virtual clock.
+    pub at_ns: u64,
+    /// The node.
+    pub node: usize,
+    /// Its port.
+    pub port: usize,
+    /// The frame.
+    pub frame: Vec<u8>,
+}
+
+/// Work from outside the network at an instant.
+type External = (usize, Box<dyn FnOnce(&mut dyn VirtualNode)>);
+
+/// A memory link as one node sees it: its port, the peer, the peer's port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Join {
+    port: usize,
+    peer: usize,
+    peer_port: usize,
+}
+
+struct Slot {
+    node: Box<dyn VirtualNode>,
+    ports: usize,
+    /// When its live heap entry is due (`u64::MAX`: none).
+    due: u64,
+    /// That entry's sequence number (older entries for it are stale).
+    due_seq: u64,
+    /// Its deadline is due but its last poll made no progress: it waits
+    /// for a peer.
+    parked: bool,
+    polls: u64,
+    joins: Vec<Join>,
+    watched: Vec<usize>,
+}
+
+/// The discrete-event driver: nodes, the memory links between them, and
+/// the virtual clock they share. Add nodes ([`VirtualNet::add_node`]),
+/// declare their links ([`VirtualNet::join`] or
+/// [`VirtualNet::join_links`]), then run ([`VirtualNet::run_until`],
+/// [`VirtualNet::run_while`], [`VirtualNet::step`]).
+pub struct VirtualNet {
+    clock: VirtualClock,
+    now: u64,
+    nodes: Vec<Slot>,
+    /// (time, node, sequence), earliest first; entries a node no longer
+    /// has ([`Slot::due_seq`]) are skipped.
+    queue: BinaryHeap<Reverse<(u64, usize, u64)>>,
+    seq: u64,
+    /// By (time, order given).
+    external: BTreeMap<(u64, u64), External>,
+    delivered: Vec<Delivery>,
+    busy_poll_ns: u64,
+    polls: u64,
+}
+
+impl std::fmt::Debug for VirtualNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualNet")
+            .field("now_ns", &self.now)
+            .field("nodes", &self.nodes.len())
+            .field("polls", &self.polls)
+            .finish()
+    }
+}
+
+/// How long after a poll without progress a node that asked to be polled
+/// on (`None`) is polled again, ns by default.
+pub const BUSY_POLL_NS: u64 = 1_000;
+
+impl VirtualNet {
+    /// An empty network whose clock starts at `start_ns`.
+    pub fn new(start_ns: u64) -> Self {
+        VirtualNet {
+            clock: VirtualClock::new(start_ns),
+            now: start_ns,
+            nodes: Vec::new(),
+            queue: BinaryHeap::new(),
+            seq: 0,
+            external: BTreeMap::new(),
+            delivered: Vec::new(),
+            busy_poll_ns: BUSY_POLL_NS,
+            polls: 0,
+        }
+    }
+
+    /// The clock the nodes read (for [`VirtualNet::add_daemon`]).
+    pub fn clock(&self) -> VirtualClock {
+        self.clock.clone()
+    }
+
+    /// The time now, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.now
+    }
+
+    /// Sets how long after a poll without progress a node asking to be
+    /// polled on is polled again ([`BUSY_POLL_NS`] by default; at least 1).
+    pub fn set_busy_poll_ns(&mut self, ns: u64) {
+        self.busy_poll_ns = ns.max(1);
+    }
+
+    /// Adds `node` under a daemon on this network's clock; returns its
+    /// index. It is first polled now.
+    pub fn add_node<N: Node + 'static>(&mut self, node: N, cfg: DaemonConfig) -> usize
+    where
+        N::Io: VirtualIo,
+    {
+        let daemon = Daemon::new(node, self.clock(), cfg);
+        self.add_daemon(daemon)
+    }
+
+    /// Adds a daemon built on [`VirtualNet::clock`] (with side work or an
+    /// inbox attached); returns its index. It is first polled now.
+    pub fn add_daemon<N: Node + 'static>(&mut self, mut daemon: Daemon<N, VirtualClock>) -> usize
+    where
+        N::Io: VirtualIo,
+    {
+        let ports = VirtualNode::ports(&mut daemon);
+        let i = self.nodes.len();
+        self.nodes.push(Slot {
+            node: Box::new(daemon),
+            ports,
+            due: u64::MAX,
+            due_seq: 0,
+            parked: false,
+            polls: 0,
+            joins: Vec::new(),
+            watched: Vec::new(),
+        });
+        self.schedule(i, self.now);
+        i
+    }
+
+    /// Nodes in the network.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The index of the node named `name`.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.nodes.iter().position(|s| s.node.name() == name)
+    }
+
+    /// Declares that port `a.1` of node `a.0` and port `b.1` of node `b.0`
+    /// are the two ends of one memory link (the ends themselves are in the
+    /// nodes' I/O already).
+    pub fn join(&mut self, a: (usize, usize), b: (usize, usize)) -> Result<(), String> {
+        for (n, p) in [a, b] {
+            let slot = self.nodes.get(n).ok_or_else(|| format!("no node {n}"))?;
+            if p >= slot.ports {
+                return Err(format!(
+                    "node {n} ({}) has {} ports, not port {p}",
+                    slot.node.name(),
+                    slot.ports
+                ));
+            }
+        }
+        if a == b {
+            return Err(format!("node {} port {} joined to itself", a.0, a.1));
+        }
+        for (here, there) in [(a, b), (b, a)] {
+            let joins = &mut self.nodes[here.0].joins;
+            if joins.iter().any(|j| j.port == here.1) {
+                return Err(format!("node {} port {} is joined already", here.0, here.1));
+            }
+            joins.push(Join {
+                port: here.1,
+                peer: there.0,
+                peer_port: there.1,
+            });
+            joins.sort_unstable();
+        }
+        Ok(())
+    }
+
+    /// Declares every link of `links` ([`MemoryLinks::joins`]), its ends'
+    /// switches found by daemon name.
+    pub fn join_links(&mut self, links: &MemoryLinks) -> Result<(), String> {
+        let names: HashMap<String, usize> = (0..self.nodes.len())
+            .map(|i| (self.nodes[i].node.name().to_string(), i))
+            .collect();
+        let find = |name: &str| {
+            names
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("no node named {name:?} in the network"))
+        };
+        for ((a, p), (b, q)) in links.joins() {
+            self.join((find(&a)?, usize::from(p)), (find(&b)?, usize::from(q)))?;
+        }
+        Ok(())
+    }
+
+    /// Records every frame node `node` sends on `port` (an in-memory port:
+    /// out of the network) with the time it left ([`VirtualNet::take_delivered`]).
+    pub fn watch(&mut self, node: usize, port: usize) {
+        let w = &mut self.nodes[node].watched;
+        if !w.contains(&port) {
+            w.push(port);
+        }
+    }
+
+    /// The frames watched ports sent so far, in the order sent.
+    pub fn take_delivered(&mut self) -> Vec<Delivery> {
+        std::mem::take(&mut self.delivered)
+    }
+
+    /// Runs `f` on node `node` at `t_ns` (now if `t_ns` has passed), before
+    /// the polls of that instant, then polls the node at `t_ns`.
+    pub fn at(&mut self, t_ns: u64, node: usize, f: impl FnOnce(&mut dyn VirtualNode) + 'static) {
+        assert!(node < self.nodes.len(), "no node {node}");
+        self.seq += 1;
+        self.external
+            .insert((t_ns.max(self.now), self.seq), (node, Box::new(f)));
+    }
+
+    /// Puts `frame` into in-memory port `port` of node `node` at `t_ns`
+    /// ([`VirtualIo::inject`]; a frame the port cannot take is dropped).
+    pub fn inject_at(&mut self, t_ns: u64, node: usize, port: usize, frame: Vec<u8>) {
+        self.at(t_ns, node, move |n| {
+            n.inject(port, &frame);
+        });
+    }
+
+    /// Polls node `i` now (after it was changed from outside through
+    /// [`VirtualNet::node`] or [`VirtualNet::daemon`]: a frame injected,
+    /// a request answered).
+    pub fn wake(&mut self, i: usize) {
+        self.schedule(i, self.now);
+    }
+
+    /// The node `i`.
+    pub fn node(&mut self, i: usize) -> &mut dyn VirtualNode {
+        &mut *self.nodes[i].node
+    }
+
+    /// The daemon of node `i`, if its node is an `N`.
+    pub fn daemon<N: Node + 'static>(&mut self, i: usize) -> Option<&mut Daemon<N, VirtualClock>> {
+        self.nodes
+            .get_mut(i)?
+            .node
+            .as_any_mut()
+            .downcast_mut::<Daemon<N, VirtualClock>>()
+    }
+
+    /// Polls so far, all nodes.
+    pub fn polls(&self) -> u64 {
+        self.polls
+    }
+
+    /// Polls of node `i` so far.
+    pub fn node_polls(&self, i: usize) -> u64 {
+        self.nodes[i].polls
+    }
+
+    /// When the next event is (an external event or a poll), if any.
+    pub fn next_event_ns(&mut self) -> Option<u64> {
+        let ext = self.external.first_key_value().map(|(k, _)| k.0);
+        let poll = self.next_poll().map(|(t, _)| t);
+        match (ext, poll) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs the next event: an external event, or one poll of the node due
+    /// earliest. Returns its time; `None` when nothing is left to run.
+    pub fn step(&mut self) -> Option<u64> {
+        let ext = self.external.first_key_value().map(|(k, _)| k.0);
+        let poll = self.next_poll();
+        match (ext, poll) {
+            (Some(te), p) if p.is_none_or(|(tp, _)| te <= tp) => {
+                let (_, (i, f)) = self.external.pop_first()?;
+                self.advance(te);
+                f(&mut *self.nodes[i].node);
+                self.schedule(i, te);
+                Some(te)
+            }
+            (_, Some((t, i))) => {
+                self.queue.pop();
+                self.poll(i, t);
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs every event up to and including `t_ns`, then sets the clock to
+    /// `t_ns` (if later).
+    pub fn run_until(&mut self, t_ns: u64) {
+        while self.next_event_ns().is_some_and(|t| t <= t_ns) {
+            self.step();
+        }
+        if t_ns > self.now {
+            self.advance(t_ns);
+        }
+    }
+
+    /// Runs events while `cond` holds (asked before each) and some are
+    /// left.
+    pub fn run_while(&mut self, mut cond: impl FnMut(&mut Self) -> bool) {
+        while cond(self) && self.step().is_some() {}
+    }
+
+    /// Shutdown of every node in order ([`Daemon::finish`]): their final
+    /// status as JSON.
+    pub fn finish(&mut self) -> Vec<serde_json::Result<Vec<u8>>> {
+        self.nodes.iter_mut().map(|s| s.node.finish()).collect()
+    }
+
+    fn advance(&mut self, t: u64) {
+        debug_assert!(t >= self.now, "time runs forward");
+        self.now = t;
+        self.clock.set(t);
+    }
+
+    /// The earliest live heap entry (stale ones dropped).
+    fn next_poll(&mut self) -> Option<(u64, usize)> {
+        while let Some(&Reverse((t, i, seq))) = self.queue.peek() {
+            let s = &self.nodes[i];
+            if s.due == t && s.due_seq == seq {
+                return Some((t, i));
+            }
+            self.queue.pop();
+        }
+        None
+    }
+
+    /// Makes node `i` due at `t` unless it is due earlier already.
+    fn schedule(&mut self, i: usize, t: u64) {
+        let s = &mut self.nodes[i];
+        s.parked = false;
+        if t >= s.due {
+            return;
+        }
+        self.seq += 1;
+        s.due = t;
+        s.due_seq = self.seq;
+        self.queue.push(Reverse((t, i, self.seq)));
+    }
+
+    fn poll(&mut self, i: usize, t: u64) {
+        self.advance(t);
+        let s = &mut self.nodes[i];
+        s.due = u64::MAX;
+        let work = s.node.step();
+        s.polls += 1;
+        self.polls += 1;
+        let wake = s.node.next_wake(t);
+        for k in 0..s.watched.len() {
+            let port = s.watched[k];
+            for frame in s.node.take_sent(port) {
+                self.delivered.push(Delivery {
+                    at_ns: t,
+                    node: i,
+                    port,
+                    frame,
+                });
+            }
+        }
+        // A poll without progress received nothing and handed nothing
+        // over: only a productive one can leave input for anyone, so
+        // polls at one instant end.
+        let own_input = work > 0 && (0..s.ports).any(|p| s.node.rx_pending(p));
+        for k in 0..self.nodes[i].joins.len() {
+            let j = self.nodes[i].joins[k];
+            let peer = &mut self.nodes[j.peer];
+            // What it handed over is at the peer now; and any poll may
+            // have lent a parked peer the buffers it waits for (a parked
+            // node polled without progress parks again, waking no one).
+            if peer.parked || (work > 0 && peer.node.rx_pending(j.peer_port)) {
+                self.schedule(j.peer, t);
+            }
+        }
+        match wake {
+            _ if own_input => self.schedule(i, t),
+            Some(w) if w > t => {
+                if w != u64::MAX {
+                    self.schedule(i, w);
+                }
+            }
+            _ if work > 0 => self.schedule(i, t),
+            None => self.schedule(i, t.saturating_add(self.busy_poll_ns)),
+            Some(_) => self.nodes[i].parked = true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
+    use lcmp_control::Request;
+
+    use super::*;
+    use crate::node::Context;
+
+    /// What a scripted node's poll does and what it then asks for.
+    #[derive(Clone, Copy)]
+    enum Script {
+        /// Work while `left` lasts, then none; always due now.
+        DueNow { left: usize },
+        /// No work; "poll again now" (`None`).
+        Busy,
+        /// No work; wakes every `every` ns.
+        Tick { every: u64 },
+    }
+
+    struct Scripted {
+        io: MemIo,
+        script: Script,
+        last: u64,
+        /// (time, name) of every poll, shared by the nodes of a test.
+        log: Rc<RefCell<Vec<(u64, &'static str)>>>,
+        name: &'static str,
+    }
+
+    impl Node for Scripted {
+        type Io = MemIo;
+        type Status = u64;
+
+        fn poll(&mut self, clock: &mut impl Clock) -> usize {
+            self.last = clock.now_ns();
+            self.log.borrow_mut().push((self.last, self.name));
+            match &mut self.script {
+                Script::DueNow { left } if *left > 0 => {
+                    *left -= 1;
+                    1
+                }
+                _ => 0,
+            }
+        }
+
+        fn last_poll_ns(&self) -> u64 {
+            self.last
+        }
+
+        fn next_wake(&self, now_ns: u64) -> Option<u64> {
+            match self.script {
+                Script::DueNow { .. } => Some(now_ns),
+                Script::Busy => None,
+                Script::Tick { every } => Some(now_ns + every),
+            }
+        }
+
+        fn handle(&mut self, _: Request, _: &Context<'_>) -> Body {
+            Body::Error(ErrorReply::new(ErrorKind::Unsupported, "a test node"))
+        }
+
+        fn status(&mut self, _: &Context<'_>) -> u64 {
+            self.last
+        }
+
+        fn io(&mut self) -> &mut MemIo {
+            &mut self.io
+        }
+
+        fn finish(&mut self) {}
+    }
+
+    type Log = Rc<RefCell<Vec<(u64, &'static str)>>>;
+
+    fn add(net: &mut VirtualNet, log: &Log, name: &'static str, script: Script) -> usize {
+        let node = Scripted {
+            io: MemIo::new(1, 4),
+            script,
+            last: 0,
+            log: log.clone(),
+            name,
+        };
+        net.add_node(
+            node,
+            DaemonConfig {
+                name: name.into(),
+                poll: crate::daemon::PollMode::Event,
+                stats_file: None,
+                stats_interval_ns: u64::MAX,
+            },
+        )
+    }
+
+    #[test]
+    fn a_node_due_now_is_polled_again_only_while_it_makes_progress() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        add(&mut net, &log, "due", Script::DueNow { left: 3 });
+        net.run_until(1_000_000_000);
+        // Three productive polls at 0, one that finds nothing: parked, and
+        // nothing it is joined to ever wakes it.
+        assert_eq!(*log.borrow(), vec![(0, "due"); 4]);
+        assert_eq!(net.next_event_ns(), None);
+        assert_eq!(net.now_ns(), 1_000_000_000);
+    }
+
+    #[test]
+    fn a_parked_node_is_polled_again_after_each_poll_of_a_peer() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        let stuck = add(&mut net, &log, "stuck", Script::DueNow { left: 0 });
+        let tick = add(&mut net, &log, "tick", Script::Tick { every: 1_000 });
+        net.join((stuck, 0), (tick, 0)).unwrap();
+        net.run_until(2_000);
+        // At 0: "stuck" first (index order), parks; "tick" polls and may
+        // have lent it buffers: "stuck" again, parks. The same at 1 and 2
+        // us.
+        let want: Vec<(u64, &str)> = [0, 1_000, 2_000]
+            .iter()
+            .flat_map(|&t| {
+                let first = (t == 0).then_some((t, "stuck"));
+                first.into_iter().chain([(t, "tick"), (t, "stuck")])
+            })
+            .collect();
+        assert_eq!(*log.borrow(), want);
+    }
+
+    #[test]
+    fn a_busy_node_without_progress_is_polled_on_the_busy_poll_interval() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(5);
+        add(&mut net, &log, "busy", Script::Busy);
+        net.set_busy_poll_ns(250);
+        net.run_until(1_000);
+        // 5, 255, 505, 755: then 1005 is past the end.
+        let times: Vec<u64> = log.borrow().iter().map(|e| e.0).collect();
+        assert_eq!(times, vec![5, 255, 505, 755]);
+        assert_eq!(net.next_event_ns(), Some(1_005));
+    }
+
+    #[test]
+    fn ties_go_by_node_index_and_outside_events_come_first() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        // Both wake every 10 ns: at each instant node 0 before node 1.
+        let b = add(&mut net, &log, "b", Script::Tick { every: 10 });
+        let a = add(&mut net, &log, "a", Script::Tick { every: 10 });
+        let l = log.clone();
+        // At 10 an outside event on "a" runs before either polls; "a" is
+        // polled once at 10 all the same (it was due then anyway).
+        net.at(10, a, move |n| {
+            assert_eq!(n.name(), "a");
+            l.borrow_mut().push((10, "outside"));
+        });
+        net.run_until(10);
+        assert_eq!(
+            *log.borrow(),
+            vec![(0, "b"), (0, "a"), (10, "outside"), (10, "b"), (10, "a")]
+        );
+        assert_eq!(net.daemon::<Scripted>(b).unwrap().node_ref().last, 10);
+        assert!(net.daemon::<crate::lcmp_node::LcmpNode<MemIo>>(b).is_none());
+    }
+}
