@@ -727,19 +727,26 @@ fn connect_error(e: io::Error) -> String {
 
 pub(crate) fn write_csv(out: File, records: &[FlowRecord]) -> io::Result<()> {
     let mut w = BufWriter::new(out);
+    write_records(&mut w, records)?;
+    w.into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?
+        .sync_all()
+}
+
+/// Writes `records` as `flows.csv` (the header even when there are none),
+/// to any writer: the generator's file, or an engine's host in memory.
+pub fn write_records(w: &mut impl Write, records: &[FlowRecord]) -> io::Result<()> {
     if records.is_empty() {
         // csv writes the header with the first record; readers still need it.
         w.write_all(&csv_header()?)?;
     } else {
-        let mut c = csv::Writer::from_writer(&mut w);
+        let mut c = csv::Writer::from_writer(&mut *w);
         for r in records {
             c.serialize(r).map_err(io::Error::other)?;
         }
         c.flush()?;
     }
-    w.into_inner()
-        .map_err(|e| io::Error::other(e.to_string()))?
-        .sync_all()
+    Ok(())
 }
 
 /// The header line serde derives from [`FlowRecord`], newline included.

@@ -15,6 +15,8 @@
 //! the packets timed (one at a time, never a retransmitted one).
 
 use std::fs::File;
+
+use lcmp_topology::Scaling;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -24,7 +26,7 @@ use super::dcqcn::DcqcnParams;
 use super::net::{self, RawSender, Signals};
 use super::pattern;
 use super::sender::{Departure, NewFlow, SenderConfig, SenderCore, SenderStats};
-use super::wire::{self, Aeth, Endpoints, Message, Reth, ECN_ECT0, MAX_PAYLOAD, ROCEV2_PORT};
+use super::wire::{self, Aeth, Endpoints, Message, ECN_ECT0, MAX_PAYLOAD, ROCEV2_PORT};
 use super::{qpn_of, udp_sport_of};
 use crate::client::{done_line, print_line, write_csv, Destination, Summary};
 use crate::flows::FlowSource;
@@ -33,14 +35,13 @@ use crate::record::{FlowRecord, FlowStatus};
 /// Datagrams handled per turn before the loop looks at the others again.
 const BATCH: usize = 256;
 
-/// The rocev2 options as given: rates in simulator units (bit/s), divided
-/// by `rate_scale` x `time_scale` when used; intervals in the simulator's
-/// time, multiplied by `time_scale`.
+/// The rocev2 options as given: rates in simulator units (bit/s) and
+/// intervals in the simulator's time, run as the testbed's `scaling` runs
+/// its links ([`DcqcnParams::emulated`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoceOptions {
-    pub rate_scale: f64,
-    /// Time dilation: the emulated network runs this many times slower.
-    pub time_scale: f64,
+    /// The testbed's scaling (its rate and time factors apply here).
+    pub scaling: Scaling,
     /// The host NIC's rate (before scaling); also DCQCN's line rate.
     pub line_rate: f64,
     pub payload: u32,
@@ -51,8 +52,7 @@ pub struct RoceOptions {
 impl Default for RoceOptions {
     fn default() -> Self {
         RoceOptions {
-            rate_scale: 1.0,
-            time_scale: 1.0,
+            scaling: Scaling::NONE,
             line_rate: 100e9,
             payload: 1000,
             dcqcn: DcqcnParams::default(),
@@ -65,13 +65,13 @@ impl RoceOptions {
     /// The sender's configuration: rates divided by the scales, intervals
     /// dilated, validated.
     pub fn sender_config(&self) -> Result<SenderConfig, String> {
-        if !(self.rate_scale.is_finite() && self.rate_scale > 0.0) {
+        if !(self.scaling.rate.is_finite() && self.scaling.rate > 0.0) {
             return Err(format!(
                 "--rate-scale must be a number > 0, got {}",
-                self.rate_scale
+                self.scaling.rate
             ));
         }
-        check_time_scale(self.time_scale)?;
+        check_time_scale(self.scaling.time)?;
         if !(1..=MAX_PAYLOAD as u32).contains(&self.payload) {
             return Err(format!(
                 "--payload must be in [1, {MAX_PAYLOAD}] bytes, got {}",
@@ -91,13 +91,12 @@ impl RoceOptions {
             line_rate: self.line_rate,
             ..self.dcqcn
         }
-        .scaled(self.rate_scale * self.time_scale)
-        .dilated(self.time_scale);
+        .emulated(&self.scaling);
         dcqcn.validate()?;
         Ok(SenderConfig {
             dcqcn,
             payload: self.payload,
-            rto_ns: (self.rto_ms * 1e6 * self.time_scale) as u64,
+            rto_ns: self.scaling.duration_ns((self.rto_ms * 1e6) as u64),
         })
     }
 }
@@ -427,20 +426,7 @@ fn send(
     let seg = d.segment;
     let body = &mut payload[..seg.len as usize];
     pattern::fill(d.qpn, seg.offset, body);
-    let msg = Message::Data {
-        opcode: seg.opcode,
-        qp: d.qpn,
-        psn: seg.psn,
-        fecn: false,
-        ack_req: true,
-        reth: seg.opcode.has_reth().then_some(Reth {
-            va: d.va,
-            rkey,
-            // The client refuses flows above u32::MAX bytes.
-            dma_len: u32::try_from(d.size).unwrap_or(u32::MAX),
-        }),
-        payload: body,
-    };
+    let msg = d.message(rkey, body);
     let endpoints = Endpoints {
         src: ep.local,
         dst: *d.dst.ip(),
@@ -470,8 +456,10 @@ mod tests {
     #[test]
     fn time_scale_divides_rates_and_stretches_times() {
         let o = RoceOptions {
-            rate_scale: 1000.0,
-            time_scale: 10.0,
+            scaling: Scaling {
+                time: 10.0,
+                ..Scaling::rates(1000.0)
+            },
             ..RoceOptions::default()
         };
         let c = o.sender_config().unwrap();
@@ -482,7 +470,10 @@ mod tests {
         assert_eq!(c.rto_ns, 40_000_000_000);
         for bad in [0.0, -1.0, f64::NAN, 2e6] {
             let o = RoceOptions {
-                time_scale: bad,
+                scaling: Scaling {
+                    time: bad,
+                    ..Scaling::NONE
+                },
                 ..RoceOptions::default()
             };
             assert!(o.sender_config().unwrap_err().contains("--time-scale"));

@@ -22,7 +22,7 @@ use std::net::SocketAddrV4;
 
 use super::dcqcn::{Dcqcn, DcqcnParams};
 use super::gbn::{GbnSender, Segment};
-use super::wire::{BTH_LEN, ICRC_LEN, IPV4_LEN, RETH_LEN, UDP_LEN};
+use super::wire::{Message, Reth, BTH_LEN, ICRC_LEN, IPV4_LEN, RETH_LEN, UDP_LEN};
 
 /// How far behind real time a departure may be dated.
 pub const MAX_CATCH_UP_NS: u64 = 200_000;
@@ -66,6 +66,29 @@ pub struct Departure {
     pub segment: Segment,
 }
 
+impl Departure {
+    /// The packet's transport content: an RDMA WRITE packet of the flow's
+    /// message (the RETH on First/Only), `payload` being the segment's
+    /// bytes ([`super::pattern::fill`]) and `rkey` the sender's R_Key.
+    pub fn message<'a>(&self, rkey: u32, payload: &'a [u8]) -> Message<'a> {
+        let seg = self.segment;
+        Message::Data {
+            opcode: seg.opcode,
+            qp: self.qpn,
+            psn: seg.psn,
+            fecn: false,
+            ack_req: true,
+            reth: seg.opcode.has_reth().then_some(Reth {
+                va: self.va,
+                rkey,
+                // Senders refuse flows above u32::MAX bytes.
+                dma_len: u32::try_from(self.size).unwrap_or(u32::MAX),
+            }),
+            payload,
+        }
+    }
+}
+
 /// A flow whose last packet was acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Completion {
@@ -75,7 +98,7 @@ pub struct Completion {
 }
 
 /// Totals over the sender's lifetime.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SenderStats {
     pub packets: u64,
     pub retransmissions: u64,
@@ -394,8 +417,14 @@ impl SenderCore {
 
     /// The current rate of `qpn`'s QP, bit/s.
     pub fn rate(&self, qpn: u32) -> Option<f64> {
+        self.dcqcn(qpn).map(Dcqcn::rate)
+    }
+
+    /// The reaction point of `qpn`'s QP, as of its last event (timers run
+    /// lazily: at its next departure or ACK).
+    pub fn dcqcn(&self, qpn: u32) -> Option<&Dcqcn> {
         let &slot = self.by_qpn.get(&qpn)?;
-        self.slots[slot].as_ref().map(|q| q.cc.rate())
+        self.slots[slot].as_ref().map(|q| &q.cc)
     }
 }
 
@@ -409,8 +438,7 @@ mod tests {
             dcqcn: DcqcnParams {
                 line_rate,
                 ..DcqcnParams::default()
-            }
-            .scaled(1.0),
+            },
             payload: 1000,
             rto_ns: 1_000_000_000,
         })

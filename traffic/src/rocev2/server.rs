@@ -116,6 +116,31 @@ pub struct Reply {
     pub msn: u32,
 }
 
+impl Reply {
+    /// The answer on the wire to QP `qp`: the ACK (or NAK) with its ECN
+    /// echo, and the CNP when one is asked for.
+    pub fn messages(&self, qp: u32) -> (Message<'static>, Option<Message<'static>>) {
+        let aeth = if self.nak {
+            Aeth::Nak {
+                code: NAK_PSN_SEQUENCE,
+                msn: self.msn,
+            }
+        } else {
+            Aeth::Ack {
+                credit: CREDIT_INVALID,
+                msn: self.msn,
+            }
+        };
+        let ack = Message::Ack {
+            qp,
+            psn: self.psn,
+            becn: self.echo,
+            aeth,
+        };
+        (ack, self.cnp.then_some(Message::Cnp { qp }))
+    }
+}
+
 /// The receiver's state, without sockets.
 #[derive(Debug)]
 pub struct Receiver {
@@ -364,27 +389,8 @@ pub fn run(
                         sport: local.port(),
                         dport: ROCEV2_PORT,
                     };
-                    let aeth = if reply.nak {
-                        Aeth::Nak {
-                            code: NAK_PSN_SEQUENCE,
-                            msn: reply.msn,
-                        }
-                    } else {
-                        Aeth::Ack {
-                            credit: CREDIT_INVALID,
-                            msn: reply.msn,
-                        }
-                    };
-                    let mut msgs = vec![Message::Ack {
-                        qp,
-                        psn: reply.psn,
-                        becn: reply.echo,
-                        aeth,
-                    }];
-                    if reply.cnp {
-                        msgs.push(Message::Cnp { qp });
-                    }
-                    for m in msgs {
+                    let (ack, cnp) = reply.messages(qp);
+                    for m in std::iter::once(ack).chain(cnp) {
                         out.clear();
                         let sent = wire::encode_udp_payload(&mut out, &back, &m)
                             .map_err(std::io::Error::other)

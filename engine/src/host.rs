@@ -1,0 +1,669 @@
+//! A RoCEv2/DCQCN host as a [`Node`]: one NIC whose port is one memory
+//! link end to its switch, in the switches' process. No namespace, no
+//! socket, no kernel: the host is the socket-free halves of
+//! `lcmp-traffic --transport rocev2`, the sender's queue pairs and NIC
+//! ([`SenderCore`]) and the receiver ([`Receiver`]), joined to real RoCEv2
+//! frames in the shared frame area.
+//!
+//! - Flows come from a [`FlowSource`] (a schedule, a trace replay or
+//!   Poisson arrivals, as the client's) and its destinations; each becomes
+//!   a [`FlowRecord`] exactly as the socket client writes it, kept in
+//!   memory and written as `flows.csv` by [`RoceHost::write_flows_csv`].
+//! - The receiver answers every data packet as `lcmp-traffic server
+//!   --transport rocev2` does: an ACK or NAK with the ECN echo, or a CNP.
+//! - The NIC's egress ([`Egress`]) is the host link towards the switch:
+//!   its rate and delay (the switch's port towards the host emulates the
+//!   other direction, as for any link). The sender core paces at the same
+//!   line rate and dates each packet's start of serialization, so the
+//!   egress adds the serialization and the propagation and no queue.
+//!   ACKs have priority at the NIC, as in the simulator: a data packet is
+//!   handed to the egress only when its buffer is empty, so an ACK waits
+//!   for at most the one data frame being serialized, and data yields the
+//!   line to ACKs instead of queueing behind them without bound (the core
+//!   keeps the QP's rate on average: it dates departures virtually).
+//!
+//! A poll: receive a batch (ACKs to the sender, data to the receiver,
+//! whose answers go to the egress), start the flows whose arrival has
+//! come, hand the sender's due packets to the egress, and pass what the
+//! egress releases to the link. Frames are written into buffers of the
+//! host's pool in place; nothing is allocated per frame. Every received
+//! frame is parsed with checks; one that is not a RoCEv2 datagram for
+//! this host is counted ([`HostStats::malformed`]) and dropped.
+
+use std::io::{self, Write};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+
+use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
+use lcmp_control::Request;
+use lcmp_switch::config::delay_line_frames;
+use lcmp_switch::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use lcmp_switch::frames::FRAME_SIZE;
+use lcmp_switch::io::{Frame, PacketIo};
+use lcmp_switch::mem_link::port_mac;
+use lcmp_switch::node::{Clock, Context, Node};
+use lcmp_topology::Topology;
+use lcmp_traffic::client::{write_records, Destination};
+use lcmp_traffic::flows::{FlowSource, PlannedFlow};
+use lcmp_traffic::record::{FlowRecord, FlowStatus};
+use lcmp_traffic::rocev2::sender::{
+    frame_bytes, NewFlow, SenderConfig, SenderCore, SenderStats, ETHERNET_HEADER,
+};
+use lcmp_traffic::rocev2::server::{Notify, Receiver, RxStats};
+use lcmp_traffic::rocev2::wire::{
+    Aeth, Endpoints, Message, BTH_LEN, ECN_CE, ECN_ECT0, ECN_MASK, ICRC_LEN, IPV4_LEN, RETH_LEN,
+    ROCEV2_PORT, UDP_LEN,
+};
+use lcmp_traffic::rocev2::{pattern, qpn_of, udp_sport_of};
+use lcmp_wire::MacAddr;
+use serde::Serialize;
+
+use crate::roce_frame;
+
+/// Frames received, and packets sent, per poll at most.
+const BATCH: usize = 64;
+/// Buffers taken from the pool at a time for frames the host writes.
+const SPARE: usize = 32;
+/// The receiver's default NAK interval (the simulator's 500 us).
+pub const NAK_INTERVAL_NS: u64 = 500_000;
+/// The receiver's default idle timeout for a message's state (the server's
+/// `--idle-timeout` default, 60 s).
+pub const RX_IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// Everything a host is built from besides its flows and I/O.
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// The host's name (the records' `sender`).
+    pub name: String,
+    /// Its address (data from it, ACKs to it).
+    pub ip: Ipv4Addr,
+    /// Its NIC's MAC.
+    pub mac: MacAddr,
+    /// The MAC of its switch's port (every frame's destination).
+    pub gateway_mac: MacAddr,
+    /// The host link towards the switch, emulated by the NIC's egress.
+    pub nic: EgressConfig,
+    /// The sender: DCQCN (its line rate is the NIC's), payload, RTO.
+    pub sender: SenderConfig,
+    /// How the receiver signals CE marks back.
+    pub notify: Notify,
+    /// The receiver's NAK interval, ns.
+    pub nak_interval_ns: u64,
+    /// The receiver drops a message's state idle this long, ns.
+    pub rx_idle_timeout_ns: u64,
+    /// The clock's time that the flows' start offsets count from.
+    pub start_ns: u64,
+}
+
+impl HostConfig {
+    /// Host `name` of `topo` with the sender `sender`: its first IPv4
+    /// address; MACs as memory-link ports have them
+    /// ([`port_mac`]: the host's NIC is its port 0, the gateway its
+    /// switch's port); the NIC emulates the host link (rate, delay, the
+    /// buffer of the host's interface) and is DCQCN's line rate; the
+    /// receiver as the server's defaults (ECN echo, 500 us NAK interval).
+    pub fn from_topology(
+        topo: &Topology,
+        name: &str,
+        mut sender: SenderConfig,
+    ) -> Result<HostConfig, String> {
+        let host = topo
+            .host_by_name(name)
+            .ok_or_else(|| format!("{}: no host named {name:?}", topo.source()))?;
+        let ip = host
+            .addresses
+            .iter()
+            .find_map(|a| match a.addr() {
+                std::net::IpAddr::V4(v4) => Some(v4),
+                std::net::IpAddr::V6(_) => None,
+            })
+            .ok_or_else(|| format!("host {name}: no IPv4 address (RoCEv2 here is IPv4)"))?;
+        let switch = &topo.switch(host.switch).name;
+        sender.dcqcn.line_rate = host.rate_bps as f64;
+        Ok(HostConfig {
+            name: name.to_string(),
+            ip,
+            mac: port_mac(name, 0),
+            gateway_mac: port_mac(switch, host.port),
+            nic: EgressConfig {
+                rate_bps: host.rate_bps,
+                delay_ns: host.delay_ns,
+                buffer_bytes: host.buffer_bytes,
+                ecn: None,
+                max_in_flight: delay_line_frames(host.rate_bps, host.delay_ns),
+            },
+            sender,
+            notify: Notify::Echo,
+            nak_interval_ns: NAK_INTERVAL_NS,
+            rx_idle_timeout_ns: RX_IDLE_TIMEOUT_NS,
+            start_ns: 0,
+        })
+    }
+}
+
+/// The host's own counters (the sender's and receiver's are theirs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct HostStats {
+    /// Flows whose arrival came.
+    pub flows_started: u64,
+    /// Flows whose last packet was acknowledged.
+    pub flows_completed: u64,
+    /// Flows the sender refused (QP number in use, size out of range).
+    pub flows_failed: u64,
+    /// Frames taken off the link.
+    pub frames_received: u64,
+    /// Frames handed to the link.
+    pub frames_sent: u64,
+    /// Received frames that are not a RoCEv2 datagram for this host (too
+    /// short, another MAC, EtherType, address or port, a bad header or
+    /// ICRC, not a message this end handles), dropped.
+    pub malformed: u64,
+    /// Packets or answers not written for want of a free buffer.
+    pub no_buffer: u64,
+    /// Frames the NIC's buffer refused (go-back-N recovers data).
+    pub nic_queue_full: u64,
+    /// Frames dropped at the NIC: its delay line was full, the link
+    /// refused them, or one did not fit a buffer (never, for the payloads
+    /// [`RoceHost::new`] accepts).
+    pub nic_overflow: u64,
+}
+
+/// What the host reports as its status.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostStatus {
+    pub name: String,
+    pub now_ns: u64,
+    /// Flows in progress.
+    pub active_flows: usize,
+    pub host: HostStats,
+    pub sender: SenderStats,
+    pub receiver: RxStats,
+    /// Bytes waiting in the NIC's buffer.
+    pub nic_queue_bytes: u64,
+    pub nic_transmitted_frames: u64,
+}
+
+/// A destination as the host sends to it.
+#[derive(Debug, Clone)]
+struct Peer {
+    name: String,
+    addr: SocketAddrV4,
+}
+
+/// See the module docs. `IO` has one port, the NIC's link.
+pub struct RoceHost<IO: PacketIo> {
+    cfg: HostConfig,
+    io: IO,
+    nic: Egress<Frame>,
+    core: SenderCore,
+    receiver: Receiver,
+    flows: FlowSource,
+    peers: Vec<Peer>,
+    next_flow: Option<PlannedFlow>,
+    records: Vec<FlowRecord>,
+    /// The R_Key of every message: the host's address (deterministic, and
+    /// distinct per host).
+    rkey: u32,
+    stats: HostStats,
+    last_poll_ns: u64,
+    next_sweep_ns: u64,
+    // Kept between polls so the packet path allocates nothing.
+    received: Vec<Frame>,
+    handoff: Vec<Frame>,
+    release: Vec<Frame>,
+    spare: Vec<u64>,
+    datagram: Vec<u8>,
+    payload: Vec<u8>,
+}
+
+/// The most payload bytes per packet whose frame fits one buffer.
+pub const MAX_PAYLOAD_IN_FRAME: u32 =
+    (FRAME_SIZE - ETHERNET_HEADER - IPV4_LEN - UDP_LEN - BTH_LEN - RETH_LEN - ICRC_LEN) as u32;
+
+impl<IO: PacketIo> RoceHost<IO> {
+    /// A host over `io` (one port: the link to its switch) sending the
+    /// flows of `flows` to `dsts` (IPv4 receivers at `IP:4791`, as the
+    /// client's `--dst`). Errors are one line.
+    pub fn new(
+        cfg: HostConfig,
+        io: IO,
+        mut flows: FlowSource,
+        dsts: &[Destination],
+    ) -> Result<Self, String> {
+        let name = &cfg.name;
+        if io.ports() != 1 {
+            return Err(format!(
+                "host {name}: the NIC is one port, the I/O has {}",
+                io.ports()
+            ));
+        }
+        cfg.sender
+            .dcqcn
+            .validate()
+            .map_err(|e| format!("host {name}: {e}"))?;
+        let payload = cfg.sender.payload;
+        if payload == 0 || payload > MAX_PAYLOAD_IN_FRAME {
+            return Err(format!(
+                "host {name}: payload {payload} bytes; a frame of {FRAME_SIZE} bytes carries 1 to {MAX_PAYLOAD_IN_FRAME}"
+            ));
+        }
+        let peers = dsts
+            .iter()
+            .map(|d| match d.addr {
+                SocketAddr::V4(addr) => Ok(Peer {
+                    name: d.name.clone(),
+                    addr,
+                }),
+                SocketAddr::V6(a) => Err(format!(
+                    "host {name}: receiver {} at {a}: RoCEv2 here is IPv4",
+                    d.name
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let next_flow = flows.next_flow();
+        Ok(RoceHost {
+            rkey: u32::from(cfg.ip),
+            nic: Egress::new(cfg.nic),
+            core: SenderCore::new(cfg.sender),
+            receiver: Receiver::new(cfg.notify, cfg.nak_interval_ns),
+            next_sweep_ns: cfg.start_ns.saturating_add(sweep_interval(&cfg)),
+            cfg,
+            io,
+            flows,
+            peers,
+            next_flow,
+            records: Vec::new(),
+            stats: HostStats::default(),
+            last_poll_ns: 0,
+            received: Vec::with_capacity(BATCH),
+            handoff: Vec::with_capacity(BATCH),
+            release: Vec::with_capacity(BATCH),
+            spare: Vec::with_capacity(SPARE),
+            datagram: Vec::with_capacity(FRAME_SIZE),
+            payload: vec![0; payload as usize],
+        })
+    }
+
+    /// The host's settings.
+    pub fn config(&self) -> &HostConfig {
+        &self.cfg
+    }
+
+    /// One record per flow started so far, in start order.
+    pub fn records(&self) -> &[FlowRecord] {
+        &self.records
+    }
+
+    /// Writes [`RoceHost::records`] as the client writes `flows.csv`.
+    pub fn write_flows_csv(&self, w: &mut impl Write) -> io::Result<()> {
+        write_records(w, &self.records)
+    }
+
+    /// The sender's queue pairs.
+    pub fn sender(&self) -> &SenderCore {
+        &self.core
+    }
+
+    /// The receiver's state and counters.
+    pub fn receiver(&self) -> &Receiver {
+        &self.receiver
+    }
+
+    /// The host's own counters.
+    pub fn stats(&self) -> HostStats {
+        self.stats
+    }
+
+    /// The NIC's egress counters.
+    pub fn nic_stats(&self) -> EgressStats {
+        self.nic.stats()
+    }
+
+    /// Whether every flow has started and ended (completed or failed).
+    pub fn done(&self) -> bool {
+        self.next_flow.is_none() && self.core.active() == 0
+    }
+
+    /// The time at which flow `f` arrives, on the host's clock.
+    fn arrival_ns(&self, f: &PlannedFlow) -> u64 {
+        let offset = u64::try_from(f.offset.as_nanos()).unwrap_or(u64::MAX);
+        self.cfg.start_ns.saturating_add(offset)
+    }
+
+    /// A buffer of the pool for a frame the host writes.
+    fn take_buffer(&mut self) -> Option<u64> {
+        if self.spare.is_empty() {
+            self.io.take_free(SPARE, &mut self.spare);
+        }
+        self.spare.pop()
+    }
+
+    /// Puts a written frame in the NIC's buffer (or back in the pool).
+    fn enqueue(&mut self, frame: Frame, now_ns: u64) {
+        if self.nic.offer(frame, frame.len, false, 0, now_ns) == Admit::DropQueueFull {
+            self.stats.nic_queue_full += 1;
+            self.io.release(&[frame]);
+        }
+    }
+
+    /// Writes `m` to `dst` from `sport` into a pool buffer and queues it
+    /// (counted and dropped if no buffer is free).
+    fn emit(&mut self, now_ns: u64, dst: Ipv4Addr, sport: u16, m: &Message<'_>) {
+        let Some(addr) = self.take_buffer() else {
+            self.stats.no_buffer += 1;
+            return;
+        };
+        let ep = Endpoints {
+            src: self.cfg.ip,
+            dst,
+            sport,
+            dport: ROCEV2_PORT,
+        };
+        let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
+        let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
+        match roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, 0, m) {
+            Ok(len) => self.enqueue(
+                Frame {
+                    addr,
+                    len: len as u32,
+                },
+                now_ns,
+            ),
+            Err(_) => {
+                self.stats.nic_overflow += 1;
+                self.spare.push(addr);
+            }
+        }
+    }
+
+    /// Takes a batch off the link and handles it; returns its size.
+    fn receive(&mut self) -> usize {
+        self.received.clear();
+        self.io.recv(0, &mut self.received, BATCH);
+        self.received.len()
+    }
+
+    /// Handles the frames [`RoceHost::receive`] took, at `now_ns`.
+    fn handle_received(&mut self, now_ns: u64) {
+        for i in 0..self.received.len() {
+            let frame = self.received[i];
+            self.stats.frames_received += 1;
+            // What the frame asks for, decided while its bytes are borrowed.
+            let answer = match roce_frame::parse(self.io.frame(frame), self.cfg.mac) {
+                Ok(d) if d.endpoints.dst != self.cfg.ip || d.endpoints.dport != ROCEV2_PORT => {
+                    self.stats.malformed += 1;
+                    None
+                }
+                Ok(d) => match d.message {
+                    Message::Data {
+                        opcode,
+                        qp,
+                        psn,
+                        reth,
+                        payload,
+                        ..
+                    } => {
+                        let ce = d.tos & ECN_MASK == ECN_CE;
+                        let src = d.endpoints.src;
+                        self.receiver
+                            .on_data(now_ns, src, qp, psn, opcode, reth, payload, ce)
+                            .map(|reply| (src, qp, reply))
+                    }
+                    Message::Ack {
+                        qp,
+                        psn,
+                        becn,
+                        aeth,
+                    } => {
+                        let nak = matches!(aeth, Aeth::Nak { .. });
+                        if let Some(done) = self.core.on_ack(now_ns, qp, psn, nak, becn) {
+                            if let Some(rec) = self.records.get_mut(done.tag) {
+                                rec.status = FlowStatus::Ok;
+                                rec.fct_ns = Some(done.fct_ns);
+                                rec.min_rtt_us = done.min_rtt_ns.map(|n| (n + 500) / 1000);
+                            }
+                            self.stats.flows_completed += 1;
+                        }
+                        None
+                    }
+                    Message::Cnp { qp } => {
+                        self.core.on_cnp(now_ns, qp);
+                        None
+                    }
+                },
+                Err(_) => {
+                    self.stats.malformed += 1;
+                    None
+                }
+            };
+            if let Some((src, qp, reply)) = answer {
+                let (ack, cnp) = reply.messages(qp);
+                self.emit(now_ns, src, ROCEV2_PORT, &ack);
+                if let Some(cnp) = cnp {
+                    self.emit(now_ns, src, ROCEV2_PORT, &cnp);
+                }
+            }
+        }
+        self.io.release(&self.received);
+        self.received.clear();
+    }
+
+    /// Starts the flows whose arrival has come, as the client does.
+    fn start_flows(&mut self, now_ns: u64) {
+        while let Some(f) = self.next_flow.take() {
+            let at = self.arrival_ns(&f);
+            if at > now_ns {
+                self.next_flow = Some(f);
+                break;
+            }
+            let qpn = qpn_of(f.id);
+            let sport = udp_sport_of(qpn);
+            // A flow source made for other destinations: the flow fails.
+            let peer = self.peers.get(f.dst).cloned().unwrap_or(Peer {
+                name: String::new(),
+                addr: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
+            });
+            let mut rec = FlowRecord {
+                id: f.id,
+                sender: self.cfg.name.clone(),
+                receiver: peer.name,
+                src: format!("{}:{sport}", self.cfg.ip),
+                dst: peer.addr.to_string(),
+                size_bytes: f.size,
+                start_ns: at - self.cfg.start_ns,
+                fct_ns: None,
+                min_rtt_us: None,
+                status: FlowStatus::Unfinished,
+                error: String::new(),
+                warmup: f.warmup,
+                path: None,
+                switch_path: None,
+                reverse_switch_path: None,
+            };
+            let added = if f.dst >= self.peers.len() {
+                Err(format!("no destination {} for flow {}", f.dst, f.id))
+            } else {
+                self.core.add_flow(NewFlow {
+                    qpn,
+                    size: f.size,
+                    arrival_ns: at,
+                    tag: self.records.len(),
+                    dst: peer.addr,
+                    sport,
+                    va: f.id,
+                })
+            };
+            if let Err(e) = added {
+                rec.status = FlowStatus::Failed;
+                rec.error = e;
+                self.stats.flows_failed += 1;
+            }
+            self.stats.flows_started += 1;
+            self.records.push(rec);
+            self.next_flow = self.flows.next_flow();
+        }
+    }
+
+    /// Hands the sender's due packets to the NIC.
+    fn send_data(&mut self, now_ns: u64) {
+        self.core.expire(now_ns);
+        for _ in 0..BATCH {
+            // The line is busy (with an ACK, or the last data frame): the
+            // next packet waits for it (see the module docs).
+            if self.nic.queued_frames() > 0 {
+                return;
+            }
+            let Some(addr) = self.take_buffer() else {
+                self.stats.no_buffer += 1;
+                return;
+            };
+            let Some(d) = self.core.pop_departure(now_ns) else {
+                self.spare.push(addr);
+                return;
+            };
+            let seg = d.segment;
+            let body = &mut self.payload[..seg.len as usize];
+            pattern::fill(d.qpn, seg.offset, body);
+            let m = d.message(self.rkey, body);
+            let ep = Endpoints {
+                src: self.cfg.ip,
+                dst: *d.dst.ip(),
+                sport: d.sport,
+                dport: d.dst.port(),
+            };
+            let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
+            let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
+            match roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, ECN_ECT0, &m) {
+                Ok(len) => {
+                    debug_assert_eq!(len, frame_bytes(&seg));
+                    self.enqueue(
+                        Frame {
+                            addr,
+                            len: len as u32,
+                        },
+                        now_ns,
+                    );
+                }
+                // The payload was checked against the frame size in `new`.
+                Err(_) => {
+                    self.stats.nic_overflow += 1;
+                    self.spare.push(addr);
+                }
+            }
+        }
+    }
+
+    /// Passes what the NIC's egress releases at `now_ns` to the link;
+    /// returns how many frames.
+    fn transmit(&mut self, now_ns: u64) -> usize {
+        self.handoff.clear();
+        self.release.clear();
+        let (handoff, release) = (&mut self.handoff, &mut self.release);
+        let room = self.io.tx_room(0);
+        self.nic.poll_budget(now_ns, room, &mut |h| match h {
+            Handoff::Transmit { frame, .. } => handoff.push(frame),
+            Handoff::Overflow { frame, .. } => release.push(frame),
+        });
+        let sent = self.io.send(0, &self.handoff);
+        // The budget was the link's room: a refusal is the link's fault,
+        // and the frames are dropped rather than held out of order.
+        self.release.extend_from_slice(&self.handoff[sent..]);
+        self.stats.nic_overflow += (self.release.len()) as u64;
+        self.stats.frames_sent += sent as u64;
+        if !self.release.is_empty() {
+            self.io.release(&self.release);
+        }
+        sent
+    }
+
+    /// One poll at `now_ns` of the frames [`RoceHost::receive`] took.
+    fn step(&mut self, now_ns: u64) -> usize {
+        self.last_poll_ns = now_ns;
+        let mut work = self.received.len();
+        work += self.transmit(now_ns);
+        self.handle_received(now_ns);
+        self.start_flows(now_ns);
+        self.send_data(now_ns);
+        work += self.transmit(now_ns);
+        if now_ns >= self.next_sweep_ns {
+            let idle = self.cfg.rx_idle_timeout_ns;
+            self.receiver.expire(now_ns.saturating_sub(idle));
+            self.next_sweep_ns = now_ns.saturating_add(sweep_interval(&self.cfg));
+        }
+        self.io.flush();
+        work
+    }
+}
+
+/// How often the receiver's idle messages are swept (as the server: a
+/// quarter of the idle timeout, at least 1 ms).
+fn sweep_interval(cfg: &HostConfig) -> u64 {
+    (cfg.rx_idle_timeout_ns / 4).max(1_000_000)
+}
+
+impl<IO: PacketIo> Node for RoceHost<IO> {
+    type Io = IO;
+    type Status = HostStatus;
+
+    fn poll(&mut self, clock: &mut impl Clock) -> usize {
+        // Receive first, then read the clock: a frame is never handled
+        // before it was taken off the link (as the switch).
+        self.receive();
+        let now = clock.now_ns();
+        self.step(now)
+    }
+
+    fn last_poll_ns(&self) -> u64 {
+        self.last_poll_ns
+    }
+
+    fn next_wake(&self, _now_ns: u64) -> Option<u64> {
+        let arrival = self.next_flow.as_ref().map(|f| self.arrival_ns(f));
+        // While the NIC's buffer holds frames no packet leaves, so the
+        // sender's deadlines wait for its next departure (a due deadline
+        // would say "poll again now" to a host that can do nothing yet).
+        let sender = self
+            .core
+            .next_deadline()
+            .map(|t| t.max(self.nic.next_departure().unwrap_or(0)));
+        let t = [arrival, sender, self.nic.next_deadline()]
+            .into_iter()
+            .flatten()
+            .min();
+        Some(t.unwrap_or(u64::MAX))
+    }
+
+    fn handle(&mut self, _request: Request, _ctx: &Context<'_>) -> Body {
+        Body::Error(ErrorReply::new(
+            ErrorKind::Unsupported,
+            "a host node has no control requests",
+        ))
+    }
+
+    fn status(&mut self, ctx: &Context<'_>) -> HostStatus {
+        HostStatus {
+            name: self.cfg.name.clone(),
+            now_ns: ctx.now_ns,
+            active_flows: self.core.active(),
+            host: self.stats,
+            sender: self.core.stats(),
+            receiver: self.receiver.stats,
+            nic_queue_bytes: self.nic.queue_bytes(),
+            nic_transmitted_frames: self.nic.stats().transmitted_frames,
+        }
+    }
+
+    fn io(&mut self) -> &mut IO {
+        &mut self.io
+    }
+
+    fn finish(&mut self) {
+        self.release.clear();
+        let release = &mut self.release;
+        self.nic.flush(&mut |f| release.push(f));
+        self.release
+            .extend(self.spare.drain(..).map(|addr| Frame { addr, len: 0 }));
+        self.io.release(&self.release);
+        self.release.clear();
+        self.io.shutdown();
+    }
+}

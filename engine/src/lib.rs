@@ -1,0 +1,27 @@
+//! `lcmp-engine`: whole networks in one process
+//! (`/work/shared/docs/engines.md`). The switches already run as
+//! [`lcmp_switch::node::Node`]s over memory links; this crate adds the
+//! hosts, so that no namespace, socket or kernel is on any hop.
+//!
+//! - [`host`]: the RoCEv2/DCQCN host (sender and receiver, one NIC at its
+//!   line rate) as a node on a memory link to its switch, its flows from
+//!   the generator's sources and its `flows.csv` as the generator's.
+//! - [`roce_frame`]: RoCEv2 datagrams in Ethernet frames.
+//!
+//! TCP stays a namespace transport.
+
+pub mod host;
+pub mod roce_frame;
+
+use lcmp_switch::frames::FrameShare;
+use lcmp_switch::linked_io::LinkedIo;
+use lcmp_switch::mem_io::MemIo;
+use lcmp_switch::mem_link::{LinkEnd, Transfer};
+
+/// A host's I/O: its NIC's one port is `link` (the end facing it of a
+/// memory link to its switch), its pool `share` of the frame area the
+/// switches use.
+pub fn host_io(share: FrameShare, link: LinkEnd, transfer: Transfer) -> LinkedIo<MemIo> {
+    LinkedIo::new(MemIo::in_share(0, share), vec![Some(link)], transfer)
+        .expect("one memory-link port and a packet I/O without ports")
+}
