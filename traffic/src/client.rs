@@ -577,23 +577,16 @@ fn arrival_loop(
         max_lag = max_lag.max(at.elapsed());
         let (size, id) = (f.size, f.id);
         let dst = &config.dsts[f.dst];
-        let record = FlowRecord {
+        let record = FlowRecord::arrived(
             id,
-            sender: config.name.clone(),
-            receiver: dst.name.clone(),
-            src: String::new(),
-            dst: dst.addr.to_string(),
-            size_bytes: size,
-            start_ns: u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX),
-            fct_ns: None,
-            min_rtt_us: None,
-            status: FlowStatus::Unfinished,
-            error: String::new(),
-            warmup: f.warmup,
-            path: None,
-            switch_path: None,
-            reverse_switch_path: None,
-        };
+            &config.name,
+            &dst.name,
+            String::new(),
+            dst.addr.to_string(),
+            size,
+            u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX),
+            f.warmup,
+        );
         let index = {
             let mut records = shared.records();
             records.push(record);

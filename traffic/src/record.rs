@@ -75,3 +75,38 @@ pub struct FlowRecord {
     #[serde(default)]
     pub reverse_switch_path: Option<String>,
 }
+
+impl FlowRecord {
+    /// The record of a flow that has just arrived (status `unfinished`
+    /// until it ends): the one place every sender (the TCP and RoCEv2
+    /// socket clients, the engine's host) builds it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn arrived(
+        id: u64,
+        sender: &str,
+        receiver: &str,
+        src: String,
+        dst: String,
+        size_bytes: u64,
+        start_ns: u64,
+        warmup: bool,
+    ) -> FlowRecord {
+        FlowRecord {
+            id,
+            sender: sender.to_string(),
+            receiver: receiver.to_string(),
+            src,
+            dst,
+            size_bytes,
+            start_ns,
+            fct_ns: None,
+            min_rtt_us: None,
+            status: FlowStatus::Unfinished,
+            error: String::new(),
+            warmup,
+            path: None,
+            switch_path: None,
+            reverse_switch_path: None,
+        }
+    }
+}

@@ -307,23 +307,16 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
             };
             let qpn = qpn_of(f.id);
             let sport = udp_sport_of(qpn);
-            let mut rec = FlowRecord {
-                id: f.id,
-                sender: name.clone(),
-                receiver: dst.name.clone(),
-                src: format!("{}:{sport}", ep.local),
-                dst: addr.to_string(),
-                size_bytes: f.size,
-                start_ns: at,
-                fct_ns: None,
-                min_rtt_us: None,
-                status: FlowStatus::Unfinished,
-                error: String::new(),
-                warmup: f.warmup,
-                path: None,
-                switch_path: None,
-                reverse_switch_path: None,
-            };
+            let mut rec = FlowRecord::arrived(
+                f.id,
+                &name,
+                &dst.name,
+                format!("{}:{sport}", ep.local),
+                addr.to_string(),
+                f.size,
+                at,
+                f.warmup,
+            );
             let added = core.add_flow(NewFlow {
                 qpn,
                 size: f.size,
