@@ -10,16 +10,14 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lcmp_policy::Policy;
-use lcmp_switch::config::{from_topology, Options};
+use lcmp_switch::config::Options;
 use lcmp_switch::daemon::{DaemonConfig, PollMode};
 use lcmp_switch::frames::FrameShare;
+use lcmp_switch::in_memory::{self, port_name};
 use lcmp_switch::lcmp_node::LcmpNode;
-use lcmp_switch::linked_io::LinkedIo;
-use lcmp_switch::mem_io::MemIo;
-use lcmp_switch::mem_link::{port_mac, MemoryLinks, Transfer};
-use lcmp_switch::switch::Switch;
+use lcmp_switch::mem_link::MemoryLinks;
 use lcmp_switch::virtual_clock::VirtualNet;
-use lcmp_topology::{Peer, Topology};
+use lcmp_topology::Topology;
 use lcmp_wire::testing::FrameBuilder;
 
 /// Switches in the chain.
@@ -28,62 +26,29 @@ const SWITCHES: usize = 8;
 const BURST: usize = 256;
 const HOST_MAC: [u8; 6] = [2, 0, 0, 0, 0, 0xa];
 
-/// Host a - c1 - ... - cN - host b, every link `rate` and `delay`.
-fn chain_toml(n: usize, rate: &str, delay: &str) -> String {
-    let mut t = String::from("[[dc]]\nname = \"DC1\"\n[[dc]]\nname = \"DC2\"\n");
-    for i in 1..=n {
-        t += &format!("[[switch]]\nname = \"c{i}\"\n");
-        if i == 1 {
-            t += "dc = \"DC1\"\nprefixes = [\"10.0.1.0/24\"]\n";
-        } else if i == n {
-            t += "dc = \"DC2\"\nprefixes = [\"10.0.2.0/24\"]\n";
-        }
-    }
-    for (h, sw, addr) in [("a", 1, "10.0.1.2/24"), ("b", n, "10.0.2.2/24")] {
-        t += &format!(
-            "[[host]]\nname = \"{h}\"\nswitch = \"c{sw}\"\naddresses = [\"{addr}\"]\nrate = \"{rate}\"\ndelay = \"{delay}\"\nbuffer = \"4MB\"\n"
-        );
-    }
-    for i in 1..n {
-        t += &format!(
-            "[[link]]\na = \"c{i}\"\nb = \"c{}\"\nrate = \"{rate}\"\ndelay = \"{delay}\"\nbuffer = \"4MB\"\n",
-            i + 1
-        );
-    }
-    t
-}
+/// The chain a - c1 - ... - c8 - b (also `lcmp-bench virtual-chain`'s).
+const CHAIN: &str = include_str!("chain8.toml");
 
 /// The chain as a virtual network, its links at 10 Gbit/s and 10 us or
 /// unshaped (no rate, no delay); returns it, host a's (node, port) and
 /// host b's.
 fn chain(shaped: bool) -> (VirtualNet, (usize, usize), (usize, usize)) {
-    let topo = Topology::parse(&chain_toml(SWITCHES, "10Gbps", "10us"), "chain.toml").unwrap();
+    let topo = Topology::parse(CHAIN, "chain8.toml").unwrap();
     let names: Vec<&str> = topo.switches().iter().map(|s| s.name.as_str()).collect();
-    let mut links = MemoryLinks::build(&topo, &names, 1024, &|_, i| format!("p{i}")).unwrap();
+    let mut links = MemoryLinks::build(&topo, &names, 1024, &|_, i| port_name(i)).unwrap();
     let shares = FrameShare::split_area(&vec![4096; names.len()]).unwrap();
     let mut net = VirtualNet::new(0);
+    let opts = Options {
+        policy: Policy::from_name("lcmp").unwrap(),
+        ..Default::default()
+    };
     for (name, share) in names.iter().zip(shares) {
-        let sw = topo.switch_by_name(name).unwrap();
-        let n = topo.ports(sw.id).len();
-        let mut opts = Options {
-            policy: Policy::from_name("lcmp").unwrap(),
-            ifnames: (0..n).map(|i| format!("p{i}")).collect(),
-            ..Default::default()
-        };
-        for (i, p) in topo.ports(sw.id).iter().enumerate() {
-            let peer = match p.peer {
-                Peer::Host { .. } => HOST_MAC,
-                Peer::Switch { .. } => links.peer_mac(name, i as u8).unwrap(),
-            };
-            opts.peer_macs.insert(format!("p{i}"), peer);
-        }
-        let own = |ifname: &str| Ok(port_mac(name, ifname[1..].parse().unwrap()));
-        let config = from_topology(&topo, name, &opts, own).unwrap();
-        let io = MemIo::in_share(n - links.count(name, n), share);
-        let io = LinkedIo::new(io, links.layout(name, n), Transfer::Descriptor).unwrap();
-        let mut sw = Switch::new(config, io).unwrap();
+        let mut sw = in_memory::switch(&topo, name, &opts, &mut links, Vec::new(), share, &|_| {
+            HOST_MAC
+        })
+        .unwrap();
         if !shaped {
-            for p in 0..n {
+            for p in 0..sw.port_count() {
                 sw.set_link(p, 0, 0, 4 << 20);
             }
         }

@@ -37,6 +37,20 @@ impl FrameArea {
     /// packet path never takes a page fault. Fails with the size and the
     /// system's reason.
     pub fn new(frames: usize) -> Result<Arc<FrameArea>, String> {
+        Self::map(frames, libc::MAP_POPULATE)
+    }
+
+    /// `frames` chunks of [`FRAME_SIZE`] bytes, neither reserved nor
+    /// populated: a page takes memory when first touched. For networks on
+    /// a virtual clock, where a page fault costs no deadline and pools are
+    /// sized for the worst case they will rarely reach (pools hand chunks
+    /// out last-released first, so the pages touched follow the most
+    /// frames ever held).
+    pub fn new_unpopulated(frames: usize) -> Result<Arc<FrameArea>, String> {
+        Self::map(frames, libc::MAP_NORESERVE)
+    }
+
+    fn map(frames: usize, flags: libc::c_int) -> Result<Arc<FrameArea>, String> {
         let len = frames
             .checked_mul(FRAME_SIZE)
             .filter(|&l| l > 0)
@@ -48,7 +62,7 @@ impl FrameArea {
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | flags,
                 -1,
                 0,
             )
@@ -191,9 +205,19 @@ impl FrameShare {
     /// (the switches of a process).
     pub fn split_area(frames: &[usize]) -> Result<Vec<FrameShare>, String> {
         let total: usize = frames.iter().sum();
-        let area = FrameArea::new(total)?;
+        Ok(Self::split(FrameArea::new(total)?, frames))
+    }
+
+    /// [`FrameShare::split_area`] over an unpopulated area
+    /// ([`FrameArea::new_unpopulated`]).
+    pub fn split_area_unpopulated(frames: &[usize]) -> Result<Vec<FrameShare>, String> {
+        let total: usize = frames.iter().sum();
+        Ok(Self::split(FrameArea::new_unpopulated(total)?, frames))
+    }
+
+    fn split(area: Arc<FrameArea>, frames: &[usize]) -> Vec<FrameShare> {
         let mut first = 0u64;
-        Ok(frames
+        frames
             .iter()
             .map(|&n| {
                 let s = FrameShare {
@@ -204,7 +228,7 @@ impl FrameShare {
                 first += (n * FRAME_SIZE) as u64;
                 s
             })
-            .collect())
+            .collect()
     }
 
     /// The chunk addresses of the share, last first (a pool pops from the
@@ -228,6 +252,18 @@ mod tests {
         assert_eq!(shares[0].chunks(), vec![4096, 2048, 0]);
         assert_eq!(shares[1].chunks(), vec![8192, 6144]);
         assert!(Arc::ptr_eq(&shares[0].area, &shares[1].area));
+        // The same layout unpopulated; a chunk is usable when touched.
+        let lazy = FrameShare::split_area_unpopulated(&[3, 2]).unwrap();
+        assert_eq!(lazy[1].chunks(), vec![8192, 6144]);
+        // SAFETY: nothing else uses this area.
+        unsafe {
+            lazy[1]
+                .area
+                .bytes_mut(8192, 4)
+                .copy_from_slice(&[1, 2, 3, 4]);
+            assert_eq!(lazy[1].area.bytes(8192, 4), &[1, 2, 3, 4]);
+            assert_eq!(lazy[0].area.bytes(0, 2), &[0, 0]);
+        }
     }
 
     #[test]

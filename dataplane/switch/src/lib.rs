@@ -37,6 +37,7 @@ pub mod egress;
 pub mod flow_log;
 pub mod frames;
 pub mod icmp;
+pub mod in_memory;
 pub mod io;
 pub mod lcmp_node;
 pub mod linked_io;

@@ -13,7 +13,14 @@ pub use crate::frames::FRAME_SIZE;
 /// In-memory ports over a fixed pool of frame buffers.
 pub struct MemIo {
     area: Arc<FrameArea>,
+    /// Buffers released to the pool, the last released handed out first.
     free: Vec<u64>,
+    /// Buffers of the share never handed out yet, as chunk addresses
+    /// (step [`FRAME_SIZE`]): the free list grows with the most frames
+    /// ever held, not with the share, so a pool sized for a worst case it
+    /// rarely reaches (a network on a virtual clock) costs nothing until
+    /// it does.
+    fresh: std::ops::Range<u64>,
     rx: Vec<VecDeque<Frame>>,
     tx: Vec<VecDeque<Frame>>,
     up: Vec<bool>,
@@ -37,7 +44,8 @@ impl MemIo {
     pub fn in_share(ports: usize, share: FrameShare) -> Self {
         MemIo {
             area: share.area.clone(),
-            free: share.chunks(),
+            free: Vec::new(),
+            fresh: share.first..share.first + (share.frames * FRAME_SIZE) as u64,
             rx: vec![VecDeque::new(); ports],
             tx: vec![VecDeque::new(); ports],
             up: vec![true; ports],
@@ -48,7 +56,7 @@ impl MemIo {
     /// Puts a frame in `port`'s receive queue. False if the pool is empty
     /// (the frame is dropped, as a NIC with an empty fill ring would).
     pub fn inject(&mut self, port: usize, bytes: &[u8]) -> bool {
-        let Some(addr) = self.free.pop() else {
+        let Some(addr) = self.pop_free() else {
             return false;
         };
         let len = bytes.len().min(FRAME_SIZE);
@@ -100,7 +108,22 @@ impl MemIo {
 
     /// Free buffers in the pool.
     pub fn free_frames(&self) -> usize {
-        self.free.len()
+        self.free.len() + self.fresh_frames()
+    }
+
+    fn fresh_frames(&self) -> usize {
+        ((self.fresh.end - self.fresh.start) / FRAME_SIZE as u64) as usize
+    }
+
+    /// A free buffer: the last released, else one never used.
+    fn pop_free(&mut self) -> Option<u64> {
+        self.free.pop().or_else(|| {
+            let addr = self.fresh.start;
+            (addr < self.fresh.end).then(|| {
+                self.fresh.start += FRAME_SIZE as u64;
+                addr
+            })
+        })
     }
 }
 
@@ -149,6 +172,10 @@ impl PacketIo for MemIo {
     fn take_free(&mut self, max: usize, out: &mut Vec<u64>) {
         let n = max.min(self.free.len());
         out.extend(self.free.drain(self.free.len() - n..));
+        let fresh = (max - n).min(self.fresh_frames()) as u64;
+        let end = self.fresh.start + fresh * FRAME_SIZE as u64;
+        out.extend((self.fresh.start..end).step_by(FRAME_SIZE));
+        self.fresh.start = end;
     }
 
     fn copy_frame(&mut self, from: Frame, to: u64) -> Frame {

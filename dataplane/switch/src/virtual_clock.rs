@@ -600,10 +600,12 @@ impl VirtualNet {
         for k in 0..self.nodes[i].joins.len() {
             let j = self.nodes[i].joins[k];
             let peer = &mut self.nodes[j.peer];
-            // What it handed over is at the peer now; and any poll may
-            // have lent a parked peer the buffers it waits for (a parked
-            // node polled without progress parks again, waking no one).
-            if peer.parked || (work > 0 && peer.node.rx_pending(j.peer_port)) {
+            // What it handed over is at the peer now; and a productive
+            // poll may have lent a parked peer the buffers it waits for
+            // (buffers come free only by receiving or sending). A poll
+            // without progress wakes no one: two parked peers would
+            // otherwise wake each other at one instant for ever.
+            if work > 0 && (peer.parked || peer.node.rx_pending(j.peer_port)) {
                 self.schedule(j.peer, t);
             }
         }
@@ -641,6 +643,8 @@ mod tests {
         Busy,
         /// No work; wakes every `every` ns.
         Tick { every: u64 },
+        /// One frame of work per poll; wakes every `every` ns.
+        Working { every: u64 },
     }
 
     struct Scripted {
@@ -664,6 +668,7 @@ mod tests {
                     *left -= 1;
                     1
                 }
+                Script::Working { .. } => 1,
                 _ => 0,
             }
         }
@@ -676,7 +681,7 @@ mod tests {
             match self.script {
                 Script::DueNow { .. } => Some(now_ns),
                 Script::Busy => None,
-                Script::Tick { every } => Some(now_ns + every),
+                Script::Tick { every } | Script::Working { every } => Some(now_ns + every),
             }
         }
 
@@ -730,14 +735,14 @@ mod tests {
     }
 
     #[test]
-    fn a_parked_node_is_polled_again_after_each_poll_of_a_peer() {
+    fn a_parked_node_is_polled_again_after_each_productive_poll_of_a_peer() {
         let log = Log::default();
         let mut net = VirtualNet::new(0);
         let stuck = add(&mut net, &log, "stuck", Script::DueNow { left: 0 });
-        let tick = add(&mut net, &log, "tick", Script::Tick { every: 1_000 });
+        let tick = add(&mut net, &log, "tick", Script::Working { every: 1_000 });
         net.join((stuck, 0), (tick, 0)).unwrap();
         net.run_until(2_000);
-        // At 0: "stuck" first (index order), parks; "tick" polls and may
+        // At 0: "stuck" first (index order), parks; "tick" works and may
         // have lent it buffers: "stuck" again, parks. The same at 1 and 2
         // us.
         let want: Vec<(u64, &str)> = [0, 1_000, 2_000]
@@ -748,6 +753,40 @@ mod tests {
             })
             .collect();
         assert_eq!(*log.borrow(), want);
+    }
+
+    #[test]
+    fn a_peer_without_progress_wakes_no_parked_node() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        let stuck = add(&mut net, &log, "stuck", Script::DueNow { left: 0 });
+        let idle = add(&mut net, &log, "idle", Script::Tick { every: 1_000 });
+        net.join((stuck, 0), (idle, 0)).unwrap();
+        net.run_until(2_000);
+        // "stuck" parks at 0; "idle" polls at 0, 1 and 2 us and frees
+        // nothing, so "stuck" sleeps on.
+        assert_eq!(
+            *log.borrow(),
+            vec![(0, "stuck"), (0, "idle"), (1_000, "idle"), (2_000, "idle")]
+        );
+    }
+
+    #[test]
+    fn two_parked_peers_do_not_wake_each_other_for_ever() {
+        // Each waits on the other (a host whose pool ran dry and a switch
+        // holding its frames): once both have parked, the instant ends.
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        let a = add(&mut net, &log, "a", Script::DueNow { left: 2 });
+        let b = add(&mut net, &log, "b", Script::DueNow { left: 0 });
+        net.join((a, 0), (b, 0)).unwrap();
+        net.run_until(1_000_000);
+        // a: two productive polls, then one without progress, and it
+        // parks; b (due at 0 too, after a by index) polls, makes none and
+        // parks. Neither wakes the other again (before, each poll of a
+        // parked node woke its parked peer: an endless instant).
+        assert_eq!(*log.borrow(), vec![(0, "a"), (0, "a"), (0, "a"), (0, "b")]);
+        assert_eq!(net.next_event_ns(), None);
     }
 
     #[test]

@@ -7,14 +7,14 @@ use std::path::Path;
 
 use lcmp_control::snapshot::Snapshot;
 use lcmp_policy::Policy;
-use lcmp_switch::config::{from_topology, Options};
+use lcmp_switch::config::Options;
 use lcmp_switch::daemon::{DaemonConfig, PollMode};
 use lcmp_switch::frames::FrameShare;
+use lcmp_switch::in_memory;
 use lcmp_switch::lcmp_node::LcmpNode;
 use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_io::MemIo;
-use lcmp_switch::mem_link::{port_mac, MemoryLinks, Transfer};
-use lcmp_switch::switch::Switch;
+use lcmp_switch::mem_link::{MemoryLinks, Transfer};
 use lcmp_switch::virtual_clock::{Delivery, VirtualNet};
 use lcmp_topology::{Peer, Topology};
 use lcmp_wire::testing::FrameBuilder;
@@ -78,29 +78,18 @@ type Lcmp = LcmpNode<LinkedIo<MemIo>>;
 /// `flow_log` writes its flow log to that file.
 fn lcmp_net(topo: &Topology, policy: Policy, flow_log: Option<(&str, &Path)>) -> VirtualNet {
     let names: Vec<&str> = topo.switches().iter().map(|s| s.name.as_str()).collect();
-    let mut links = MemoryLinks::build(topo, &names, 64, &|_, i| format!("p{i}")).unwrap();
+    let mut links = MemoryLinks::build(topo, &names, 64, &|_, i| in_memory::port_name(i)).unwrap();
     let shares = FrameShare::split_area(&vec![POOL; names.len()]).unwrap();
     let mut net = VirtualNet::new(0);
+    let opts = Options {
+        policy,
+        ..Default::default()
+    };
     for (name, share) in names.iter().zip(shares) {
-        let sw = topo.switch_by_name(name).unwrap();
-        let n = topo.ports(sw.id).len();
-        let mut opts = Options {
-            policy,
-            ifnames: (0..n).map(|i| format!("p{i}")).collect(),
-            ..Default::default()
-        };
-        for (i, p) in topo.ports(sw.id).iter().enumerate() {
-            let peer = match p.peer {
-                Peer::Host { .. } => HOST_MAC,
-                Peer::Switch { .. } => links.peer_mac(name, i as u8).unwrap(),
-            };
-            opts.peer_macs.insert(format!("p{i}"), peer);
-        }
-        let own = |ifname: &str| Ok(port_mac(name, ifname[1..].parse().unwrap()));
-        let config = from_topology(topo, name, &opts, own).unwrap();
-        let io = MemIo::in_share(n - links.count(name, n), share);
-        let io = LinkedIo::new(io, links.layout(name, n), Transfer::Descriptor).unwrap();
-        let mut sw = Switch::new(config, io).unwrap();
+        let mut sw = in_memory::switch(topo, name, &opts, &mut links, Vec::new(), share, &|_| {
+            HOST_MAC
+        })
+        .unwrap();
         let log = flow_log.filter(|(s, _)| s == name).map(|(_, p)| p);
         if log.is_some() {
             sw.enable_flow_log(4096);
