@@ -32,6 +32,8 @@
 
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
 use lcmp_control::Request;
@@ -206,6 +208,9 @@ pub struct RoceHost<IO: PacketIo> {
     stats: HostStats,
     last_poll_ns: u64,
     next_sweep_ns: u64,
+    /// Counts this host once when it is [`RoceHost::done`] (a driver's
+    /// test for the end of a run, without asking every host).
+    done_counter: Option<Arc<AtomicUsize>>,
     // Kept between polls so the packet path allocates nothing.
     received: Vec<Frame>,
     handoff: Vec<Frame>,
@@ -274,6 +279,7 @@ impl<IO: PacketIo> RoceHost<IO> {
             records: Vec::new(),
             stats: HostStats::default(),
             last_poll_ns: 0,
+            done_counter: None,
             received: Vec::with_capacity(BATCH),
             handoff: Vec::with_capacity(BATCH),
             release: Vec::with_capacity(BATCH),
@@ -321,6 +327,13 @@ impl<IO: PacketIo> RoceHost<IO> {
     /// Whether every flow has started and ended (completed or failed).
     pub fn done(&self) -> bool {
         self.next_flow.is_none() && self.core.active() == 0
+    }
+
+    /// Adds 1 to `counter` at the end of the first poll after which the
+    /// host is [`RoceHost::done`] (once: a done host stays done, its flow
+    /// source being exhausted).
+    pub fn count_done_in(&mut self, counter: Arc<AtomicUsize>) {
+        self.done_counter = Some(counter);
     }
 
     /// The time at which flow `f` arrives, on the host's clock.
@@ -462,23 +475,16 @@ impl<IO: PacketIo> RoceHost<IO> {
                 name: String::new(),
                 addr: SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
             });
-            let mut rec = FlowRecord {
-                id: f.id,
-                sender: self.cfg.name.clone(),
-                receiver: peer.name,
-                src: format!("{}:{sport}", self.cfg.ip),
-                dst: peer.addr.to_string(),
-                size_bytes: f.size,
-                start_ns: at - self.cfg.start_ns,
-                fct_ns: None,
-                min_rtt_us: None,
-                status: FlowStatus::Unfinished,
-                error: String::new(),
-                warmup: f.warmup,
-                path: None,
-                switch_path: None,
-                reverse_switch_path: None,
-            };
+            let mut rec = FlowRecord::arrived(
+                f.id,
+                &self.cfg.name,
+                &peer.name,
+                format!("{}:{sport}", self.cfg.ip),
+                peer.addr.to_string(),
+                f.size,
+                at - self.cfg.start_ns,
+                f.warmup,
+            );
             let added = if f.dst >= self.peers.len() {
                 Err(format!("no destination {} for flow {}", f.dst, f.id))
             } else {
@@ -590,6 +596,11 @@ impl<IO: PacketIo> RoceHost<IO> {
             self.next_sweep_ns = now_ns.saturating_add(sweep_interval(&self.cfg));
         }
         self.io.flush();
+        if self.done_counter.is_some() && self.done() {
+            if let Some(c) = self.done_counter.take() {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         work
     }
 }

@@ -6,12 +6,19 @@
 //! - [`host`]: the RoCEv2/DCQCN host (sender and receiver, one NIC at its
 //!   line rate) as a node on a memory link to its switch, its flows from
 //!   the generator's sources and its `flows.csv` as the generator's.
+//! - [`network`]: a whole network (switches and hosts) on the virtual
+//!   clock ([`run_virtual`]).
 //! - [`roce_frame`]: RoCEv2 datagrams in Ethernet frames.
 //!
 //! TCP stays a namespace transport.
 
 pub mod host;
+pub mod network;
 pub mod roce_frame;
+
+pub use network::{
+    run_virtual, run_virtual_observed, HostTraffic, Progress, VirtualOutcome, VirtualRun,
+};
 
 use lcmp_switch::frames::FrameShare;
 use lcmp_switch::linked_io::LinkedIo;

@@ -31,6 +31,16 @@ impl PoissonArrivals {
         }
     }
 
+    /// The mean arrival rate, flows/s.
+    pub fn rate_per_s(&self) -> f64 {
+        self.rate_per_s
+    }
+
+    /// Offset of the last arrival drawn, seconds (0 before the first).
+    pub fn now_s(&self) -> f64 {
+        self.now_s
+    }
+
     /// Offset of the next arrival, seconds.
     pub fn next_offset_s(&mut self) -> f64 {
         // 1 - u lies in (0, 1], so the logarithm is finite.

@@ -210,6 +210,20 @@ impl FlowSource {
         FlowSource { kind, warmup_s }
     }
 
+    /// How many flows are still to come: exact for a schedule, the mean
+    /// (rate x the time left) for Poisson arrivals. For sizing memory
+    /// before a run.
+    pub fn expected_remaining(&self) -> f64 {
+        match &self.kind {
+            SourceKind::Poisson {
+                arrivals,
+                duration_s,
+                ..
+            } => arrivals.rate_per_s() * (duration_s - arrivals.now_s()).max(0.0),
+            SourceKind::Schedule { flows } => flows.len() as f64,
+        }
+    }
+
     /// The next flow; its size and destination are drawn here (each from
     /// its own random stream, so the values do not depend on when).
     pub fn next_flow(&mut self) -> Option<PlannedFlow> {
@@ -265,6 +279,37 @@ mod tests {
             "a=10.0.0.1:4791".parse().unwrap(),
             "b=10.0.0.2:4791".parse().unwrap(),
         ]
+    }
+
+    #[test]
+    fn the_flows_still_to_come_are_counted_or_expected() {
+        let flows = (0..3)
+            .map(|i| ScheduledFlow {
+                id: i,
+                dst: 0,
+                size: 10,
+                start_ns: i * 100,
+            })
+            .collect();
+        let mut s = FlowSource::new(Arrivals::Schedule(flows), 0, 0, 0.0, 1.0, 1);
+        assert_eq!(s.expected_remaining(), 3.0);
+        s.next_flow();
+        assert_eq!(s.expected_remaining(), 2.0);
+        // Poisson: 100 flows/s for 2 s, 200 expected before the first draw.
+        let cdf = Cdf::parse("0 0\n1000 100\n", "u").unwrap();
+        let p = FlowSource::new(
+            Arrivals::Poisson {
+                cdf,
+                lambda: 100.0,
+                duration_s: 2.0,
+            },
+            1,
+            0,
+            0.0,
+            1.0,
+            1,
+        );
+        assert_eq!(p.expected_remaining(), 200.0);
     }
 
     #[test]

@@ -1,0 +1,470 @@
+//! A whole network in one process on the virtual clock: every switch an
+//! [`LcmpNode`] daemon, every host a [`RoceHost`] daemon, every link
+//! (switch to switch and switch to host) a memory link, all on one
+//! [`VirtualNet`] ([`run_virtual`]).
+//!
+//! - The network is the user's, unscaled ([`VirtualRun::network`]); the
+//!   run's [`Scaling`](lcmp_topology::Scaling) (`switch.scaling`, which
+//!   `roce.scaling` must equal) applies to what is emulated: the switches'
+//!   ports, and the hosts' NICs, which are built from the emulated host
+//!   links.
+//! - A host's NIC buffer is the host link's buffer, at most
+//!   [`HOST_NIC_BUFFER_BYTES`]: the sender paces at line rate and hands a
+//!   data frame to the NIC only when its buffer is empty, so the NIC holds
+//!   answers (ACKs, CNPs) and one data frame, and the host link's buffer
+//!   belongs to the switch's port towards the host.
+//! - Frames live in one frame area, mapped unpopulated
+//!   ([`FrameShare::split_area_unpopulated`]): each node's pool is sized
+//!   for the worst case of its ports ([`pool_frames`]: every link's
+//!   bandwidth-delay product and all its queue may hold, drop headroom
+//!   included, in full data frames), and since a pool hands out the buffer
+//!   it got back last and builds its free list as buffers come back, the
+//!   memory touched follows the most frames ever held, not the pools'
+//!   size. So a switch's pool does not run dry before its queues are full:
+//!   a dry pool would hold its upstream's frames in that port's delay line
+//!   (counted by the port's `memory_link.peer_buffers_empty`), where the
+//!   line's overflow drops them.
+//! - What must fit in memory before the first frame moves (the egress
+//!   queues every port and NIC preallocates, and each flow's queue pair
+//!   and record) is estimated first ([`MemoryEstimate`]);
+//!   a network that needs more than the machine has available is refused
+//!   with one line.
+//! - The run stops at [`VirtualRun::end_ns`] or as soon as every host has
+//!   ended all its flows ([`RoceHost::count_done_in`]). Flows still running
+//!   then are reported `unfinished`; flows whose arrival lies beyond the
+//!   end never started and have no record (as the client past its
+//!   duration).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use lcmp_control::Snapshot;
+use lcmp_switch::config::{defaults, delay_line_frames, Options};
+use lcmp_switch::daemon::{DaemonConfig, PollMode};
+use lcmp_switch::frames::FrameShare;
+use lcmp_switch::in_memory;
+use lcmp_switch::lcmp_node::LcmpNode;
+use lcmp_switch::linked_io::LinkedIo;
+use lcmp_switch::mem_io::MemIo;
+use lcmp_switch::mem_link::{mem_link, port_mac, MemoryLinks, Transfer};
+use lcmp_switch::virtual_clock::VirtualNet;
+use lcmp_topology::units::human_bytes;
+use lcmp_topology::Topology;
+use lcmp_traffic::client::Destination;
+use lcmp_traffic::flows::{Arrivals, FlowSource};
+use lcmp_traffic::record::FlowRecord;
+use lcmp_traffic::rocev2::client::RoceOptions;
+use lcmp_traffic::rocev2::sender::ETHERNET_HEADER;
+use lcmp_traffic::rocev2::wire::{BTH_LEN, ICRC_LEN, IPV4_LEN, UDP_LEN};
+
+use crate::host::{HostConfig, RoceHost};
+use crate::host_io;
+
+/// One sender's traffic, as `lcmp-traffic client` takes it.
+pub struct HostTraffic {
+    /// The host's name in the topology.
+    pub host: String,
+    /// Its flows: a schedule (trace replay) or Poisson arrivals.
+    pub flows: FlowSource,
+    /// The receivers (`NAME=IP:4791`), indexed by the flows' `dst`.
+    pub dsts: Vec<Destination>,
+}
+
+/// A whole network in one process on the virtual clock.
+pub struct VirtualRun {
+    /// The network as the user wrote it, hosts included (unscaled; the
+    /// testbed's `bed::testbed_network`).
+    pub network: Topology,
+    /// Every switch's options (policy and weights, ECN, drop headroom,
+    /// ...; `switch.scaling` is the run's scaling). Interface names and
+    /// peer MACs are the run's own (`p<i>`, the memory links' MACs).
+    pub switch: Options,
+    /// The hosts' RoCEv2 options (DCQCN, payload, RTO; `roce.scaling` the
+    /// same scaling). Each host's line rate is its host link's rate.
+    pub roce: RoceOptions,
+    /// The senders; every other host only receives.
+    pub traffic: Vec<HostTraffic>,
+    /// Virtual time at which the run stops, ns (arrivals end + drain); it
+    /// also stops earlier once every flow of every sender has ended.
+    pub end_ns: u64,
+    /// Decision log of every switch (`{switch}` in the path is the
+    /// switch's name), the same CSV the switch writes with --flow-log.
+    pub flow_log: Option<PathBuf>,
+}
+
+/// What a [`run_virtual`] gives back.
+#[derive(Debug)]
+pub struct VirtualOutcome {
+    /// Per sender, in the order of `traffic`: its flow records, exactly as
+    /// `lcmp-traffic client` writes them (unfinished flows included with
+    /// their status).
+    pub records: Vec<(String, Vec<FlowRecord>)>,
+    /// Every switch's final snapshot (the stats-file schema), by switch
+    /// name, in the topology's order.
+    pub switches: Vec<(String, Snapshot)>,
+    /// Virtual time when the run ended, ns.
+    pub end_ns: u64,
+    /// Node polls the driver made (for the benchmark).
+    pub polls: u64,
+    /// Frames every switch port transmitted, summed (frame-hops, for the
+    /// benchmark).
+    pub frame_hops: u64,
+}
+
+/// The most a host's NIC buffers, bytes (see the module docs).
+pub const HOST_NIC_BUFFER_BYTES: u64 = 64 * 1024;
+/// Ring entries per direction of every memory link.
+pub const LINK_DEPTH: usize = 512;
+/// Frames per port a pool holds beyond its link's needs: what the peer
+/// may be lent, and a batch in hand.
+const POOL_SLACK: usize = LINK_DEPTH + 2 * defaults::BATCH;
+/// Bytes a frame adds to a RoCEv2 payload (Ethernet, IPv4, UDP, BTH, ICRC;
+/// the first packet's RETH aside).
+const FRAME_OVERHEAD: u64 = (ETHERNET_HEADER + IPV4_LEN + UDP_LEN + BTH_LEN + ICRC_LEN) as u64;
+/// What one slot of an egress queue or delay line takes, bytes.
+const EGRESS_SLOT_BYTES: u64 = 40;
+/// The slots an egress preallocates per queue at most (`Egress::new`).
+const EGRESS_PREALLOC_SLOTS: u64 = 1 << 20;
+/// The smallest frame an egress sizes its queue by (`Egress::new`).
+const EGRESS_MIN_FRAME: u64 = 60;
+/// A flow's queue pair while it runs, and its record until the end
+/// (the struct and its strings), bytes.
+const FLOW_BYTES: u64 = 340 + std::mem::size_of::<FlowRecord>() as u64 + 96;
+/// A port's pool at most, buffers (64 GiB of address space).
+const MAX_PORT_FRAMES: u64 = 1 << 25;
+
+type Io = LinkedIo<MemIo>;
+
+/// Buffers a pool needs for one port: the link's bandwidth-delay product
+/// and its `buffer_bytes` in full data frames of `payload` bytes (answers
+/// on the way back are one per data frame), and [`POOL_SLACK`].
+pub fn pool_frames(rate_bps: u64, delay_ns: u64, buffer_bytes: u64, payload: u32) -> usize {
+    let bdp = u128::from(rate_bps) * u128::from(delay_ns) / 8_000_000_000;
+    let bytes = bdp.saturating_add(u128::from(buffer_bytes));
+    let frame = u128::from(u64::from(payload) + FRAME_OVERHEAD);
+    let frames = bytes.div_ceil(frame).min(u128::from(MAX_PORT_FRAMES)) as usize;
+    frames + POOL_SLACK
+}
+
+/// What a network needs in memory before its first frame moves, bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    /// The egress queues and delay lines every switch port and host NIC
+    /// preallocates.
+    pub egress_bytes: u64,
+    /// Every flow's queue pair and record (a Poisson source's by its
+    /// expected count).
+    pub flow_bytes: u64,
+    /// Frame buffers the pools may hand out in all: address space only,
+    /// a page (and a free-list entry) taken when first used.
+    pub frames: u64,
+    /// Host NICs and switch ports counted.
+    pub ports: u64,
+    /// Flows counted.
+    pub flows: u64,
+}
+
+impl MemoryEstimate {
+    /// The total, bytes.
+    pub fn total(&self) -> u64 {
+        self.egress_bytes.saturating_add(self.flow_bytes)
+    }
+
+    fn egress(&mut self, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
+        let queue = (buffer_bytes / EGRESS_MIN_FRAME + 1).min(EGRESS_PREALLOC_SLOTS);
+        let line = (delay_line_frames(rate_bps, delay_ns) as u64).min(EGRESS_PREALLOC_SLOTS);
+        self.egress_bytes = self
+            .egress_bytes
+            .saturating_add((queue + line) * EGRESS_SLOT_BYTES);
+        self.ports += 1;
+    }
+
+    /// Checks the estimate against `available` bytes; the error is one
+    /// line.
+    pub fn check(&self, available: u64) -> Result<(), String> {
+        if self.total() <= available {
+            return Ok(());
+        }
+        Err(format!(
+            "the network needs {} before its first frame ({} ports' and NICs' egress queues: {}; {} flows' queue pairs and records: {}), more than the {} available",
+            human_bytes(self.total()),
+            self.ports,
+            human_bytes(self.egress_bytes),
+            self.flows,
+            human_bytes(self.flow_bytes),
+            human_bytes(available),
+        ))
+    }
+}
+
+/// The memory the system could still give, bytes (`MemAvailable`);
+/// unbounded when it cannot be read.
+pub fn available_memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb.saturating_mul(1024))
+}
+
+/// A host as the run builds it.
+struct HostPlan {
+    name: String,
+    cfg: HostConfig,
+    flows: FlowSource,
+    dsts: Vec<Destination>,
+    pool: usize,
+}
+
+/// Where a run is, for [`run_virtual_observed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Virtual time, ns.
+    pub now_ns: u64,
+    /// Node polls so far.
+    pub polls: u64,
+    /// Hosts that have ended all their flows (receivers count from their
+    /// first poll).
+    pub hosts_done: usize,
+    /// Hosts in all.
+    pub hosts: usize,
+}
+
+/// Builds the network (see the module docs), runs it until `run.end_ns`
+/// or until every flow has ended, and returns the outcome. Errors are one
+/// line naming the problem (a host without IPv4, an unknown or repeated
+/// sender, a scaling the hosts and switches disagree on, a network that
+/// would not fit in memory).
+pub fn run_virtual(run: VirtualRun) -> Result<VirtualOutcome, String> {
+    run_virtual_observed(run, u64::MAX, &mut |_| {})
+}
+
+/// [`run_virtual`], calling `observe` each time the virtual clock has
+/// passed another `every_ns` (for progress on long runs).
+pub fn run_virtual_observed(
+    run: VirtualRun,
+    every_ns: u64,
+    observe: &mut dyn FnMut(&Progress),
+) -> Result<VirtualOutcome, String> {
+    let VirtualRun {
+        network,
+        switch: opts,
+        roce,
+        mut traffic,
+        end_ns,
+        flow_log,
+    } = run;
+    let scaling = opts.scaling;
+    if roce.scaling != scaling {
+        return Err(format!(
+            "the hosts' scaling ({:?}) differs from the switches' ({scaling:?})",
+            roce.scaling
+        ));
+    }
+    scaling.check()?;
+    let emulated = scaling.emulated(&network).map_err(|e| e.to_string())?;
+    let switch_names: Vec<&str> = network.switches().iter().map(|s| s.name.as_str()).collect();
+    for (i, t) in traffic.iter().enumerate() {
+        if network.host_by_name(&t.host).is_none() {
+            return Err(format!(
+                "{}: sender {:?} is not a host of the network",
+                network.source(),
+                t.host
+            ));
+        }
+        if traffic[..i].iter().any(|u| u.host == t.host) {
+            return Err(format!("sender {} is given twice", t.host));
+        }
+    }
+
+    let senders: Vec<String> = traffic.iter().map(|t| t.host.clone()).collect();
+    // Every host: its NIC, its flows (none for a receiver), its pool.
+    let mut estimate = MemoryEstimate::default();
+    let mut hosts = Vec::new();
+    for h in emulated.hosts() {
+        let mine = traffic.iter().position(|t| t.host == h.name);
+        let (flows, dsts) = match mine {
+            Some(i) => {
+                let t = traffic.swap_remove(i);
+                (t.flows, t.dsts)
+            }
+            None => (
+                FlowSource::new(Arrivals::Schedule(Vec::new()), 0, 0, 0.0, 1.0, 1),
+                Vec::new(),
+            ),
+        };
+        let unscaled = network.host(h.id);
+        let sender = RoceOptions {
+            line_rate: unscaled.rate_bps as f64,
+            ..roce
+        }
+        .sender_config()
+        .map_err(|e| format!("host {}: {e}", h.name))?;
+        let mut cfg = HostConfig::from_topology(&emulated, &h.name, sender)?;
+        cfg.nic.buffer_bytes = cfg.nic.buffer_bytes.min(HOST_NIC_BUFFER_BYTES);
+        estimate.egress(cfg.nic.rate_bps, cfg.nic.delay_ns, cfg.nic.buffer_bytes);
+        let expected = flows.expected_remaining();
+        let n_flows = if expected.is_finite() {
+            expected.ceil() as u64
+        } else {
+            u64::MAX
+        };
+        estimate.flows = estimate.flows.saturating_add(n_flows);
+        estimate.flow_bytes = estimate
+            .flow_bytes
+            .saturating_add(n_flows.saturating_mul(FLOW_BYTES));
+        let pool = pool_frames(
+            cfg.nic.rate_bps,
+            cfg.nic.delay_ns,
+            cfg.nic.buffer_bytes,
+            cfg.sender.payload,
+        );
+        hosts.push(HostPlan {
+            name: h.name.clone(),
+            cfg,
+            flows,
+            dsts,
+            pool,
+        });
+    }
+    let mut pools: Vec<usize> = Vec::new();
+    for s in emulated.switches() {
+        let ports = emulated.ports(s.id);
+        let mut frames = 0usize;
+        for p in ports {
+            let buffer = p.buffer_bytes.saturating_mul(opts.drop_headroom.max(1));
+            estimate.egress(p.rate_bps, p.delay_ns, buffer);
+            // Sized for all the queue may hold, headroom included: a pool
+            // that ran dry would hold its upstream's frames in that port's
+            // delay line, where they overflow (`emulation_overflow`)
+            // instead of queueing where the model puts them.
+            frames =
+                frames.saturating_add(pool_frames(p.rate_bps, p.delay_ns, buffer, roce.payload));
+        }
+        pools.push(frames);
+    }
+    pools.extend(hosts.iter().map(|h| h.pool));
+    estimate.frames = pools.iter().map(|&n| n as u64).sum();
+    estimate.check(available_memory_bytes())?;
+
+    let mut shares = FrameShare::split_area_unpopulated(&pools)?;
+    let host_shares = shares.split_off(switch_names.len());
+    let port_name = |_: &str, i: u8| in_memory::port_name(i);
+    let mut links = MemoryLinks::build(&network, &switch_names, LINK_DEPTH, &port_name)
+        .map_err(|e| format!("memory links: {e}"))?;
+    // Each host's link: the switch's end goes into its port, the host's to
+    // the host.
+    let mut host_ends = Vec::new();
+    let mut at_switch: Vec<Vec<(u8, _)>> = switch_names.iter().map(|_| Vec::new()).collect();
+    for h in network.hosts() {
+        let sw = &network.switch(h.switch).name;
+        let (sw_end, host_end) = mem_link(
+            LINK_DEPTH,
+            (&format!("{sw}/p{}", h.port), &format!("{}/nic", h.name)),
+        )
+        .map_err(|e| format!("memory link of host {}: {e}", h.name))?;
+        at_switch[h.switch.index()].push((h.port, sw_end));
+        host_ends.push(host_end);
+    }
+
+    let mut net = VirtualNet::new(0);
+    let daemon = |name: &str| DaemonConfig {
+        name: name.to_string(),
+        poll: PollMode::Event,
+        stats_file: None,
+        stats_interval_ns: u64::MAX,
+    };
+    let mut switch_nodes = Vec::new();
+    let host_mac = |h| port_mac(&network.host(h).name, 0);
+    for ((s, share), ends) in network.switches().iter().zip(shares).zip(at_switch) {
+        let name = s.name.as_str();
+        let mut sw = in_memory::switch(&network, name, &opts, &mut links, ends, share, &host_mac)?;
+        let log = flow_log
+            .as_ref()
+            .map(|p| PathBuf::from(p.to_string_lossy().replace("{switch}", name)));
+        if log.is_some() {
+            sw.enable_flow_log(defaults::FLOW_LOG_CAPACITY);
+        }
+        let interval = defaults::STATS_INTERVAL_MS * 1_000_000;
+        let node = LcmpNode::new(sw, name, log.as_deref(), interval)?;
+        switch_nodes.push((name.to_string(), net.add_node(node, daemon(name))));
+    }
+    // Before any host is a node, so switch names find switches.
+    net.join_links(&links)?;
+
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut host_nodes = Vec::new();
+    for ((plan, share), end) in hosts.into_iter().zip(host_shares).zip(host_ends) {
+        let h = network
+            .host_by_name(&plan.name)
+            .ok_or_else(|| format!("no host {}", plan.name))?;
+        let io = host_io(share, end, Transfer::Descriptor);
+        let mut host = RoceHost::new(plan.cfg, io, plan.flows, &plan.dsts)?;
+        host.count_done_in(done.clone());
+        let i = net.add_node(host, daemon(&plan.name));
+        let sw = switch_nodes[h.switch.index()].1;
+        net.join((sw, usize::from(h.port)), (i, 0))?;
+        host_nodes.push((plan.name, i));
+    }
+
+    let all = host_nodes.len();
+    let mut next_report = every_ns;
+    while done.load(Ordering::Relaxed) < all {
+        match net.next_event_ns() {
+            Some(t) if t <= end_ns => {
+                net.step();
+            }
+            _ => break,
+        }
+        if net.now_ns() >= next_report {
+            observe(&Progress {
+                now_ns: net.now_ns(),
+                polls: net.polls(),
+                hosts_done: done.load(Ordering::Relaxed),
+                hosts: all,
+            });
+            next_report = net.now_ns().saturating_add(every_ns);
+        }
+    }
+    if done.load(Ordering::Relaxed) < all {
+        net.run_until(end_ns);
+    }
+    let ended_ns = net.now_ns();
+    let polls = net.polls();
+
+    let mut records: Vec<(String, Vec<FlowRecord>)> = Vec::new();
+    for name in senders {
+        let i = host_nodes
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, i)| *i)
+            .ok_or_else(|| format!("sender {name} is not a host node"))?;
+        let host = net
+            .daemon::<RoceHost<Io>>(i)
+            .ok_or_else(|| format!("node {name} is not a host"))?;
+        records.push((name, host.node_ref().records().to_vec()));
+    }
+    let finals = net.finish();
+    let mut switches = Vec::new();
+    let mut frame_hops = 0u64;
+    for (name, i) in switch_nodes {
+        let json = finals[i]
+            .as_ref()
+            .map_err(|e| format!("switch {name}: status: {e}"))?;
+        let snap: Snapshot =
+            serde_json::from_slice(json).map_err(|e| format!("switch {name}: status: {e}"))?;
+        frame_hops += snap.counters.get("tx_frames").copied().unwrap_or(0);
+        switches.push((name, snap));
+    }
+    Ok(VirtualOutcome {
+        records,
+        switches,
+        end_ns: ended_ns,
+        polls,
+        frame_hops,
+    })
+}
