@@ -734,6 +734,30 @@ pub fn calibrate(
     })
 }
 
+/// The calibration of a network whose delays and rates are exact, as the
+/// virtual engine's are: every path of [`paths`] from `from` to `to` with
+/// its configured RTT as the measured one (no pings), the minimum-delay
+/// path's base RTT to the nanosecond (both directions of its links and of
+/// the two ends' host links) and its bottleneck, nothing deviating.
+pub fn configured(topo: &Topology, from: SwitchId, to: SwitchId) -> Result<Calibration> {
+    let mut paths = paths(topo, from, to)?;
+    for p in &mut paths {
+        p.measured_rtt_us = Some(p.configured_rtt_us);
+        p.ok = true;
+    }
+    let min_path = min_delay_path(&paths).ok_or_else(|| Error::new("no candidate path"))?;
+    let mp = &paths[min_path];
+    Ok(Calibration {
+        min_path,
+        base_rtt_ns: 2 * (mp.delay_ns + Ends::of(topo, from, to).delay_ns),
+        bottleneck_bps: mp.bottleneck_bps,
+        paths,
+        rate: None,
+        notes: Vec::new(),
+        ok: true,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -858,6 +882,72 @@ mod tests {
             .map(|&(n, port, rtt, b)| (n.to_string(), port, rtt, b))
             .collect();
         assert_eq!(specs, want);
+    }
+
+    #[test]
+    fn an_exact_network_is_calibrated_by_its_configured_rtts_to_the_nanosecond() {
+        // The transit fixture: RTTs as in `paths_through_choices_at_transit_switches`,
+        // each the measured one; the minimum-delay path via v is the base:
+        // 2 x (5 ms + 2 x 10 us) = 10 040 000 ns at 20 Mbit/s.
+        let topo = Topology::parse(
+            include_str!("../../tests/fixtures/transit.toml"),
+            "transit.toml",
+        )
+        .unwrap();
+        let cal = configured(&topo, id(&topo, "s1"), id(&topo, "s2")).unwrap();
+        let rtts: Vec<(&str, Option<u64>, bool)> = cal
+            .paths
+            .iter()
+            .map(|p| (p.name.as_str(), p.measured_rtt_us, p.ok))
+            .collect();
+        assert_eq!(
+            rtts,
+            [
+                ("s1>t>u>w1>s2", Some(14_040), true),
+                ("s1>t>u>w2>s2", Some(22_040), true),
+                ("s1>t>v>x>s2", Some(10_040), true),
+            ]
+        );
+        assert_eq!(
+            (cal.min_path, cal.base_rtt_ns, cal.bottleneck_bps),
+            (2, 10_040_000, 20_000_000)
+        );
+        assert!(cal.ok && cal.notes.is_empty() && cal.rate.is_none());
+        // Below a microsecond too: a 1 000 123 ns link and 100 ns host
+        // links give 2 x (1 000 123 + 2 x 100) = 2 000 646 ns, where the
+        // configured microseconds (2000) lose the rest.
+        let topo = Topology::parse(
+            r#"
+            [[switch]]
+            name = "s1"
+            prefixes = ["10.0.1.0/24"]
+            [[switch]]
+            name = "s2"
+            prefixes = ["10.0.2.0/24"]
+            [[host]]
+            name = "a"
+            switch = "s1"
+            addresses = ["10.0.1.2/24"]
+            rate = "1Gbps"
+            delay = "100ns"
+            [[host]]
+            name = "b"
+            switch = "s2"
+            addresses = ["10.0.2.2/24"]
+            rate = "1Gbps"
+            delay = "100ns"
+            [[link]]
+            a = "s1"
+            b = "s2"
+            rate = "1Gbps"
+            delay = "1000123ns"
+            "#,
+            "sub-us.toml",
+        )
+        .unwrap();
+        let cal = configured(&topo, id(&topo, "s1"), id(&topo, "s2")).unwrap();
+        assert_eq!(cal.paths[0].configured_rtt_us, 2000);
+        assert_eq!(cal.base_rtt_ns, 2_000_646);
     }
 
     #[test]

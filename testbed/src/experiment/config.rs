@@ -28,8 +28,8 @@ pub struct TopologyArgs {
     #[arg(long, default_value_t = 1)]
     pub hosts_per_dc: usize,
     /// Divide every link's rate (and buffer) by S; delays stay real.
-    /// Default: 1, and 1000 for an experiment under --transport rocev2
-    /// (README, RDMA-faithful experiments).
+    /// Default: 1, and 1000 for an experiment under --transport rocev2 on
+    /// the namespace engine (README, RDMA-faithful experiments).
     #[arg(long, value_name = "S")]
     pub scale: Option<f64>,
     /// Divide buffers by B instead of --scale: deeper buffers stand in for
@@ -42,7 +42,8 @@ pub struct TopologyArgs {
     /// stay while flows per second drop T-fold; the switches' sampling
     /// interval and the rocev2 transport's timers stretch alike. FCTs are
     /// wall-clock (T times the modeled network's). Default: 1, and 10 for
-    /// an experiment under --transport rocev2 (README, time dilation).
+    /// an experiment under --transport rocev2 on the namespace engine
+    /// (README, time dilation).
     #[arg(long, value_name = "T")]
     pub time_scale: Option<f64>,
     /// LCMP weight of the path cost C_path.
@@ -73,6 +74,48 @@ pub const ROCEV2_DEFAULT_SCALE: f64 = 1000.0;
 /// 100 us of CPU per flow in the transport alone); stretched ten-fold,
 /// 3,500 per second leave the machine idle time.
 pub const ROCEV2_DEFAULT_TIME_SCALE: f64 = 10.0;
+
+/// Where an experiment runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// For TCP, and RoCEv2 through real sockets: a network namespace per
+    /// switch and host, the switches as lcmp-switch processes on AF_XDP,
+    /// the traffic as lcmp-traffic processes, real kernels on the wall
+    /// clock (needs root)
+    #[default]
+    Namespaces,
+    /// For RoCEv2 only: the whole network in this one process on a virtual
+    /// clock, the same LCMP switches and the RoCEv2/DCQCN hosts joined by
+    /// memory links, time jumping from event to event; deterministic (two
+    /// runs give identical flows.csv), delays and rates exact, no root
+    Virtual,
+}
+
+impl Engine {
+    /// The name `--engine` and `engine =` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Namespaces => "namespaces",
+            Engine::Virtual => "virtual",
+        }
+    }
+}
+
+/// The rate scale and time dilation of an experiment that gives none, the
+/// one place they are decided: under rocev2 on the namespace engine
+/// [`ROCEV2_DEFAULT_SCALE`] and [`ROCEV2_DEFAULT_TIME_SCALE`], which exist
+/// only so that real processes on 2 cores keep up; the virtual engine pays
+/// in CPU per event, not in real time, so it runs the network as written
+/// (1 and 1); TCP is never scaled by default.
+pub fn default_factors(transport: Transport, engine: Engine) -> (f64, f64) {
+    match (engine, transport) {
+        (Engine::Namespaces, Transport::Rocev2) => {
+            (ROCEV2_DEFAULT_SCALE, ROCEV2_DEFAULT_TIME_SCALE)
+        }
+        (Engine::Virtual, _) | (Engine::Namespaces, Transport::Tcp) => (1.0, 1.0),
+    }
+}
 
 impl TopologyArgs {
     /// `--scale`, 1 if not given.
@@ -206,7 +249,8 @@ pub struct ExperimentConfig {
     /// Buffer divisor (default: `scale`).
     #[serde(default)]
     pub buffer_scale: Option<f64>,
-    /// Time dilation (default: 10 under rocev2, else 1).
+    /// Time dilation (default: 10 under rocev2 on the namespace engine,
+    /// else 1; see [`default_factors`]).
     #[serde(default)]
     pub time_scale: Option<f64>,
     /// LCMP alpha.
@@ -285,6 +329,9 @@ pub struct ExperimentConfig {
     /// How flows are carried.
     #[serde(default)]
     pub transport: Transport,
+    /// Where the experiment runs: `namespaces` (the default) or `virtual`.
+    #[serde(default)]
+    pub engine: Engine,
     /// Flow sizes are divided by this (at least one byte, i.e. one packet).
     /// Default: `scale` under rocev2 (the paper's size/BDP and
     /// transfer-time/RTT ratios), 1 under tcp.
@@ -409,7 +456,11 @@ fn default_load_def() -> LoadDefinition {
     DIR/report.md and plots (SVG and PNG). FCT slowdown = FCT / ideal FCT, ideal = 2 x the \
     measured base RTT of the minimum-delay path + size over its bottleneck (FCT counts the \
     handshake and the receiver's acknowledgement of the last byte). Tears the testbed down at \
-    the end, also on error or Ctrl-C."
+    the end, also on error or Ctrl-C. That is the namespaces engine (needs root); --engine \
+    virtual runs the same rocev2 experiment in this one process on a virtual clock instead \
+    (no root, no namespaces, deterministic; calibration is the topology's exact RTTs, and every \
+    switch's final counters are written as runs/<run>/switch-<name>.json). Engines accepted \
+    now: namespaces and virtual."
 )]
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
@@ -452,6 +503,15 @@ pub struct ExperimentArgs {
     /// mark ECN at the simulator's 32-128 us of queueing at link rate).
     #[arg(long, value_enum, default_value = "tcp")]
     pub transport: Transport,
+    /// Where the experiment runs (default: namespaces; overrides the
+    /// file's `engine`). The engines accepted now are namespaces and
+    /// virtual; the virtual engine runs FCT experiments (not
+    /// rotor-experiment), writes every switch's final counters with the
+    /// results (runs/<run>/switch-<name>.json) and scales nothing by default
+    /// (the namespaces engine defaults rocev2 to --scale 1000 --time-scale
+    /// 10 so that 2 cores keep up).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<Engine>,
     /// Divide flow sizes by S (a flow is at least one packet). Default:
     /// --scale under rocev2, which keeps the paper's size/BDP and
     /// transfer-time/RTT ratios; 1 under tcp.
@@ -529,16 +589,20 @@ impl ExperimentArgs {
             if let Some(links) = self.links {
                 c.links = Some(links.name().to_string());
             }
+            if let Some(engine) = self.engine {
+                c.engine = engine;
+            }
             return Ok(c);
         }
+        let engine = self.engine.unwrap_or_default();
         Ok(ExperimentConfig {
             name: self.name.clone(),
             topology: self.topo.topology.clone(),
             hosts_per_dc: self.topo.hosts_per_dc,
-            scale: self.topo.scale.unwrap_or(match self.transport {
-                Transport::Rocev2 => ROCEV2_DEFAULT_SCALE,
-                Transport::Tcp => 1.0,
-            }),
+            scale: self
+                .topo
+                .scale
+                .unwrap_or(default_factors(self.transport, engine).0),
             buffer_scale: self.topo.buffer_scale,
             time_scale: self.topo.time_scale,
             alpha: self.topo.alpha,
@@ -564,6 +628,7 @@ impl ExperimentArgs {
             max_concurrent: None,
             failure: None,
             transport: self.transport,
+            engine,
             size_scale: self.size_scale,
             trace: self.trace.clone(),
             trace_format: self.trace_format.map(|f| f.name().to_string()),
@@ -628,10 +693,8 @@ impl ExperimentConfig {
 
     /// The time dilation.
     pub fn time_scale(&self) -> f64 {
-        self.time_scale.unwrap_or(match self.transport {
-            Transport::Rocev2 => ROCEV2_DEFAULT_TIME_SCALE,
-            Transport::Tcp => 1.0,
-        })
+        self.time_scale
+            .unwrap_or(default_factors(self.transport, self.engine).1)
     }
 
     /// The experiment's scaling: rates, buffers, flow sizes and time, the
@@ -657,6 +720,58 @@ impl ExperimentConfig {
     /// receive.
     pub fn host_switches(&self) -> Vec<String> {
         vec![self.from.clone(), self.to.clone()]
+    }
+
+    /// Refuses, in one line each, what the engine cannot run: on the
+    /// virtual engine TCP and every option that configures the namespace
+    /// engine's processes, kernels or links.
+    fn check_engine(&self) -> Result<()> {
+        if self.engine == Engine::Namespaces {
+            return Ok(());
+        }
+        if self.transport == Transport::Tcp {
+            return Err(Error::new(
+                "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
+                 carries rocev2 (transport = \"rocev2\", --transport rocev2)",
+            ));
+        }
+        let namespace_only = [
+            (
+                self.switch_processes.is_some(),
+                "switch_processes (--switch-processes) chooses lcmp-switch processes",
+            ),
+            (
+                self.links.is_some(),
+                "links (--links) chooses veth or memory links between switch processes",
+            ),
+            (self.cc.is_some(), "cc (--cc) sets the kernel's TCP"),
+            (
+                self.initcwnd.is_some(),
+                "initcwnd (--initcwnd) sets the kernel's TCP",
+            ),
+            (
+                !self.switch_args.is_empty(),
+                "switch_args (--switch-arg) are lcmp-switch command-line arguments",
+            ),
+            (
+                !self.rocev2_args.is_empty(),
+                "rocev2_args (--rocev2-arg) are lcmp-traffic command-line arguments",
+            ),
+            (
+                self.max_concurrent.is_some(),
+                "max_concurrent bounds lcmp-traffic's TCP sockets",
+            ),
+            (
+                self.failure.is_some(),
+                "failure takes a link's carrier down in the namespaces",
+            ),
+        ];
+        match namespace_only.iter().find(|(given, _)| *given) {
+            Some((_, what)) => Err(Error::new(format!(
+                "{what}: a namespaces engine option, not with engine virtual"
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// Checks everything that can be checked without building anything:
@@ -715,6 +830,7 @@ impl ExperimentConfig {
                 )));
             }
         }
+        self.check_engine()?;
         match self.transport {
             Transport::Rocev2 => {
                 if self.cc.is_some() {
@@ -1005,6 +1121,105 @@ mod tests {
                 "--time-scale must be a number in (0, 1e6]",
             );
         }
+    }
+
+    #[test]
+    fn the_virtual_engine_runs_rocev2_unscaled_and_refuses_namespace_options() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ExperimentArgs,
+        }
+        let flags = |extra: &[&str]| {
+            let mut argv = vec![
+                "x",
+                "--out",
+                "/nonexistent",
+                "--from",
+                "dc1",
+                "--to",
+                "dc8",
+                "--workload",
+                "websearch",
+                "--load",
+                "0.3",
+                "--transport",
+                "rocev2",
+            ];
+            argv.extend_from_slice(extra);
+            let Cli { args } = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
+            args.to_config().unwrap()
+        };
+        // The namespaces engine scales rocev2 (rate / 1000, time x 10); the
+        // virtual engine runs the network as written, unless told.
+        let ns = flags(&[]);
+        assert_eq!(ns.engine, Engine::Namespaces);
+        assert_eq!(
+            ns.scaling().to_string(),
+            "rate=1000,buffer=1000,size=1000,time=10"
+        );
+        let v = flags(&["--engine", "virtual"]);
+        assert_eq!(v.engine, Engine::Virtual);
+        assert_eq!(v.scaling(), lcmp_topology::Scaling::NONE);
+        v.validate().unwrap();
+        let told = flags(&["--engine", "virtual", "--scale", "10", "--time-scale", "2"]);
+        assert_eq!(
+            told.scaling().to_string(),
+            "rate=10,buffer=10,size=10,time=2"
+        );
+        // A file's `engine`, and --engine over it.
+        let mut c = base();
+        c.transport = Transport::Rocev2;
+        assert_eq!(c.time_scale(), 10.0);
+        c.engine = Engine::Virtual;
+        assert_eq!(c.scaling(), lcmp_topology::Scaling::NONE);
+        let parsed: ExperimentConfig = toml::from_str(
+            "from='dc1'\nto='dc8'\nworkloads=['websearch']\nloads=[0.3]\npolicies=['lcmp']\n\
+             duration_s=1\ntransport='rocev2'\nengine='virtual'",
+        )
+        .unwrap();
+        assert_eq!(parsed.engine, Engine::Virtual);
+
+        let bad = |f: &dyn Fn(&mut ExperimentConfig), msg: &str| {
+            let mut c = base();
+            c.transport = Transport::Rocev2;
+            c.engine = Engine::Virtual;
+            f(&mut c);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(msg), "{e:?} lacks {msg:?}");
+            assert_eq!(e.lines().count(), 1, "{e}");
+        };
+        bad(
+            &|c| c.transport = Transport::Tcp,
+            "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
+             carries rocev2",
+        );
+        let namespace_only = "a namespaces engine option, not with engine virtual";
+        bad(
+            &|c| c.switch_processes = Some("one".into()),
+            "switch_processes (--switch-processes)",
+        );
+        bad(&|c| c.links = Some("memory".into()), "links (--links)");
+        bad(&|c| c.cc = Some("cubic".into()), namespace_only);
+        bad(&|c| c.initcwnd = Some(10), "initcwnd (--initcwnd)");
+        bad(
+            &|c| c.switch_args = vec!["--no-ecn".into()],
+            "switch_args (--switch-arg)",
+        );
+        bad(
+            &|c| c.rocev2_args = vec!["--dcqcn-rate-ai=25M".into()],
+            "rocev2_args (--rocev2-arg)",
+        );
+        bad(&|c| c.max_concurrent = Some(4), "max_concurrent");
+        bad(
+            &|c| {
+                c.failure = Some(Failure {
+                    link: "dc1-dc2".into(),
+                    at_s: 5.0,
+                })
+            },
+            "failure takes a link's carrier down",
+        );
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! `lcmp-testbed experiment`: FCT experiments comparing path-selection
 //! policies on a namespace testbed (see [`config::ExperimentArgs`] for what
 //! a run does, `calibrate` for faithfulness checks, `run` for one run,
-//! `framework` for what every experiment does around its runs).
+//! `framework` for what every experiment does around its runs), or on the
+//! virtual engine, the whole network in one process on a virtual clock
+//! (`virtual_engine`; [`config::Engine`] says which).
 
 pub mod calibrate;
 pub mod config;
 pub mod framework;
 pub mod run;
+pub mod virtual_engine;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -156,7 +159,10 @@ pub fn rate_per_sender(
 
 /// Runs experiment `cfg`, writing everything under `out`.
 pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
-    framework::run(out, say, || FctExperiment::prepare(cfg))
+    match cfg.engine {
+        config::Engine::Namespaces => framework::run(out, say, || FctExperiment::prepare(cfg)),
+        config::Engine::Virtual => virtual_engine::run(cfg, out, say),
+    }
 }
 
 /// An FCT experiment as [`framework::run`] runs it.
@@ -237,30 +243,42 @@ impl<'a> FctExperiment<'a> {
         seed: u64,
         failure: Option<(lcmp_topology::LinkId, f64)>,
     ) -> run::RunSpec {
-        let cfg = self.cfg;
-        run::RunSpec {
-            id: String::new(),
+        run_spec(self.cfg, &self.switches, policy, seed, failure)
+    }
+}
+
+/// A run of `policy` with `seed` as `cfg` says, its switches `switches`
+/// but for the policy, taking down `failure` (link, seconds) mid-run;
+/// `plan_runs` adds the traffic.
+fn run_spec(
+    cfg: &ExperimentConfig,
+    switches: &SwitchSettings,
+    policy: &str,
+    seed: u64,
+    failure: Option<(lcmp_topology::LinkId, f64)>,
+) -> run::RunSpec {
+    run::RunSpec {
+        id: String::new(),
+        policy: policy.to_string(),
+        alpha: cfg.alpha,
+        beta: cfg.beta,
+        switches: SwitchSettings {
             policy: policy.to_string(),
-            alpha: cfg.alpha,
-            beta: cfg.beta,
-            switches: SwitchSettings {
-                policy: policy.to_string(),
-                ..self.switches.clone()
-            },
-            workload: String::new(),
-            rate_bps_per_sender: 0.0,
-            seed,
-            duration_s: cfg.duration_s,
-            warmup_s: cfg.warmup(),
-            drain_s: cfg.drain_s,
-            max_concurrent: cfg.max_concurrent,
-            cc: cfg.cc.clone(),
-            failure,
-            transport: cfg.transport,
-            scaling: cfg.scaling(),
-            rocev2_args: cfg.rocev2_args.clone(),
-            schedules: None,
-        }
+            ..switches.clone()
+        },
+        workload: String::new(),
+        rate_bps_per_sender: 0.0,
+        seed,
+        duration_s: cfg.duration_s,
+        warmup_s: cfg.warmup(),
+        drain_s: cfg.drain_s,
+        max_concurrent: cfg.max_concurrent,
+        cc: cfg.cc.clone(),
+        failure,
+        transport: cfg.transport,
+        scaling: cfg.scaling(),
+        rocev2_args: cfg.rocev2_args.clone(),
+        schedules: None,
     }
 }
 
@@ -424,7 +442,6 @@ impl framework::Experiment for FctExperiment<'_> {
         out: &Path,
         say: &dyn Fn(&str),
     ) -> Result<analysis::Summary> {
-        let cfg = self.cfg;
         let Setup {
             cal,
             ideal,
@@ -439,51 +456,90 @@ impl framework::Experiment for FctExperiment<'_> {
             outcomes.len(),
             runs_started.elapsed().as_secs_f64()
         ));
-        let mut inputs = Vec::new();
-        // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
-        let mut networks = Vec::new();
-        let mut failures = Vec::new();
-        for o in outcomes {
-            inputs.push(o.input);
-            networks.push(o.network);
-            failures.extend(o.failure);
-        }
-
-        let echo = json!({
-            "config": cfg,
-            "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
-            "senders": self.senders,
-            "receivers": self.receivers,
-            "load_definition": match cfg.load_definition {
-                LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
-                LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
-            },
-            "rate_bps_per_sender": rates_per_sender,
-            "ideal": {
-                "base_rtt_ns": ideal.base_rtt_ns,
-                "bottleneck_bps": ideal.bottleneck_bps,
-                "path": cal.paths[cal.min_path].name,
-                "definition": match cfg.transport {
-                    Transport::Tcp => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
-                    Transport::Rocev2 => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-                },
-            },
-            "calibration": cal,
-            "failures": failures,
-            "transport": cfg.transport.name(),
-            "size_scale": cfg.size_scale(),
-            "time_scale": cfg.time_scale(),
-            "scaling": cfg.scaling().to_string(),
-            "trace": trace_echo,
-        });
-        let summary = analysis::build_summary_with_network(echo, &inputs, &networks, &ideal);
-        std::fs::write(
-            out.join("summary.json"),
-            serde_json::to_string_pretty(&summary).expect("summary serializes"),
-        )?;
-        write_report(cfg, out, &summary, &inputs, &ideal, say)?;
-        Ok(summary)
+        let results = Results {
+            cfg: self.cfg,
+            senders: &self.senders,
+            receivers: &self.receivers,
+            cal: &cal,
+            ideal: &ideal,
+            trace_echo,
+            rates_per_sender,
+            engine: json!({ "name": config::Engine::Namespaces.name() }),
+        };
+        write_results(results, outcomes, out, say)
     }
+}
+
+/// What `summary.json` echoes besides the runs, from either engine.
+struct Results<'a> {
+    cfg: &'a ExperimentConfig,
+    senders: &'a [String],
+    receivers: &'a [String],
+    cal: &'a calibrate::Calibration,
+    ideal: &'a IdealModel,
+    /// The trace's echo (null without one).
+    trace_echo: serde_json::Value,
+    /// The offered rate per sender at each of `cfg.loads`.
+    rates_per_sender: Vec<f64>,
+    /// Which engine ran, and what it says of its runs.
+    engine: serde_json::Value,
+}
+
+/// Writes `summary.json`, the report and the plots of the runs'
+/// `outcomes` under `out`.
+fn write_results(
+    r: Results<'_>,
+    outcomes: Vec<RunOutcome>,
+    out: &Path,
+    say: &dyn Fn(&str),
+) -> Result<analysis::Summary> {
+    let cfg = r.cfg;
+    let mut inputs = Vec::new();
+    // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
+    let mut networks = Vec::new();
+    let mut failures = Vec::new();
+    for o in outcomes {
+        inputs.push(o.input);
+        networks.push(o.network);
+        failures.extend(o.failure);
+    }
+
+    let echo = json!({
+        "config": cfg,
+        "engine": r.engine,
+        "topology": cfg.topology.as_ref().map_or(config::BUILTIN_NAME.to_string(), |t| t.display().to_string()),
+        "senders": r.senders,
+        "receivers": r.receivers,
+        "load_definition": match cfg.load_definition {
+            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
+            LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
+        },
+        "rate_bps_per_sender": r.rates_per_sender,
+        "ideal": {
+            "base_rtt_ns": r.ideal.base_rtt_ns,
+            "bottleneck_bps": r.ideal.bottleneck_bps,
+            "path": r.cal.paths[r.cal.min_path].name,
+            "definition": match (cfg.transport, cfg.engine) {
+                (Transport::Tcp, _) => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
+                (Transport::Rocev2, config::Engine::Namespaces) => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+                (Transport::Rocev2, config::Engine::Virtual) => "base RTT of the minimum-delay path (its configured delays, exact on the virtual clock) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+            },
+        },
+        "calibration": r.cal,
+        "failures": failures,
+        "transport": cfg.transport.name(),
+        "size_scale": cfg.size_scale(),
+        "time_scale": cfg.time_scale(),
+        "scaling": cfg.scaling().to_string(),
+        "trace": r.trace_echo,
+    });
+    let summary = analysis::build_summary_with_network(echo, &inputs, &networks, r.ideal);
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    write_report(cfg, out, &summary, &inputs, r.ideal, say)?;
+    Ok(summary)
 }
 
 /// The hosts behind switch `sw`, by name in topology order.

@@ -294,7 +294,7 @@ fn departed_bytes_by_port(stats: &SwitchStats, ifnames: &[String]) -> HashMap<u8
 /// Bytes put onto the link ([`departed_bytes_by_port`]) per port index of
 /// every switch (by switch id) at one moment; `None` where a switch's stats
 /// were not readable.
-type PortTx = Vec<Option<HashMap<u8, u64>>>;
+pub(super) type PortTx = Vec<Option<HashMap<u8, u64>>>;
 
 /// Bytes port `port` of switch `switch` sent between two [`PortTx`]
 /// readings; `None` if either lacks it. A counter that went backwards (a
@@ -307,7 +307,7 @@ fn tx_delta(start: &PortTx, end: &PortTx, switch: SwitchId, port: u8) -> Option<
 /// What every direction of every switch-to-switch link of `topo` carried
 /// between the readings `start` and `end`, in topology order (links in file
 /// order, `a -> b` then `b -> a`).
-fn link_loads(topo: &Topology, start: &PortTx, end: &PortTx) -> Vec<LinkLoad> {
+pub(super) fn link_loads(topo: &Topology, start: &PortTx, end: &PortTx) -> Vec<LinkLoad> {
     let mut out = Vec::new();
     for l in topo.links() {
         for (from, port, to) in [(l.a, l.a_port, l.b), (l.b, l.b_port, l.a)] {
@@ -568,6 +568,18 @@ pub fn run_one(
     Ok((flows, meas))
 }
 
+/// The seed of the `i`-th sender's Poisson arrivals in a run of `seed`:
+/// every sender its own stream.
+pub(super) fn sender_seed(seed: u64, i: usize) -> u64 {
+    seed * 1_000_003 + i as u64
+}
+
+/// The first flow id of the `i`-th sender's Poisson arrivals: disjoint
+/// ranges of a billion ids.
+pub(super) fn sender_id_base(i: usize) -> u64 {
+    i as u64 * 1_000_000_000
+}
+
 /// `lcmp-traffic client`'s arguments for sender `s` (the `i`-th), writing
 /// its flows to `out`; `None` for a sender a trace replay has no schedule
 /// for.
@@ -599,9 +611,9 @@ fn client_args(
             "--duration".into(),
             spec.duration_s.to_string(),
             "--seed".into(),
-            (spec.seed * 1_000_003 + i as u64).to_string(),
+            sender_seed(spec.seed, i).to_string(),
             "--id-base".into(),
-            (i as u64 * 1_000_000_000).to_string(),
+            sender_id_base(i).to_string(),
         ]),
     }
     args.extend([
@@ -675,7 +687,7 @@ fn read_client_flows(clients: &[(Bg, PathBuf)]) -> Result<Vec<FlowRecord>> {
 /// behind the port the source switch `src` logged), `switch_path` and
 /// `reverse_switch_path` end to end; the flows after warm-up whose paths
 /// the logs do not complete are tallied in `network`.
-fn annotate_paths(
+pub(super) fn annotate_paths(
     topo: &Topology,
     decisions: &[Option<SwitchDecisions>],
     src: SwitchId,
@@ -714,7 +726,7 @@ fn annotate_paths(
 }
 
 /// Writes the run's merged `flows.csv`.
-fn write_flows(merged: &Path, flows: &[FlowRecord]) -> Result<()> {
+pub(super) fn write_flows(merged: &Path, flows: &[FlowRecord]) -> Result<()> {
     let mut wr = csv::Writer::from_path(merged)
         .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
     for f in flows {
@@ -727,7 +739,7 @@ fn write_flows(merged: &Path, flows: &[FlowRecord]) -> Result<()> {
 
 /// The switches after `src` that choose a next hop toward any receiver
 /// of `dsts` (`NAME=ADDR:PORT`), by name in topology order.
-fn transit_choices(topo: &Topology, src: SwitchId, dsts: &[String]) -> Vec<String> {
+pub(super) fn transit_choices(topo: &Topology, src: SwitchId, dsts: &[String]) -> Vec<String> {
     let mut tos: Vec<SwitchId> = dsts
         .iter()
         .filter_map(|d| Some(topo.host_by_name(d.split_once('=')?.0)?.switch))
@@ -746,26 +758,42 @@ fn transit_choices(topo: &Topology, src: SwitchId, dsts: &[String]) -> Vec<Strin
         .collect()
 }
 
+/// The final stats of every switch process that wrote readable ones, by
+/// switch name.
+fn final_stats(st: &State) -> Vec<(String, SwitchStats)> {
+    st.procs
+        .iter()
+        .filter_map(|p| Some((p.name.clone(), read_stats(&p.stats)?)))
+        .collect()
+}
+
 /// Decision-log records each switch lost (its log buffer was full, or a
 /// write failed), by switch; switches that lost none are left out.
 fn flow_log_lost(st: &State) -> BTreeMap<String, u64> {
-    st.procs
+    flow_log_lost_of(&final_stats(st))
+}
+
+/// [`flow_log_lost`] of switch snapshots by name.
+pub(super) fn flow_log_lost_of(switches: &[(String, SwitchStats)]) -> BTreeMap<String, u64> {
+    switches
         .iter()
-        .filter_map(|p| {
-            let l = read_stats(&p.stats)?.flow_log?;
+        .filter_map(|(name, s)| {
+            let l = s.flow_log.as_ref()?;
             let n = l.dropped + l.write_failed;
-            (n > 0).then(|| (p.name.clone(), n))
+            (n > 0).then(|| (name.clone(), n))
         })
         .collect()
 }
 
 /// Every drop of every switch by reason, with the AF_XDP sockets' own.
 fn switch_drops(st: &State) -> BTreeMap<String, u64> {
+    switch_drops_of(&final_stats(st))
+}
+
+/// [`switch_drops`] of switch snapshots by name.
+pub(super) fn switch_drops_of(switches: &[(String, SwitchStats)]) -> BTreeMap<String, u64> {
     let mut total = BTreeMap::new();
-    for p in &st.procs {
-        let Some(s) = read_stats(&p.stats) else {
-            continue;
-        };
+    for (name, s) in switches {
         for (reason, &n) in &s.drops {
             *total.entry(reason.clone()).or_insert(0) += n;
         }
@@ -773,7 +801,7 @@ fn switch_drops(st: &State) -> BTreeMap<String, u64> {
         for port in &s.ports {
             let n = port.dropped("queue_full");
             if n > 0 {
-                total.insert(format!("queue_full@{}:{}", p.name, port.name), n);
+                total.insert(format!("queue_full@{}:{}", name, port.name), n);
             }
         }
         for x in s.ports.iter().filter_map(|p| p.xsk.as_ref()) {

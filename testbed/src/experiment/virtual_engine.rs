@@ -1,0 +1,486 @@
+//! The FCT experiment on the virtual engine (`--engine virtual`): the
+//! whole network in this process on the virtual clock
+//! ([`lcmp_engine::run_virtual`]), no namespaces, no root, deterministic.
+//!
+//! Everything around the runs is the namespace engine's: the same runs
+//! (`plan_runs`), the same flows per sender (the trace's schedules, or
+//! Poisson arrivals at the same rate with the same seeds as the
+//! `lcmp-traffic` clients get), the same files per run (`flows.csv` with
+//! the switch paths from the decision logs, `decisions-<switch>.csv`) and
+//! the same `summary.json`, report, plots and fidelity. What differs:
+//! calibration is the topology's own RTTs, exact (nothing to measure);
+//! every switch's final snapshot is kept (`switch-<name>.json`), and its
+//! counters, which cover the whole run, give the drops and the link loads;
+//! `summary.json` says which engine ran and each run's virtual and wall
+//! time.
+
+use std::path::Path;
+use std::time::Instant;
+
+use lcmp_control::Snapshot;
+use lcmp_engine::{HostTraffic, VirtualRun};
+use lcmp_policy::{Policy, PolicyName};
+use lcmp_results::analysis::{self, NetworkInput};
+use lcmp_switch::config::Options;
+use lcmp_switch::egress::EcnMarkAt;
+use lcmp_topology::{Scaling, SwitchId, Topology};
+use lcmp_traffic::cdf::Cdf;
+use lcmp_traffic::client::Destination;
+use lcmp_traffic::flows::{self, Arrivals, FlowSource};
+use lcmp_traffic::record::FlowRecord;
+use lcmp_traffic::rocev2::client::RoceOptions;
+use serde_json::json;
+
+use super::run::{self, RunMeasurements, RunSpec};
+use super::{calibrate, config, ExperimentConfig, Results, RunOutcome, ROCEV2_PORT};
+use crate::flow_paths::SwitchDecisions;
+use crate::state::SwitchSettings;
+use crate::{bed, Error, Result};
+
+/// What `calibration.json` says of a calibration on the virtual engine.
+const EXACT_NOTE: &str = "virtual engine: every RTT is the topology's, exactly (the virtual \
+    clock delays each frame by exactly its links' delays and serialization; nothing measured)";
+
+/// Runs experiment `cfg` on the virtual engine, writing under `out` what
+/// the namespace engine writes (see the module docs).
+pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
+    let topo = cfg.validate()?;
+    // The engine emulates the network as written and applies the
+    // scaling itself, as the switches do on the namespace engine.
+    let network = bed::testbed_network(
+        cfg.topology.as_deref(),
+        cfg.hosts_per_dc,
+        Some(&cfg.host_switches()),
+    )?;
+    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
+    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
+    let senders = super::hosts_behind(&topo, from);
+    let receivers = super::hosts_behind(&topo, to);
+    let replay = super::trace_schedules(cfg, &topo, &senders, &receivers)?;
+    let dsts = destinations(&topo, &receivers)?;
+
+    std::fs::create_dir_all(out.join("runs"))
+        .map_err(|e| Error::new(format!("{}: {e}", out.display())))?;
+    std::fs::write(
+        out.join("experiment.toml"),
+        toml::to_string(cfg).expect("config serializes"),
+    )?;
+    let cal = calibrate::configured(&topo, from, to)?;
+    write_calibration(&cal, &out.join("calibration.json"))?;
+    let paths = cal.first_hops();
+    let ideal = super::ideal_model(cfg.transport, &cal);
+
+    let switches = super::switch_settings(cfg, "ecmp");
+    let base_spec = |policy: &str, seed: u64| super::run_spec(cfg, &switches, policy, seed, None);
+    let (specs, trace_echo) =
+        super::plan_runs(cfg, &topo, &senders, replay.as_ref(), out, &base_spec)?;
+
+    let bed = VirtualBed {
+        topo: &topo,
+        network: &network,
+        src: from,
+        senders: &senders,
+        dsts: &dsts,
+    };
+    let started = Instant::now();
+    let mut outcomes = Vec::new();
+    let mut timings = Vec::new();
+    for (k, (load, spec)) in specs.iter().enumerate() {
+        say(&format!(
+            "run {}/{} {} on the virtual clock",
+            k + 1,
+            specs.len(),
+            spec.id
+        ));
+        let dir = out.join("runs").join(&spec.id);
+        let (flows, meas, timing) = bed.run(spec, &dir)?;
+        let input = super::run_input(spec, *load, flows, &meas, &cal.notes, &paths);
+        say(&format!(
+            "{}  [virtual {:.6} s in {:.2} s wall]",
+            super::run_line(&input, &meas.network, &ideal),
+            timing.virtual_s,
+            timing.wall_s
+        ));
+        timings.push(json!({
+            "run": spec.id,
+            "virtual_s": timing.virtual_s,
+            "wall_s": timing.wall_s,
+            "polls": timing.polls,
+            "frame_hops": timing.frame_hops,
+        }));
+        outcomes.push(RunOutcome {
+            input,
+            network: meas.network,
+            failure: None,
+        });
+    }
+    say(&format!(
+        "{} runs in {:.1} s; writing results",
+        outcomes.len(),
+        started.elapsed().as_secs_f64()
+    ));
+    let results = Results {
+        cfg,
+        senders: &senders,
+        receivers: &receivers,
+        cal: &cal,
+        ideal: &ideal,
+        trace_echo,
+        rates_per_sender: cfg
+            .loads
+            .iter()
+            .map(|&l| super::rate_per_sender(&topo, cfg, &senders, l))
+            .collect(),
+        engine: json!({
+            "name": config::Engine::Virtual.name(),
+            "clock": "virtual: FCTs and counters in the modeled network's time; wall_s is what each run cost",
+            "runs": timings,
+        }),
+    };
+    super::write_results(results, outcomes, out, say)
+}
+
+/// `calibration.json`: the namespace engine's schema, with a note that
+/// the RTTs are exact.
+fn write_calibration(cal: &calibrate::Calibration, file: &Path) -> Result<()> {
+    let mut v = serde_json::to_value(cal).expect("calibration serializes");
+    v["engine"] = json!(config::Engine::Virtual.name());
+    v["exact"] = json!(EXACT_NOTE);
+    std::fs::write(
+        file,
+        serde_json::to_string_pretty(&v).expect("calibration serializes"),
+    )
+    .map_err(|e| Error::new(format!("{}: {e}", file.display())))
+}
+
+/// Every receiver as the senders address it: `NAME=IPv4:4791`, as the
+/// namespace engine's servers listen (the engine's hosts are IPv4).
+fn destinations(topo: &Topology, receivers: &[String]) -> Result<Vec<Destination>> {
+    receivers
+        .iter()
+        .map(|r| {
+            let h = topo.host_by_name(r).expect("a host of the topology");
+            let ip = h
+                .addresses
+                .iter()
+                .map(|a| a.addr())
+                .find(std::net::IpAddr::is_ipv4)
+                .ok_or_else(|| {
+                    Error::new(format!(
+                        "host {r} has no IPv4 address: the virtual engine's RoCEv2 hosts are IPv4"
+                    ))
+                })?;
+            Ok(Destination {
+                name: r.clone(),
+                addr: std::net::SocketAddr::new(ip, ROCEV2_PORT),
+            })
+        })
+        .collect()
+}
+
+/// What a run cost and how far its virtual clock went.
+struct Timing {
+    virtual_s: f64,
+    wall_s: f64,
+    polls: u64,
+    frame_hops: u64,
+}
+
+/// What every run on the virtual engine shares.
+struct VirtualBed<'a> {
+    /// The effective topology (scaled as the experiment says): paths,
+    /// link loads, names.
+    topo: &'a Topology,
+    /// The network as written, hosts included, that the engine runs.
+    network: &'a Topology,
+    /// The source DC switch.
+    src: SwitchId,
+    senders: &'a [String],
+    dsts: &'a [Destination],
+}
+
+impl VirtualBed<'_> {
+    /// Runs `spec` on the virtual clock; writes `dir`'s `flows.csv`,
+    /// `decisions-<switch>.csv` and `switch-<name>.json`, and returns the
+    /// flows, what the switches saw and what the run cost.
+    fn run(
+        &self,
+        spec: &RunSpec,
+        dir: &Path,
+    ) -> Result<(Vec<FlowRecord>, RunMeasurements, Timing)> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+        let traffic = self.traffic(spec)?;
+        let virtual_run = VirtualRun {
+            network: self.network.clone(),
+            switch: switch_options(&spec.switches, spec.scaling)?,
+            roce: RoceOptions {
+                scaling: spec.scaling,
+                ..RoceOptions::default()
+            },
+            traffic,
+            end_ns: ((spec.duration_s + spec.drain_s) * 1e9).round() as u64,
+            flow_log: Some(dir.join("decisions-{switch}.csv")),
+        };
+        let wall = Instant::now();
+        let outcome = lcmp_engine::run_virtual(virtual_run).map_err(Error::new)?;
+        let timing = Timing {
+            virtual_s: outcome.end_ns as f64 / 1e9,
+            wall_s: wall.elapsed().as_secs_f64(),
+            polls: outcome.polls,
+            frame_hops: outcome.frame_hops,
+        };
+        for (name, snapshot) in &outcome.switches {
+            let file = dir.join(format!("switch-{name}.json"));
+            std::fs::write(
+                &file,
+                serde_json::to_string_pretty(snapshot).expect("snapshot serializes"),
+            )
+            .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+        }
+        let mut meas = self.measurements(&outcome.switches, timing.virtual_s);
+        let decisions = self.decision_logs(dir)?;
+        let mut flows: Vec<FlowRecord> = outcome.records.into_iter().flat_map(|(_, r)| r).collect();
+        flows.sort_by_key(|f| f.id);
+        run::annotate_paths(
+            self.topo,
+            &decisions,
+            self.src,
+            spec.transport,
+            &mut flows,
+            &mut meas.network,
+        );
+        let dst_args: Vec<String> = self
+            .dsts
+            .iter()
+            .map(|d| format!("{}={}", d.name, d.addr))
+            .collect();
+        meas.network.transit_choices = Some(run::transit_choices(self.topo, self.src, &dst_args));
+        run::write_flows(&dir.join("flows.csv"), &flows)?;
+        Ok((flows, meas, timing))
+    }
+
+    /// Each sender's flows as its `lcmp-traffic client` would start them
+    /// (`run::client_args`): a trace replay's schedule file, or Poisson
+    /// arrivals at the run's rate (whole bits per second, as the client is
+    /// given it) with the sender's seed and id range; senders without a
+    /// schedule send nothing.
+    fn traffic(&self, spec: &RunSpec) -> Result<Vec<HostTraffic>> {
+        let mut out = Vec::new();
+        for (i, s) in self.senders.iter().enumerate() {
+            let (arrivals, seed, id_base) = match &spec.schedules {
+                Some(files) => {
+                    let Some(file) = files.get(s) else {
+                        continue;
+                    };
+                    let text = std::fs::read_to_string(file)
+                        .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+                    let list = flows::parse_schedule(
+                        &text,
+                        &file.display().to_string(),
+                        self.dsts,
+                        spec.scaling.size,
+                    )
+                    .map_err(Error::new)?;
+                    // A schedule's ids are its own; the client's seed and
+                    // id base are then unused (its defaults).
+                    (Arrivals::Schedule(list), 1, 0)
+                }
+                None => {
+                    let cdf = Cdf::load(&spec.workload).map_err(|e| Error::new(e.to_string()))?;
+                    let rate_bps: f64 = format!("{:.0}", spec.rate_bps_per_sender)
+                        .parse()
+                        .expect("a formatted number parses");
+                    let lambda =
+                        rate_bps / (8.0 * flows::mean_scaled_size(&cdf, spec.scaling.size));
+                    (
+                        Arrivals::Poisson {
+                            cdf,
+                            lambda,
+                            duration_s: spec.duration_s,
+                        },
+                        run::sender_seed(spec.seed, i),
+                        run::sender_id_base(i),
+                    )
+                }
+            };
+            out.push(HostTraffic {
+                host: s.clone(),
+                flows: FlowSource::new(
+                    arrivals,
+                    seed,
+                    id_base,
+                    spec.warmup_s,
+                    spec.scaling.size,
+                    self.dsts.len(),
+                ),
+                dsts: self.dsts.to_vec(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// What the switches' final snapshots say (they started with the run,
+    /// so their counters are the whole run's, `window_s` long): the source
+    /// switch's bytes per port, every link direction's load, drops by
+    /// reason, lost decision-log records and failovers.
+    fn measurements(&self, switches: &[(String, Snapshot)], window_s: f64) -> RunMeasurements {
+        let mut departed: run::PortTx = vec![None; self.topo.switches().len()];
+        for (name, s) in switches {
+            if let Some(sw) = self.topo.switch_by_name(name) {
+                departed[sw.id.0] = Some(
+                    s.ports
+                        .iter()
+                        .filter_map(|p| {
+                            Some((u8::try_from(p.index).ok()?, p.counter("departed_bytes")))
+                        })
+                        .collect(),
+                );
+            }
+        }
+        // Fresh switches: every counter started at zero.
+        let zero: run::PortTx = departed
+            .iter()
+            .map(|d| d.as_ref().map(|m| m.keys().map(|&p| (p, 0)).collect()))
+            .collect();
+        let src_name = &self.topo.switch(self.src).name;
+        let src = switches.iter().find(|(n, _)| n == src_name).map(|(_, s)| s);
+        RunMeasurements {
+            port_tx_bytes: departed[self.src.0].clone().unwrap_or_default(),
+            window_s,
+            notes: Vec::new(),
+            failure_at_s: None,
+            failovers: src.map_or(0, |s| s.flows.failovers),
+            network: NetworkInput {
+                links: run::link_loads(self.topo, &zero, &departed),
+                flow_log_lost: run::flow_log_lost_of(switches),
+                ..Default::default()
+            },
+            // The hosts' transport counters are not part of the engine's
+            // outcome.
+            transport_counters: Default::default(),
+            switch_drops: run::switch_drops_of(switches),
+        }
+    }
+
+    /// Every switch's decision log the engine wrote into `dir`, by switch
+    /// id (`None` where there is none).
+    fn decision_logs(&self, dir: &Path) -> Result<Vec<Option<SwitchDecisions>>> {
+        self.topo
+            .switches()
+            .iter()
+            .map(|sw| {
+                let log = dir.join(format!("decisions-{}.csv", sw.name));
+                if !log.is_file() {
+                    return Ok(None);
+                }
+                let file = std::fs::File::open(&log)
+                    .map_err(|e| Error::new(format!("{}: {e}", log.display())))?;
+                SwitchDecisions::from_csv(std::io::BufReader::new(file), &log.display().to_string())
+                    .map(Some)
+                    .map_err(Error::new)
+            })
+            .collect()
+    }
+}
+
+/// The switch options `settings` describe, as `lcmp-switch lcmp` reads its
+/// arguments (`SwitchSettings::argv`): the policy with the experiment's
+/// alpha and beta (an ablation's zero kept), the ECN thresholds and where
+/// they are decided, the drop headroom, the run's scaling; the switch's
+/// defaults otherwise.
+fn switch_options(settings: &SwitchSettings, scaling: Scaling) -> Result<Options> {
+    let name: PolicyName = settings.policy.parse().map_err(Error::new)?;
+    let policy = match name.policy() {
+        Policy::Lcmp(p) => Policy::Lcmp(lcmp_policy::LcmpParams {
+            alpha: if p.alpha == 0 { 0 } else { settings.alpha },
+            beta: if p.beta == 0 { 0 } else { settings.beta },
+            ..p
+        }),
+        other => other,
+    };
+    let ecn_link_time = settings
+        .ecn_link_time
+        .as_deref()
+        .map(lcmp_control::snapshot::EcnLinkTime::parse)
+        .transpose()
+        .map_err(Error::new)?;
+    let ecn_mark_at = match settings.ecn_mark_at.as_deref() {
+        None => EcnMarkAt::default(),
+        Some(n) => EcnMarkAt::from_name(n)
+            .ok_or_else(|| Error::new(format!("ecn_mark_at {n:?}: expected enqueue or dequeue")))?,
+    };
+    Ok(Options {
+        policy,
+        ecn_link_time,
+        ecn_mark_at,
+        drop_headroom: settings.drop_headroom.unwrap_or(1),
+        scaling,
+        ..Options::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use lcmp_control::snapshot::EcnLinkTime;
+    use lcmp_policy::LcmpParams;
+
+    use super::*;
+    use crate::experiment::Transport;
+
+    #[test]
+    fn switch_options_are_what_the_switch_reads_from_the_settings_argv() {
+        let mut cfg: ExperimentConfig = toml::from_str(
+            "from='dc1'\nto='dc8'\nworkloads=['websearch']\nloads=[0.3]\npolicies=['lcmp']\n\
+             duration_s=1\ntransport='rocev2'\nengine='virtual'\nalpha=5\nbeta=2",
+        )
+        .unwrap();
+        let scaling = Scaling::rates(4.0);
+        let o = switch_options(&super::super::switch_settings(&cfg, "lcmp"), scaling).unwrap();
+        // --alpha 5 --beta 2 on LCMP's defaults otherwise.
+        assert_eq!(
+            o.policy,
+            Policy::Lcmp(LcmpParams {
+                alpha: 5,
+                beta: 2,
+                ..LcmpParams::default()
+            })
+        );
+        // --ecn-link-time=32,128,0.2,2000 --ecn-mark-at=dequeue
+        // --drop-headroom=1000: 32 us and 128 us of queueing.
+        assert_eq!(
+            o.ecn_link_time,
+            Some(EcnLinkTime {
+                kmin_ns: 32_000,
+                kmax_ns: 128_000,
+                pmax: 0.2,
+                kmin_floor_bytes: 2000,
+            })
+        );
+        assert_eq!(o.ecn_mark_at, EcnMarkAt::Dequeue);
+        assert_eq!(o.drop_headroom, 1000);
+        assert_eq!(o.scaling, scaling);
+        // The ablations keep their zero weight.
+        let o = switch_options(
+            &super::super::switch_settings(&cfg, "lcmp-rm-alpha"),
+            scaling,
+        )
+        .unwrap();
+        assert_eq!(
+            o.policy,
+            Policy::Lcmp(LcmpParams {
+                alpha: 0,
+                beta: 2,
+                ..LcmpParams::default()
+            })
+        );
+        let o = switch_options(&super::super::switch_settings(&cfg, "ecmp"), scaling).unwrap();
+        assert_eq!(o.policy, Policy::Ecmp);
+        // Without rocev2's settings, the switch's defaults.
+        cfg.transport = Transport::Tcp;
+        let o = switch_options(&super::super::switch_settings(&cfg, "ecmp"), scaling).unwrap();
+        assert_eq!(
+            (o.ecn_link_time, o.ecn_mark_at, o.drop_headroom),
+            (None, EcnMarkAt::Enqueue, 1)
+        );
+    }
+}

@@ -1,0 +1,374 @@
+//! `lcmp-testbed experiment --engine virtual`: an FCT experiment with the
+//! whole network in one process on the virtual clock, through the CLI, with
+//! no root and no namespaces (fixtures/virtual-2dc.toml: a trace of five
+//! flows from a to b over topologies/2dc-3path.toml, LCMP and ECMP). The
+//! expected numbers are worked out by hand below.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_lcmp-testbed");
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn topology() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../topologies/2dc-3path.toml")
+        .display()
+        .to_string()
+}
+
+/// A fresh directory of this test process, absent.
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lcmp-virtual-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn testbed(args: &[&str]) -> Output {
+    // No lcmp-switch or lcmp-traffic is needed: point both at nothing.
+    Command::new(BIN)
+        .args(args)
+        .env("LCMP_SWITCH_BIN", "/nonexistent/lcmp-switch")
+        .env("LCMP_TRAFFIC_BIN", "/nonexistent/lcmp-traffic")
+        .output()
+        .expect("lcmp-testbed runs")
+}
+
+fn run_fixture(out: &Path) {
+    let config = fixture("virtual-2dc.toml");
+    let o = testbed(&[
+        "experiment",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// `flows.csv` of a run: one map of column to value per flow.
+fn flows(file: &Path) -> Vec<BTreeMap<String, String>> {
+    let mut rd = csv::Reader::from_path(file).unwrap();
+    rd.deserialize().map(Result::unwrap).collect()
+}
+
+fn json(file: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+/// A lone one-packet flow's FCT over path `p` of 2dc-3path (the data and
+/// its ACK both over `p`): the path's RTT plus each frame's serialization
+/// at every hop, each rounded to the nanosecond as the egress shaper
+/// rounds a departure.
+///
+/// The flow is 926 bytes, one RDMA WRITE Only packet padded to 928: 14
+/// Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 16 RETH + 928 + 4 ICRC = 1002
+/// bytes. Its ACK: 14 + 20 + 8 + 12 + 4 AETH + 4 ICRC = 62 bytes. Host
+/// links are 10 Gbit/s (0.8 ns/byte) and 10 us: 1002 B take 801.6 -> 802
+/// ns, 62 B 49.6 -> 50 ns.
+/// - p1: 1 Gbit/s (8 ns/byte), 5 ms per hop. RTT 2 x (10 ms + 20 us) =
+///   20 040 000; data 802 + 8016 + 8016 + 802 = 17 636; ACK 50 + 496 +
+///   496 + 50 = 1092; in all 20 058 728.
+/// - p2: 500 Mbit/s (16 ns/byte), 10 ms per hop. RTT 40 040 000; data
+///   802 + 16 032 + 16 032 + 802 = 33 668; ACK 50 + 992 + 992 + 50 =
+///   2084; in all 40 075 752.
+/// - p3: 200 Mbit/s (40 ns/byte), 2 ms per hop. RTT 2 x (4 ms + 20 us) =
+///   8 040 000; data 802 + 40 080 + 40 080 + 802 = 81 764; ACK 50 +
+///   2480 + 2480 + 50 = 5060; in all 8 126 824.
+fn lone_flow_fct_ns(path: &str) -> u64 {
+    match path {
+        "p1" => 20_058_728,
+        "p2" => 40_075_752,
+        "p3" => 8_126_824,
+        other => panic!("no path {other}"),
+    }
+}
+
+#[test]
+fn a_trace_replays_on_the_virtual_clock_exactly_and_deterministically() {
+    let out = scratch("run");
+    run_fixture(&out);
+    let runs = out.join("runs");
+    for policy in ["lcmp", "ecmp"] {
+        let dir = runs.join(format!("virtual-trace-{policy}-seed1"));
+        let f = flows(&dir.join("flows.csv"));
+        // Every flow of the trace, every one completed, from a to b.
+        assert_eq!(f.len(), 5, "{policy}: {f:?}");
+        for (i, row) in f.iter().enumerate() {
+            assert_eq!(row["id"], i.to_string());
+            assert_eq!(row["status"], "ok", "{policy}: {row:?}");
+            assert_eq!(
+                (row["sender"].as_str(), row["receiver"].as_str()),
+                ("a", "b")
+            );
+            // The switch paths come from the decision logs, both ways.
+            let path = &row["path"];
+            assert_eq!(row["switch_path"], format!("s1>{path}>s2"), "{row:?}");
+            assert!(row["reverse_switch_path"].starts_with("s2>"), "{row:?}");
+        }
+        // Flow 0 is alone in the network (the next starts 100 ms later).
+        let lone = &f[0];
+        assert_eq!(lone["size_bytes"], "926");
+        assert_eq!(lone["start_ns"], "0");
+        let path = lone["path"].clone();
+        assert_eq!(
+            lone["reverse_switch_path"],
+            format!("s2>{path}>s1"),
+            "{policy}: the hand-worked FCT has the ACK on the data's path"
+        );
+        assert_eq!(
+            lone["fct_ns"],
+            lone_flow_fct_ns(&path).to_string(),
+            "{policy} over {path}"
+        );
+        if policy == "lcmp" {
+            // On an idle network LCMP's path cost decides: p3, the
+            // shortest (the weight of delay, 3, over that of capacity, 1).
+            assert_eq!(path, "p3");
+        }
+        // What a namespace run writes besides: the decision logs, and
+        // every switch's final counters.
+        for sw in ["s1", "s2", "p1", "p2", "p3"] {
+            assert!(dir.join(format!("decisions-{sw}.csv")).is_file(), "{sw}");
+            let snap = json(&dir.join(format!("switch-{sw}.json")));
+            assert_eq!(snap["switch"], sw);
+        }
+    }
+
+    // Calibration: the topology's RTTs, exactly (2 x (one-way delay of
+    // the path + 2 x 10 us of host links)).
+    let cal = json(&out.join("calibration.json"));
+    let rtts: Vec<(String, u64, u64)> = cal["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["configured_rtt_us"].as_u64().unwrap(),
+                p["measured_rtt_us"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rtts,
+        [
+            ("p1".to_string(), 20_040, 20_040),
+            ("p2".to_string(), 40_040, 40_040),
+            ("p3".to_string(), 8_040, 8_040),
+        ]
+    );
+    assert_eq!(cal["base_rtt_ns"], 8_040_000);
+    assert_eq!(cal["ok"], true);
+    assert!(cal["exact"].as_str().unwrap().contains("exactly"));
+
+    // summary.json: which engine ran, and each run's virtual and wall time.
+    let summary = json(&out.join("summary.json"));
+    let engine = &summary["experiment"]["engine"];
+    assert_eq!(engine["name"], "virtual");
+    let runs_echo = engine["runs"].as_array().unwrap();
+    assert_eq!(runs_echo.len(), 2);
+    for r in runs_echo {
+        assert!(r["virtual_s"].as_f64().unwrap() > 0.1, "{r}");
+        assert!(r["wall_s"].as_f64().is_some(), "{r}");
+    }
+    // No scaling by default on the virtual engine.
+    assert_eq!(summary["experiment"]["scaling"], "none");
+    assert_eq!(summary["runs"][0]["flows_completed"], 5);
+    assert!(out.join("report.md").is_file());
+
+    // A second run of the same experiment writes the same flows, byte for
+    // byte.
+    let again = scratch("again");
+    run_fixture(&again);
+    for policy in ["lcmp", "ecmp"] {
+        let rel = format!("runs/virtual-trace-{policy}-seed1/flows.csv");
+        assert_eq!(
+            std::fs::read(out.join(&rel)).unwrap(),
+            std::fs::read(again.join(&rel)).unwrap(),
+            "{rel}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&again);
+}
+
+#[test]
+fn poisson_arrivals_run_on_the_virtual_clock_alike_every_time() {
+    let t = topology();
+    let run = |out: &Path| {
+        let o = testbed(&[
+            "experiment",
+            "--engine",
+            "virtual",
+            "--transport",
+            "rocev2",
+            "--topology",
+            &t,
+            "--from",
+            "s1",
+            "--to",
+            "s2",
+            "--workload",
+            "googlerpc",
+            "--load",
+            "0.2",
+            "--duration",
+            "50ms",
+            "--drain",
+            "1",
+            "--policies",
+            "lcmp",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        std::fs::read(out.join("runs/googlerpc-load0.2-lcmp-seed1/flows.csv")).unwrap()
+    };
+    let (a, b) = (scratch("poisson-a"), scratch("poisson-b"));
+    let first = run(&a);
+    assert_eq!(first, run(&b), "two runs, two flows.csv");
+    let f = flows(&a.join("runs/googlerpc-load0.2-lcmp-seed1/flows.csv"));
+    assert!(f.len() > 10, "{}", f.len());
+    for (i, row) in f.iter().enumerate() {
+        // The one sender's ids from its id base, 0; arrivals within the
+        // 50 ms, the first 10 % (5 ms) of them warm-up; every flow done.
+        assert_eq!(row["id"], i.to_string());
+        let start: u64 = row["start_ns"].parse().unwrap();
+        assert!(start < 50_000_000, "{row:?}");
+        assert_eq!(row["warmup"], (start < 5_000_000).to_string(), "{row:?}");
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert!(row["switch_path"].starts_with("s1>"), "{row:?}");
+    }
+    let _ = std::fs::remove_dir_all(&a);
+    let _ = std::fs::remove_dir_all(&b);
+}
+
+#[test]
+fn what_the_virtual_engine_cannot_run_is_one_line_and_leaves_nothing() {
+    let t = topology();
+    let dir = scratch("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let veth = dir.join("veth.toml");
+    let base = std::fs::read_to_string(fixture("virtual-2dc.toml"))
+        .unwrap()
+        .replace("../../../topologies/2dc-3path.toml", &t)
+        .replace(
+            "virtual-trace.txt",
+            fixture("virtual-trace.txt").to_str().unwrap(),
+        );
+    std::fs::write(&veth, format!("links = \"veth\"\n{base}")).unwrap();
+    let out = dir.join("out");
+    let out_s = out.to_str().unwrap().to_string();
+    let poisson = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "experiment",
+            "--engine",
+            "virtual",
+            "--topology",
+            &t,
+            "--from",
+            "s1",
+            "--to",
+            "s2",
+            "--workload",
+            "websearch",
+            "--load",
+            "0.3",
+            "--duration",
+            "1",
+            "--out",
+            &out_s,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            poisson(&[]),
+            "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
+             carries rocev2",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--switch-processes", "one"]),
+            "switch_processes (--switch-processes)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "cubic"]),
+            "cc (--cc) sets the kernel's TCP: a namespaces engine option, not with engine virtual",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--initcwnd", "10"]),
+            "initcwnd (--initcwnd)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--switch-arg=--no-ecn"]),
+            "switch_args (--switch-arg)",
+        ),
+        (
+            vec![
+                "experiment".into(),
+                "--config".into(),
+                veth.display().to_string(),
+                "--out".into(),
+                out_s.clone(),
+            ],
+            "links (--links)",
+        ),
+        (
+            vec![
+                "experiment".into(),
+                "--config".into(),
+                fixture("virtual-2dc.toml").display().to_string(),
+                "--links".into(),
+                "memory".into(),
+                "--out".into(),
+                out_s.clone(),
+            ],
+            "links (--links)",
+        ),
+    ];
+    for (args, want) in cases {
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = testbed(&argv);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{argv:?}: {err}");
+        assert!(err.contains(want), "{argv:?}: {err:?} lacks {want:?}");
+        assert_eq!(err.trim().lines().count(), 1, "{argv:?}: {err}");
+        // Refused before anything was made.
+        assert!(!out.exists(), "{argv:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn help_names_the_engines_and_what_each_is_for() {
+    let o = testbed(&["experiment", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("--engine <ENGINE>"), "{help}");
+    for what in [
+        "The engines accepted now are namespaces and virtual",
+        "- namespaces: For TCP, and RoCEv2 through real sockets: a network namespace per switch",
+        "- virtual:    For RoCEv2 only: the whole network in this one process on a virtual clock",
+        "no root",
+    ] {
+        assert!(help.contains(what), "{what:?} not in {help}");
+    }
+}
