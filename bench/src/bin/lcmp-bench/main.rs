@@ -1,10 +1,15 @@
 //! `lcmp-bench`: packet rate and latency of a forwarder on veth (root),
 //! kernel against `lcmp-switch`, in alternating pairs; writes
 //! `target/bench/forwarding.json`. `lcmp-bench --help` explains the method.
+//! `lcmp-bench virtual-rotor` and `lcmp-bench virtual-chain` measure the
+//! virtual-clock engine instead (no root).
 
+mod heap;
 mod rig;
 mod stats;
 mod testbeds;
+mod virtual_chain;
+mod virtual_rotor;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -23,6 +28,9 @@ const HELP: &str = "\
 lcmp-bench: packet rate and latency of a forwarder on veth (needs root)
 
 USAGE: lcmp-bench [OPTIONS]          (scripts/bench-forwarding.sh wraps it)
+       lcmp-bench virtual-rotor ...  a rotor network on the virtual clock
+       lcmp-bench virtual-chain ...  LCMP switches on the virtual clock
+                                     (no root; each has its own --help)
 
 RIG. Three namespaces lcmpt-<pid>-*-bench-{gen,dut,sink} (removed on every
 exit, Ctrl-C included; leftovers of a killed run are swept):
@@ -601,8 +609,59 @@ fn run(o: &Opts) -> Result<Report> {
     Ok(r)
 }
 
+/// Counts live heap bytes for the virtual-clock benchmarks' memory figures.
+#[global_allocator]
+static ALLOC: heap::Counting = heap::Counting;
+
+/// `lcmp-bench virtual-*`: `--help` printed, options parsed (exit 2 when
+/// they are wrong, as for the harness), the benchmark run.
+fn virtual_bench(name: &str, args: &[String]) -> ExitCode {
+    enum Bench {
+        Rotor(virtual_rotor::Options),
+        Chain(usize),
+    }
+    let parsed = match name {
+        "virtual-rotor" => virtual_rotor::parse_args(args).map(|o| o.map(Bench::Rotor)),
+        _ => match args {
+            [] => Ok(Some(Bench::Chain(20))),
+            [h] if h == "-h" || h == "--help" => Ok(None),
+            [k, v] if k == "--bursts" => v
+                .parse()
+                .map(|n| Some(Bench::Chain(n)))
+                .map_err(|_| format!("bad --bursts {v:?}")),
+            _ => Err(format!("unexpected arguments {args:?}")),
+        },
+    };
+    let result = match parsed {
+        Ok(Some(Bench::Rotor(o))) => virtual_rotor::main(&o),
+        Ok(Some(Bench::Chain(bursts))) => virtual_chain::main(bursts),
+        Ok(None) => {
+            let help = match name {
+                "virtual-rotor" => virtual_rotor::HELP,
+                _ => virtual_chain::HELP,
+            };
+            println!("{help}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("lcmp-bench {name}: {e} (see --help)");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lcmp-bench {name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(name @ ("virtual-rotor" | "virtual-chain")) = args.first().map(String::as_str) {
+        return virtual_bench(name, &args[1..]);
+    }
     let o = match parse_args(&args) {
         Ok(Some(o)) => o,
         Ok(None) => {
