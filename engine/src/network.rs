@@ -41,7 +41,7 @@ use std::sync::Arc;
 
 use lcmp_control::Snapshot;
 use lcmp_switch::config::{defaults, delay_line_frames, Options};
-use lcmp_switch::daemon::{DaemonConfig, PollMode};
+use lcmp_switch::daemon::DaemonConfig;
 use lcmp_switch::frames::FrameShare;
 use lcmp_switch::in_memory;
 use lcmp_switch::lcmp_node::LcmpNode;
@@ -372,12 +372,7 @@ pub fn run_virtual_observed(
     }
 
     let mut net = VirtualNet::new(0);
-    let daemon = |name: &str| DaemonConfig {
-        name: name.to_string(),
-        poll: PollMode::Event,
-        stats_file: None,
-        stats_interval_ns: u64::MAX,
-    };
+    let daemon = |name: &str| DaemonConfig::quiet(name);
     let mut switch_nodes = Vec::new();
     let host_mac = |h| port_mac(&network.host(h).name, 0);
     for ((s, share), ends) in network.switches().iter().zip(shares).zip(at_switch) {

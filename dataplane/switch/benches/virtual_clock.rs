@@ -11,7 +11,7 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use lcmp_policy::Policy;
 use lcmp_switch::config::Options;
-use lcmp_switch::daemon::{DaemonConfig, PollMode};
+use lcmp_switch::daemon::DaemonConfig;
 use lcmp_switch::frames::FrameShare;
 use lcmp_switch::in_memory::{self, port_name};
 use lcmp_switch::lcmp_node::LcmpNode;
@@ -53,15 +53,7 @@ fn chain(shaped: bool) -> (VirtualNet, (usize, usize), (usize, usize)) {
             }
         }
         let node = LcmpNode::new(sw, name, None, 1).unwrap();
-        net.add_node(
-            node,
-            DaemonConfig {
-                name: name.to_string(),
-                poll: PollMode::Event,
-                stats_file: None,
-                stats_interval_ns: u64::MAX,
-            },
-        );
+        net.add_node(node, DaemonConfig::quiet(name));
     }
     net.join_links(&links).unwrap();
     let port = |host: &str| {

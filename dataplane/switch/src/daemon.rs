@@ -72,6 +72,18 @@ pub struct DaemonConfig {
     pub stats_interval_ns: u64,
 }
 
+impl DaemonConfig {
+    /// A node of a network in one process: event polling, no stats file.
+    pub fn quiet(name: &str) -> Self {
+        DaemonConfig {
+            name: name.to_string(),
+            poll: PollMode::Event,
+            stats_file: None,
+            stats_interval_ns: u64::MAX,
+        }
+    }
+}
+
 /// The loop around one switch.
 pub struct Daemon<N: Node, C: Clock> {
     node: N,

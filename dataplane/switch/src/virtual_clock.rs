@@ -710,15 +710,7 @@ mod tests {
             log: log.clone(),
             name,
         };
-        net.add_node(
-            node,
-            DaemonConfig {
-                name: name.into(),
-                poll: crate::daemon::PollMode::Event,
-                stats_file: None,
-                stats_interval_ns: u64::MAX,
-            },
-        )
+        net.add_node(node, DaemonConfig::quiet(name))
     }
 
     #[test]

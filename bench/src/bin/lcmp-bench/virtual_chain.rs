@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use lcmp_policy::Policy;
 use lcmp_switch::config::Options;
-use lcmp_switch::daemon::{DaemonConfig, PollMode};
+use lcmp_switch::daemon::DaemonConfig;
 use lcmp_switch::frames::{FrameShare, FRAME_SIZE};
 use lcmp_switch::in_memory::{self, port_name};
 use lcmp_switch::lcmp_node::LcmpNode;
@@ -74,15 +74,7 @@ fn chain() -> Result<Chain, String> {
                 HOST_MAC
             })?;
             let node = LcmpNode::new(sw, name, None, 1).map_err(|e| e.to_string())?;
-            Ok(net.add_node(
-                node,
-                DaemonConfig {
-                    name: name.to_string(),
-                    poll: PollMode::Event,
-                    stats_file: None,
-                    stats_interval_ns: u64::MAX,
-                },
-            ))
+            Ok(net.add_node(node, DaemonConfig::quiet(name)))
         });
         added?;
         switch_heap.push(held);
