@@ -203,10 +203,51 @@ impl Submitter {
     }
 }
 
-/// Binds the control socket at `path` and starts serving it into `inbox`.
-/// A socket file left by a dead switch is replaced; one a live process
-/// answers on is an error naming it.
+/// Binds the control socket at `path` and starts serving it into `inbox`
+/// for the life of the process. A socket file left by a dead switch is
+/// replaced; one a live process answers on is an error naming it.
 pub fn serve(path: &Path, inbox: &Inbox) -> io::Result<()> {
+    bind(path, inbox, Arc::new(AtomicBool::new(false))).map(|_| ())
+}
+
+/// [`serve`] until the returned [`Served`] is dropped: then the socket
+/// stops accepting and its file is removed, so a process that runs
+/// switches one after another (a one-process engine's runs) can bind the
+/// same path again.
+pub fn serve_scoped(path: &Path, inbox: &Inbox) -> io::Result<Served> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let listener = bind(path, inbox, stop.clone())?;
+    Ok(Served {
+        path: path.to_path_buf(),
+        stop,
+        listener: Some(listener),
+    })
+}
+
+/// A control socket served until this is dropped ([`serve_scoped`]).
+pub struct Served {
+    path: std::path::PathBuf,
+    stop: Arc<AtomicBool>,
+    listener: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // The listener blocks in accept: a connection lets it see `stop`.
+        let _ = UnixStream::connect(&self.path);
+        if let Some(t) = self.listener.take() {
+            let _ = t.join();
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn bind(
+    path: &Path,
+    inbox: &Inbox,
+    stop: Arc<AtomicBool>,
+) -> io::Result<std::thread::JoinHandle<()>> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
@@ -237,11 +278,13 @@ pub fn serve(path: &Path, inbox: &Inbox) -> io::Result<()> {
         .name("lcmp-control".into())
         .spawn(move || {
             for conn in listener.incoming() {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
                 let Ok(conn) = conn else { continue };
                 accept(conn, &submit, &counters);
             }
-        })?;
-    Ok(())
+        })
 }
 
 /// The uid of the process at the other end of `s`.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lcmp_control::proto::{Body, ErrorKind, Reply, Request, ResponseEnvelope, MAX_REQUEST_BYTES};
-use lcmp_control::server::{serve, Inbox};
+use lcmp_control::server::{serve, serve_scoped, Inbox};
 use lcmp_control::{Client, ClientError, Snapshot};
 use proptest::prelude::*;
 
@@ -171,6 +171,26 @@ fn a_second_server_on_a_live_socket_is_refused_and_a_stale_one_replaced() {
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     serve(&stale, &Inbox::new().unwrap()).unwrap();
     assert!(Client::connect(&stale, Duration::from_secs(1)).is_ok());
+}
+
+#[test]
+fn a_scoped_server_stops_and_frees_its_path_when_dropped() {
+    let dir = std::env::temp_dir().join(format!("lcmp-ctl-scoped-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("s1.sock");
+    let inbox = Inbox::new().unwrap();
+    let served = serve_scoped(&path, &inbox).unwrap();
+    assert!(Client::connect(&path, Duration::from_secs(1)).is_ok());
+    // While it serves, the path is taken.
+    assert!(serve_scoped(&path, &Inbox::new().unwrap()).is_err());
+    drop(served);
+    assert!(!path.exists());
+    assert!(Client::connect(&path, Duration::from_secs(1)).is_err());
+    // The next run binds the same path.
+    let again = serve_scoped(&path, &Inbox::new().unwrap()).unwrap();
+    assert!(Client::connect(&path, Duration::from_secs(1)).is_ok());
+    drop(again);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -36,12 +36,13 @@
 //!   duration).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use lcmp_control::server::{serve_scoped, Inbox};
 use lcmp_control::Snapshot;
 use lcmp_switch::config::{defaults, delay_line_frames, Options};
-use lcmp_switch::daemon::DaemonConfig;
+use lcmp_switch::daemon::{run_many, Clock, Daemon, DaemonConfig, Loop, MonotonicClock};
 use lcmp_switch::frames::FrameShare;
 use lcmp_switch::in_memory;
 use lcmp_switch::lcmp_node::LcmpNode;
@@ -250,6 +251,313 @@ pub fn run_virtual_observed(
     every_ns: u64,
     observe: &mut dyn FnMut(&Progress),
 ) -> Result<VirtualOutcome, String> {
+    let built = build(run)?;
+    let mut net = VirtualNet::new(0);
+    let mut switch_nodes = Vec::new();
+    for (name, node) in built.switches {
+        let i = net.add_node(node, DaemonConfig::quiet(&name));
+        switch_nodes.push((name, i));
+    }
+    // Before any host is a node, so switch names find switches.
+    net.join_links(&built.links)?;
+    let mut host_nodes = Vec::new();
+    for h in built.hosts {
+        let i = net.add_node(h.node, DaemonConfig::quiet(&h.name));
+        net.join((switch_nodes[h.switch].1, usize::from(h.port)), (i, 0))?;
+        host_nodes.push((h.name, i));
+    }
+
+    let done = built.done;
+    let all = host_nodes.len();
+    let end_ns = built.end_ns;
+    let mut next_report = every_ns;
+    while done.load(Ordering::Relaxed) < all {
+        match net.next_event_ns() {
+            Some(t) if t <= end_ns => {
+                net.step();
+            }
+            _ => break,
+        }
+        if net.now_ns() >= next_report {
+            observe(&Progress {
+                now_ns: net.now_ns(),
+                polls: net.polls(),
+                hosts_done: done.load(Ordering::Relaxed),
+                hosts: all,
+            });
+            next_report = net.now_ns().saturating_add(every_ns);
+        }
+    }
+    if done.load(Ordering::Relaxed) < all {
+        net.run_until(end_ns);
+    }
+    let ended_ns = net.now_ns();
+    let polls = net.polls();
+
+    let mut records: Vec<(String, Vec<FlowRecord>)> = Vec::new();
+    for name in built.senders {
+        let i = host_nodes
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, i)| *i)
+            .ok_or_else(|| format!("sender {name} is not a host node"))?;
+        let host = net
+            .daemon::<RoceHost<Io>>(i)
+            .ok_or_else(|| format!("node {name} is not a host"))?;
+        records.push((name, host.node_ref().records().to_vec()));
+    }
+    let finals = net.finish();
+    let mut switches = Vec::new();
+    for (name, i) in switch_nodes {
+        let json = finals[i]
+            .as_ref()
+            .map_err(|e| format!("switch {name}: status: {e}"))?;
+        let snap: Snapshot =
+            serde_json::from_slice(json).map_err(|e| format!("switch {name}: status: {e}"))?;
+        switches.push((name, snap));
+    }
+    Ok(outcome(records, switches, ended_ns, polls))
+}
+
+/// How a [`run_wall`] is watched while it runs.
+#[derive(Default)]
+pub struct WallOptions<'a> {
+    /// Each switch's control socket (`lcmp-ctl` requests served between
+    /// polls, as the switch daemon serves them), by switch name; none
+    /// without. A socket is removed when the run ends.
+    pub control_socket: Option<&'a dyn Fn(&str) -> PathBuf>,
+    /// Once set, the run ends within [`STOP_CHECK_NS`] (at once when a
+    /// signal set it: the sleep ends with the signal): a user's interrupt.
+    /// Flows still running are reported `unfinished`.
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// The same network as [`run_virtual`], run on the wall clock: every node
+/// under its daemon on this thread ([`run_many`]: each steps in turn; when
+/// none has work the thread sleeps until the earliest deadline), each
+/// reading the monotonic clock from the run's start, so frames move when
+/// the clock says, late when the machine is slow. The run's
+/// [`Scaling`](lcmp_topology::Scaling) is its time dilation: with `time`
+/// 10 the emulated links are 10 times as long and 10 times as slow
+/// (`Scaling::emulated`), as the namespace engine runs them, and FCTs and
+/// `end_ns` are of the emulation's time. Not deterministic: a run is what
+/// the machine kept up with.
+pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, String> {
+    let built = build(run)?;
+    let clock = WallClock::starting_now();
+    let mut served = Vec::new();
+    let mut nodes = Vec::new();
+    for (name, node) in built.switches {
+        let mut d = Daemon::new(node, clock, DaemonConfig::quiet(&name));
+        if let Some(socket) = opts.control_socket {
+            let path = socket(&name);
+            let inbox = Inbox::new().map_err(|e| format!("switch {name}: control inbox: {e}"))?;
+            served.push(
+                serve_scoped(&path, &inbox)
+                    .map_err(|e| format!("control socket {}: {e}", path.display()))?,
+            );
+            d.attach_inbox(inbox);
+        }
+        nodes.push(WallNode::Switch(name, Box::new(d)));
+    }
+    let hosts = built.hosts.len();
+    for h in built.hosts {
+        let d = Daemon::new(h.node, clock, DaemonConfig::quiet(&h.name));
+        nodes.push(WallNode::Host(h.name, Box::new(d)));
+    }
+    let stop = AtomicBool::new(false);
+    nodes.push(WallNode::Until(Until {
+        done: built.done.clone(),
+        hosts,
+        end_ns: built.end_ns,
+        clock,
+        asked: opts.stop,
+        stop: &stop,
+        rounds: 0,
+    }));
+    run_many(&mut nodes, &stop);
+    // The sockets go before the nodes: a request now would wait for a
+    // loop that no longer runs.
+    drop(served);
+
+    let mut ended_ns = 0;
+    let mut polls = 0;
+    let mut switches = Vec::new();
+    let mut by_host = Vec::new();
+    let per_round = nodes.len() as u64 - 1;
+    for n in nodes {
+        match n {
+            WallNode::Switch(name, mut d) => switches.push((name, d.finish())),
+            WallNode::Host(name, d) => by_host.push((name, d.node_ref().records().to_vec())),
+            WallNode::Until(mut u) => {
+                ended_ns = u.clock.now_ns().min(built.end_ns);
+                polls = u.rounds.saturating_mul(per_round);
+            }
+        }
+    }
+    let mut records = Vec::new();
+    for name in built.senders {
+        let i = by_host
+            .iter()
+            .position(|(n, _)| *n == name)
+            .ok_or_else(|| format!("sender {name} is not a host node"))?;
+        records.push(by_host.swap_remove(i));
+    }
+    Ok(outcome(records, switches, ended_ns, polls))
+}
+
+/// The outcome, with the frame-hops summed from the switches' counters.
+fn outcome(
+    records: Vec<(String, Vec<FlowRecord>)>,
+    switches: Vec<(String, Snapshot)>,
+    end_ns: u64,
+    polls: u64,
+) -> VirtualOutcome {
+    let frame_hops = switches
+        .iter()
+        .map(|(_, s)| s.counters.get("tx_frames").copied().unwrap_or(0))
+        .sum();
+    VirtualOutcome {
+        records,
+        switches,
+        end_ns,
+        polls,
+        frame_hops,
+    }
+}
+
+/// The monotonic clock from a run's start, ns: every node of a wall-clock
+/// run reads the same origin.
+#[derive(Clone, Copy, Debug)]
+struct WallClock {
+    origin_ns: u64,
+}
+
+impl WallClock {
+    fn starting_now() -> Self {
+        WallClock {
+            origin_ns: MonotonicClock.now_ns(),
+        }
+    }
+}
+
+impl Clock for WallClock {
+    fn now_ns(&mut self) -> u64 {
+        MonotonicClock.now_ns().saturating_sub(self.origin_ns)
+    }
+}
+
+/// How often a wall-clock run looks at [`WallOptions::stop`] while it
+/// sleeps, ns.
+pub const STOP_CHECK_NS: u64 = 100_000_000;
+
+/// What the wall-clock run's thread steps: the nodes, and last the check
+/// that ends the run.
+enum WallNode<'a> {
+    Switch(String, Box<Daemon<LcmpNode<Io>, WallClock>>),
+    Host(String, Box<Daemon<RoceHost<Io>, WallClock>>),
+    Until(Until<'a>),
+}
+
+/// Ends a wall-clock run when every host is done, at its end, or when
+/// asked; stepped last in each round, so right after the host that
+/// finished.
+struct Until<'a> {
+    done: Arc<AtomicUsize>,
+    hosts: usize,
+    end_ns: u64,
+    clock: WallClock,
+    asked: Option<&'a AtomicBool>,
+    stop: &'a AtomicBool,
+    /// Rounds of [`run_many`] so far.
+    rounds: u64,
+}
+
+impl Loop for WallNode<'_> {
+    fn step(&mut self) -> usize {
+        match self {
+            WallNode::Switch(_, d) => Loop::step(d),
+            WallNode::Host(_, d) => Loop::step(d),
+            WallNode::Until(u) => {
+                u.rounds += 1;
+                if u.done.load(Ordering::Relaxed) >= u.hosts
+                    || u.clock.now_ns() >= u.end_ns
+                    || u.asked.is_some_and(|a| a.load(Ordering::Relaxed))
+                {
+                    u.stop.store(true, Ordering::Relaxed);
+                }
+                0
+            }
+        }
+    }
+
+    fn event_mode(&self) -> bool {
+        match self {
+            WallNode::Switch(_, d) => d.event_mode(),
+            WallNode::Host(_, d) => d.event_mode(),
+            WallNode::Until(_) => true,
+        }
+    }
+
+    fn timeout_ns(&mut self) -> u64 {
+        match self {
+            WallNode::Switch(_, d) => d.timeout_ns(),
+            WallNode::Host(_, d) => d.timeout_ns(),
+            WallNode::Until(u) => {
+                let left = u.end_ns.saturating_sub(u.clock.now_ns());
+                if u.asked.is_some() {
+                    left.min(STOP_CHECK_NS)
+                } else {
+                    left
+                }
+            }
+        }
+    }
+
+    fn poll_fds(&mut self) -> &mut [libc::pollfd] {
+        match self {
+            WallNode::Switch(_, d) => d.poll_fds(),
+            WallNode::Host(_, d) => d.poll_fds(),
+            WallNode::Until(_) => &mut [],
+        }
+    }
+
+    fn after_poll(&mut self) {
+        match self {
+            WallNode::Switch(_, d) => d.after_poll(),
+            WallNode::Host(_, d) => d.after_poll(),
+            WallNode::Until(_) => {}
+        }
+    }
+}
+
+/// A host as [`build`] leaves it: its node and where it is attached.
+struct BuiltHost {
+    name: String,
+    /// Its switch, an index of the topology's switches.
+    switch: usize,
+    /// The switch's port towards it.
+    port: u8,
+    node: RoceHost<Io>,
+}
+
+/// A network built, before a driver runs it.
+struct Built {
+    /// Every switch's node, in the topology's order.
+    switches: Vec<(String, LcmpNode<Io>)>,
+    hosts: Vec<BuiltHost>,
+    /// The switch-to-switch memory links (their ends are in the nodes).
+    links: MemoryLinks,
+    /// The senders, in the order of the run's traffic.
+    senders: Vec<String>,
+    /// Hosts that have ended all their flows.
+    done: Arc<AtomicUsize>,
+    end_ns: u64,
+}
+
+/// Builds a run's network: its switches' and hosts' nodes over memory
+/// links (see the module docs), after the checks that refuse it.
+fn build(run: VirtualRun) -> Result<Built, String> {
     let VirtualRun {
         network,
         switch: opts,
@@ -371,9 +679,7 @@ pub fn run_virtual_observed(
         host_ends.push(host_end);
     }
 
-    let mut net = VirtualNet::new(0);
-    let daemon = |name: &str| DaemonConfig::quiet(name);
-    let mut switch_nodes = Vec::new();
+    let mut switches = Vec::new();
     let host_mac = |h| port_mac(&network.host(h).name, 0);
     for ((s, share), ends) in network.switches().iter().zip(shares).zip(at_switch) {
         let name = s.name.as_str();
@@ -386,80 +692,31 @@ pub fn run_virtual_observed(
         }
         let interval = defaults::STATS_INTERVAL_MS * 1_000_000;
         let node = LcmpNode::new(sw, name, log.as_deref(), interval)?;
-        switch_nodes.push((name.to_string(), net.add_node(node, daemon(name))));
+        switches.push((name.to_string(), node));
     }
-    // Before any host is a node, so switch names find switches.
-    net.join_links(&links)?;
 
     let done = Arc::new(AtomicUsize::new(0));
-    let mut host_nodes = Vec::new();
+    let mut built_hosts = Vec::new();
     for ((plan, share), end) in hosts.into_iter().zip(host_shares).zip(host_ends) {
         let h = network
             .host_by_name(&plan.name)
             .ok_or_else(|| format!("no host {}", plan.name))?;
         let io = host_io(share, end, Transfer::Descriptor);
-        let mut host = RoceHost::new(plan.cfg, io, plan.flows, &plan.dsts)?;
-        host.count_done_in(done.clone());
-        let i = net.add_node(host, daemon(&plan.name));
-        let sw = switch_nodes[h.switch.index()].1;
-        net.join((sw, usize::from(h.port)), (i, 0))?;
-        host_nodes.push((plan.name, i));
+        let mut node = RoceHost::new(plan.cfg, io, plan.flows, &plan.dsts)?;
+        node.count_done_in(done.clone());
+        built_hosts.push(BuiltHost {
+            name: plan.name,
+            switch: h.switch.index(),
+            port: h.port,
+            node,
+        });
     }
-
-    let all = host_nodes.len();
-    let mut next_report = every_ns;
-    while done.load(Ordering::Relaxed) < all {
-        match net.next_event_ns() {
-            Some(t) if t <= end_ns => {
-                net.step();
-            }
-            _ => break,
-        }
-        if net.now_ns() >= next_report {
-            observe(&Progress {
-                now_ns: net.now_ns(),
-                polls: net.polls(),
-                hosts_done: done.load(Ordering::Relaxed),
-                hosts: all,
-            });
-            next_report = net.now_ns().saturating_add(every_ns);
-        }
-    }
-    if done.load(Ordering::Relaxed) < all {
-        net.run_until(end_ns);
-    }
-    let ended_ns = net.now_ns();
-    let polls = net.polls();
-
-    let mut records: Vec<(String, Vec<FlowRecord>)> = Vec::new();
-    for name in senders {
-        let i = host_nodes
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, i)| *i)
-            .ok_or_else(|| format!("sender {name} is not a host node"))?;
-        let host = net
-            .daemon::<RoceHost<Io>>(i)
-            .ok_or_else(|| format!("node {name} is not a host"))?;
-        records.push((name, host.node_ref().records().to_vec()));
-    }
-    let finals = net.finish();
-    let mut switches = Vec::new();
-    let mut frame_hops = 0u64;
-    for (name, i) in switch_nodes {
-        let json = finals[i]
-            .as_ref()
-            .map_err(|e| format!("switch {name}: status: {e}"))?;
-        let snap: Snapshot =
-            serde_json::from_slice(json).map_err(|e| format!("switch {name}: status: {e}"))?;
-        frame_hops += snap.counters.get("tx_frames").copied().unwrap_or(0);
-        switches.push((name, snap));
-    }
-    Ok(VirtualOutcome {
-        records,
+    Ok(Built {
         switches,
-        end_ns: ended_ns,
-        polls,
-        frame_hops,
+        hosts: built_hosts,
+        links,
+        senders,
+        done,
+        end_ns,
     })
 }

@@ -4,6 +4,7 @@
 
 use lcmp_control::Snapshot;
 use lcmp_engine::network::pool_frames;
+use lcmp_engine::network::{run_wall, WallOptions};
 use lcmp_engine::{run_virtual, HostTraffic, VirtualOutcome, VirtualRun};
 use lcmp_policy::{LcmpParams, Policy};
 use lcmp_switch::config::Options;
@@ -11,7 +12,7 @@ use lcmp_topology::{Peer, Topology};
 use lcmp_traffic::cdf::Cdf;
 use lcmp_traffic::client::{write_records, Destination};
 use lcmp_traffic::flows::{Arrivals, FlowSource, ScheduledFlow};
-use lcmp_traffic::record::FlowStatus;
+use lcmp_traffic::record::{FlowRecord, FlowStatus};
 use lcmp_traffic::rocev2::client::RoceOptions;
 
 /// a - s1, two paths to s2 - b: via m2 (file order first, so s1's lower
@@ -109,6 +110,17 @@ fn run(
     end_ns: u64,
     flow_log: Option<std::path::PathBuf>,
 ) -> Result<VirtualOutcome, String> {
+    run_virtual(network_run(text, senders, end_ns, flow_log))
+}
+
+/// The run of `senders`' flows (to b) on network `text`, ending at
+/// `end_ns` at the latest.
+fn network_run(
+    text: &str,
+    senders: &[(&str, Vec<ScheduledFlow>)],
+    end_ns: u64,
+    flow_log: Option<std::path::PathBuf>,
+) -> VirtualRun {
     let traffic = senders
         .iter()
         .map(|(host, flows)| HostTraffic {
@@ -117,7 +129,7 @@ fn run(
             dsts: vec![b()],
         })
         .collect();
-    run_virtual(VirtualRun {
+    VirtualRun {
         network: topo(text),
         switch: Options {
             policy: lcmp_keep_one(),
@@ -132,7 +144,7 @@ fn run(
         traffic,
         end_ns,
         flow_log,
-    })
+    }
 }
 
 /// The port of `switch` towards switch `peer`.
@@ -144,6 +156,15 @@ fn port_towards(topo: &Topology, switch: &str, peer: &str) -> u32 {
         .unwrap()
         .index
         .into()
+}
+
+/// The records of the run's only sender, `sender`.
+fn records_of<'a>(out: &'a VirtualOutcome, sender: &str) -> &'a [FlowRecord] {
+    let [(name, recs)] = &out.records[..] else {
+        panic!("{:?}", out.records);
+    };
+    assert_eq!(name, sender);
+    recs
 }
 
 fn snapshot<'a>(out: &'a VirtualOutcome, name: &str) -> &'a Snapshot {
@@ -179,11 +200,8 @@ fn one_flow_completes_in_the_path_rtt_plus_serialization_at_the_bottleneck() {
     // hide: the First on a's NIC and on s1 -> m1 (2 x 1074), the Last on
     // s2 -> b (1058), the ACK on each of its four hops (62 + 620 + 62 +
     // 62): 24000 + 31900 + 2148 + 1058 + 806 = 59912.
-    let [(sender, recs)] = &out.records[..] else {
-        panic!("{:?}", out.records);
-    };
-    assert_eq!(sender, "a");
-    let [rec] = &recs[..] else {
+    let recs = records_of(&out, "a");
+    let [rec] = recs else {
         panic!("{recs:?}");
     };
     assert_eq!(rec.status, FlowStatus::Ok);
@@ -499,4 +517,97 @@ fn a_pool_holds_a_links_bandwidth_delay_product_and_buffer() {
     assert_eq!(pool_frames(8_000_000_000, 1_000_000, 1_000_000, 1000), 2531);
     // A link with no delay and no buffer: the slack alone.
     assert_eq!(pool_frames(100_000_000_000, 0, 0, 1000), 640);
+}
+
+#[test]
+fn on_the_wall_clock_the_flow_completes_no_sooner_than_the_virtual_clock_says() {
+    let out = run_wall(
+        network_run(
+            TWO_PATHS,
+            &[("a", vec![flow(7, 3000, 0)])],
+            30_000_000_000,
+            None,
+        ),
+        &WallOptions::default(),
+    )
+    .unwrap();
+    let recs = records_of(&out, "a");
+    let [rec] = recs else {
+        panic!("{recs:?}");
+    };
+    assert_eq!(rec.status, FlowStatus::Ok);
+    assert_eq!((rec.id, rec.size_bytes), (7, 3000));
+    // The virtual clock's 59,912 ns (worked out above) is the schedule
+    // with no lateness: a frame never leaves a link early, so the wall
+    // clock can only add to it (how much depends on the machine).
+    let fct = rec.fct_ns.unwrap();
+    assert!(fct >= 59_912, "{rec:?}");
+    assert!(rec.min_rtt_us.unwrap() >= 39, "{rec:?}");
+    // The run ended with the flow, long before its 30 s end.
+    assert!(out.end_ns < 30_000_000_000);
+    // Nothing lost, nothing sent twice: the same 18 frame-hops (3 data
+    // frames and 3 ACKs through three switches) and the same path.
+    assert_eq!(out.frame_hops, 18);
+    let topo = topo(TWO_PATHS);
+    let s1 = snapshot(&out, "s1");
+    let via_m1 = port_towards(&topo, "s1", "m1") as usize;
+    assert_eq!(s1.ports[via_m1].counter("tx_frames"), 3, "{s1:?}");
+}
+
+#[test]
+fn a_wall_clock_run_answers_its_control_sockets_and_stops_when_told() {
+    use lcmp_control::client::Client;
+    use lcmp_control::{Reply, Request};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    let dir = std::env::temp_dir().join(format!("lcmp-engine-wall-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let sockets = dir.clone();
+    static STOP: AtomicBool = AtomicBool::new(false);
+    // The flow would start at 20 s, the run end at 60 s: only the stop
+    // ends it.
+    let runner = std::thread::spawn(move || {
+        let socket = move |name: &str| sockets.join(format!("{name}.sock"));
+        run_wall(
+            network_run(
+                TWO_PATHS,
+                &[("a", vec![flow(7, 3000, 20_000_000_000)])],
+                60_000_000_000,
+                None,
+            ),
+            &WallOptions {
+                control_socket: Some(&socket),
+                stop: Some(&STOP),
+            },
+        )
+    });
+    // Waits for s2's socket (bound before the run starts), then asks.
+    let path = dir.join("s2.sock");
+    let reply = loop {
+        match Client::connect(&path, Duration::from_secs(5))
+            .and_then(|mut c| c.call(&Request::Status))
+        {
+            Ok(r) => break r,
+            Err(_) if !runner.is_finished() => std::thread::yield_now(),
+            Err(e) => panic!("{e}: {:?}", runner.join()),
+        }
+    };
+    let Reply::Status(snap) = reply else {
+        panic!("{reply:?}");
+    };
+    assert_eq!(snap.switch, "s2");
+    // s2: m2, m1 and host b.
+    assert_eq!(snap.ports.len(), 3, "{snap:?}");
+    STOP.store(true, Ordering::Relaxed);
+    let out = runner.join().unwrap().unwrap();
+    // Stopped before the flow's arrival: it never started, no record.
+    assert_eq!(out.records, vec![("a".to_string(), Vec::new())]);
+    assert!(out.end_ns < 20_000_000_000, "{}", out.end_ns);
+    assert_eq!(out.switches.len(), 4);
+    // The sockets are gone with the run.
+    for name in ["s1", "s2", "m1", "m2"] {
+        assert!(!dir.join(format!("{name}.sock")).exists(), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -42,6 +42,15 @@ fn testbed(args: &[&str]) -> Output {
         .expect("lcmp-testbed runs")
 }
 
+fn assert_success(o: &Output) {
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 fn run_fixture(out: &Path) {
     let config = fixture("virtual-2dc.toml");
     let o = testbed(&[
@@ -51,12 +60,7 @@ fn run_fixture(out: &Path) {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_success(&o);
 }
 
 /// `flows.csv` of a run: one map of column to value per flow.
@@ -302,8 +306,8 @@ fn what_the_virtual_engine_cannot_run_is_one_line_and_leaves_nothing() {
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             poisson(&[]),
-            "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
-             carries rocev2",
+            "tcp runs on the namespaces engine only (kernel TCP stacks); the wall and virtual \
+             engines carry rocev2",
         ),
         (
             poisson(&["--transport", "rocev2", "--switch-processes", "one"]),
@@ -364,11 +368,86 @@ fn help_names_the_engines_and_what_each_is_for() {
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("--engine <ENGINE>"), "{help}");
     for what in [
-        "The engines accepted now are namespaces and virtual",
+        "The engines accepted now are namespaces, wall and virtual",
         "- namespaces: For TCP, and RoCEv2 through real sockets: a network namespace per switch",
         "- virtual:    For RoCEv2 only: the whole network in this one process on a virtual clock",
         "no root",
+        "- wall:       For RoCEv2 only: the same network in this one process on the wall clock",
     ] {
         assert!(help.contains(what), "{what:?} not in {help}");
     }
+}
+
+#[test]
+fn the_trace_replays_on_the_wall_clock_no_faster_than_the_virtual_clock() {
+    let out = scratch("wall");
+    let trace = fixture("virtual-trace.txt");
+    let o = testbed(&[
+        "experiment",
+        "--engine",
+        "wall",
+        "--name",
+        &format!("w{}", std::process::id() % 100_000),
+        "--transport",
+        "rocev2",
+        "--topology",
+        &topology(),
+        "--from",
+        "s1",
+        "--to",
+        "s2",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "hpcc-fct",
+        "--policies",
+        "lcmp",
+        // The network as written: no dilation (the default on this engine
+        // is the namespaces engine's, rates / 1000 and time x 10).
+        "--scale",
+        "1",
+        "--time-scale",
+        "1",
+        "--drain",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_success(&o);
+    let f = flows(&out.join("runs/virtual-trace-lcmp-seed1/flows.csv"));
+    assert_eq!(f.len(), 5, "{f:?}");
+    for (i, row) in f.iter().enumerate() {
+        assert_eq!(row["id"], i.to_string());
+        assert_eq!(row["status"], "ok", "{row:?}");
+        assert!(row["switch_path"].starts_with("s1>"), "{row:?}");
+    }
+    // The lone flow: no sooner than the virtual clock's exact FCT on its
+    // path (frames never leave a link early; how much later depends on
+    // the machine), its RTT no less than the path's configured one.
+    let lone = &f[0];
+    let path = lone["path"].clone();
+    let fct: u64 = lone["fct_ns"].parse().unwrap();
+    assert!(fct >= lone_flow_fct_ns(&path), "{lone:?}");
+    let configured_rtt_us = match path.as_str() {
+        "p1" => 20_040,
+        "p2" => 40_040,
+        "p3" => 8_040,
+        other => panic!("no path {other}"),
+    };
+    let min_rtt: u64 = lone["min_rtt_us"].parse().unwrap();
+    assert!(min_rtt >= configured_rtt_us, "{lone:?}");
+    // Calibration: the configured RTTs as the floor, said so.
+    let cal = json(&out.join("calibration.json"));
+    assert_eq!(cal["engine"], "wall");
+    assert!(cal["floor"].as_str().unwrap().contains("floor"), "{cal}");
+    assert_eq!(cal["base_rtt_ns"], 8_040_000);
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["experiment"]["engine"]["name"], "wall");
+    assert_eq!(summary["experiment"]["scaling"], "none");
+    assert_eq!(summary["runs"][0]["flows_completed"], 5);
+    for sw in ["s1", "s2", "p1", "p2", "p3"] {
+        let dir = out.join("runs/virtual-trace-lcmp-seed1");
+        assert_eq!(json(&dir.join(format!("switch-{sw}.json")))["switch"], sw);
+    }
+    let _ = std::fs::remove_dir_all(&out);
 }

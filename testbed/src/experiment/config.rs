@@ -90,6 +90,11 @@ pub enum Engine {
     /// memory links, time jumping from event to event; deterministic (two
     /// runs give identical flows.csv), delays and rates exact, no root
     Virtual,
+    /// For RoCEv2 only: the same network in this one process on the wall
+    /// clock (dilated by time_scale, as the namespaces engine), no kernel
+    /// on any hop; lcmp-ctl reaches its switches while it runs (as root);
+    /// results are what the machine kept up with
+    Wall,
 }
 
 impl Engine {
@@ -98,6 +103,7 @@ impl Engine {
         match self {
             Engine::Namespaces => "namespaces",
             Engine::Virtual => "virtual",
+            Engine::Wall => "wall",
         }
     }
 }
@@ -105,15 +111,16 @@ impl Engine {
 /// The rate scale and time dilation of an experiment that gives none, the
 /// one place they are decided: under rocev2 on the namespace engine
 /// [`ROCEV2_DEFAULT_SCALE`] and [`ROCEV2_DEFAULT_TIME_SCALE`], which exist
-/// only so that real processes on 2 cores keep up; the virtual engine pays
-/// in CPU per event, not in real time, so it runs the network as written
-/// (1 and 1); TCP is never scaled by default.
+/// only so that real processes on 2 cores keep up (the wall engine, on the
+/// wall clock too, the same); the virtual engine pays in CPU per event, not
+/// in real time, so it runs the network as written (1 and 1); TCP is never
+/// scaled by default.
 pub fn default_factors(transport: Transport, engine: Engine) -> (f64, f64) {
     match (engine, transport) {
-        (Engine::Namespaces, Transport::Rocev2) => {
+        (Engine::Namespaces | Engine::Wall, Transport::Rocev2) => {
             (ROCEV2_DEFAULT_SCALE, ROCEV2_DEFAULT_TIME_SCALE)
         }
-        (Engine::Virtual, _) | (Engine::Namespaces, Transport::Tcp) => (1.0, 1.0),
+        (Engine::Virtual, _) | (_, Transport::Tcp) => (1.0, 1.0),
     }
 }
 
@@ -459,8 +466,9 @@ fn default_load_def() -> LoadDefinition {
     the end, also on error or Ctrl-C. That is the namespaces engine (needs root); --engine \
     virtual runs the same rocev2 experiment in this one process on a virtual clock instead \
     (no root, no namespaces, deterministic; calibration is the topology's exact RTTs, and every \
-    switch's final counters are written as runs/<run>/switch-<name>.json). Engines accepted \
-    now: namespaces and virtual."
+    switch's final counters are written as runs/<run>/switch-<name>.json); --engine wall runs \
+    that one process on the wall clock (dilated as the namespaces engine; lcmp-ctl --testbed \
+    NAME reaches its switches while it runs, as root). Engines: namespaces, wall, virtual."
 )]
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
@@ -504,12 +512,12 @@ pub struct ExperimentArgs {
     #[arg(long, value_enum, default_value = "tcp")]
     pub transport: Transport,
     /// Where the experiment runs (default: namespaces; overrides the
-    /// file's `engine`). The engines accepted now are namespaces and
-    /// virtual; the virtual engine runs FCT experiments (not
-    /// rotor-experiment), writes every switch's final counters with the
-    /// results (runs/<run>/switch-<name>.json) and scales nothing by default
-    /// (the namespaces engine defaults rocev2 to --scale 1000 --time-scale
-    /// 10 so that 2 cores keep up).
+    /// file's `engine`). The engines accepted now are namespaces, wall and
+    /// virtual; the one-process engines (wall, virtual) run FCT experiments
+    /// (not rotor-experiment) and write every switch's final counters with
+    /// the results (runs/<run>/switch-<name>.json); the virtual engine
+    /// scales nothing by default (the namespaces and wall engines default
+    /// rocev2 to --scale 1000 --time-scale 10 so that 2 cores keep up).
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<Engine>,
     /// Divide flow sizes by S (a flow is at least one packet). Default:
@@ -723,16 +731,16 @@ impl ExperimentConfig {
     }
 
     /// Refuses, in one line each, what the engine cannot run: on the
-    /// virtual engine TCP and every option that configures the namespace
-    /// engine's processes, kernels or links.
+    /// one-process engines (wall, virtual) TCP and every option that
+    /// configures the namespace engine's processes, kernels or links.
     fn check_engine(&self) -> Result<()> {
         if self.engine == Engine::Namespaces {
             return Ok(());
         }
         if self.transport == Transport::Tcp {
             return Err(Error::new(
-                "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
-                 carries rocev2 (transport = \"rocev2\", --transport rocev2)",
+                "tcp runs on the namespaces engine only (kernel TCP stacks); the wall and virtual \
+                 engines carry rocev2 (transport = \"rocev2\", --transport rocev2)",
             ));
         }
         let namespace_only = [
@@ -768,7 +776,8 @@ impl ExperimentConfig {
         ];
         match namespace_only.iter().find(|(given, _)| *given) {
             Some((_, what)) => Err(Error::new(format!(
-                "{what}: a namespaces engine option, not with engine virtual"
+                "{what}: a namespaces engine option, not with engine {}",
+                self.engine.name()
             ))),
             None => Ok(()),
         }
@@ -1162,6 +1171,29 @@ mod tests {
         assert_eq!(v.engine, Engine::Virtual);
         assert_eq!(v.scaling(), lcmp_topology::Scaling::NONE);
         v.validate().unwrap();
+        // The wall engine must keep up with the wall clock, as the
+        // namespaces engine: the same defaults.
+        let w = flags(&["--engine", "wall"]);
+        assert_eq!(w.engine, Engine::Wall);
+        assert_eq!(
+            w.scaling().to_string(),
+            "rate=1000,buffer=1000,size=1000,time=10"
+        );
+        w.validate().unwrap();
+        let mut w_tcp = w.clone();
+        w_tcp.transport = Transport::Tcp;
+        assert!(w_tcp
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("tcp runs on the namespaces engine only"));
+        let mut w_cc = w;
+        w_cc.cc = Some("cubic".into());
+        assert!(w_cc
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .ends_with("a namespaces engine option, not with engine wall"));
         let told = flags(&["--engine", "virtual", "--scale", "10", "--time-scale", "2"]);
         assert_eq!(
             told.scaling().to_string(),
@@ -1191,8 +1223,8 @@ mod tests {
         };
         bad(
             &|c| c.transport = Transport::Tcp,
-            "tcp runs on the namespaces engine only (kernel TCP stacks); the virtual engine \
-             carries rocev2",
+            "tcp runs on the namespaces engine only (kernel TCP stacks); the wall and virtual \
+             engines carry rocev2",
         );
         let namespace_only = "a namespaces engine option, not with engine virtual";
         bad(

@@ -1,15 +1,15 @@
 //! `lcmp-testbed experiment`: FCT experiments comparing path-selection
 //! policies on a namespace testbed (see [`config::ExperimentArgs`] for what
 //! a run does, `calibrate` for faithfulness checks, `run` for one run,
-//! `framework` for what every experiment does around its runs), or on the
-//! virtual engine, the whole network in one process on a virtual clock
-//! (`virtual_engine`; [`config::Engine`] says which).
+//! `framework` for what every experiment does around its runs), or with
+//! the whole network in this one process, on the virtual clock or the wall
+//! clock (`one_process`; [`config::Engine`] says which).
 
 pub mod calibrate;
 pub mod config;
 pub mod framework;
+pub mod one_process;
 pub mod run;
-pub mod virtual_engine;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -161,7 +161,7 @@ pub fn rate_per_sender(
 pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
     match cfg.engine {
         config::Engine::Namespaces => framework::run(out, say, || FctExperiment::prepare(cfg)),
-        config::Engine::Virtual => virtual_engine::run(cfg, out, say),
+        config::Engine::Virtual | config::Engine::Wall => one_process::run(cfg, out, say),
     }
 }
 
@@ -523,6 +523,7 @@ fn write_results(
                 (Transport::Tcp, _) => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
                 (Transport::Rocev2, config::Engine::Namespaces) => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
                 (Transport::Rocev2, config::Engine::Virtual) => "base RTT of the minimum-delay path (its configured delays, exact on the virtual clock) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
+                (Transport::Rocev2, config::Engine::Wall) => "base RTT of the minimum-delay path (its configured delays, which the wall clock can only exceed) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
             },
         },
         "calibration": r.cal,

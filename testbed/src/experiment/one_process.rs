@@ -1,6 +1,11 @@
-//! The FCT experiment on the virtual engine (`--engine virtual`): the
-//! whole network in this process on the virtual clock
-//! ([`lcmp_engine::run_virtual`]), no namespaces, no root, deterministic.
+//! The FCT experiment with the whole network in this process, no
+//! namespaces: on the virtual clock (`--engine virtual`,
+//! [`lcmp_engine::run_virtual`]: no root, deterministic) or on the wall
+//! clock (`--engine wall`, [`lcmp_engine::network::run_wall`]: dilated by
+//! the experiment's time scale as the namespace engine is; each switch's
+//! control socket is the testbed's, so `lcmp-ctl --testbed NAME` reaches
+//! it while the run goes on, where this process may create it (root);
+//! Ctrl-C ends the run, its running flows reported unfinished).
 //!
 //! Everything around the runs is the namespace engine's: the same runs
 //! (`plan_runs`), the same flows per sender (the trace's schedules, or
@@ -8,7 +13,9 @@
 //! `lcmp-traffic` clients get), the same files per run (`flows.csv` with
 //! the switch paths from the decision logs, `decisions-<switch>.csv`) and
 //! the same `summary.json`, report, plots and fidelity. What differs:
-//! calibration is the topology's own RTTs, exact (nothing to measure);
+//! calibration is the topology's own RTTs (exact on the virtual clock; on
+//! the wall clock frames never leave early, so the configured RTT is the
+//! floor; the flows' `min_rtt_us` say how far above it a run was);
 //! every switch's final snapshot is kept (`switch-<name>.json`), and its
 //! counters, which cover the whole run, give the drops and the link loads;
 //! `summary.json` says which engine ran and each run's virtual and wall
@@ -18,6 +25,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use lcmp_control::Snapshot;
+use lcmp_engine::network::WallOptions;
 use lcmp_engine::{HostTraffic, VirtualRun};
 use lcmp_policy::{Policy, PolicyName};
 use lcmp_results::analysis::{self, NetworkInput};
@@ -32,7 +40,7 @@ use lcmp_traffic::rocev2::client::RoceOptions;
 use serde_json::json;
 
 use super::run::{self, RunMeasurements, RunSpec};
-use super::{calibrate, config, ExperimentConfig, Results, RunOutcome, ROCEV2_PORT};
+use super::{calibrate, config, framework, ExperimentConfig, Results, RunOutcome, ROCEV2_PORT};
 use crate::flow_paths::SwitchDecisions;
 use crate::state::SwitchSettings;
 use crate::{bed, Error, Result};
@@ -40,9 +48,14 @@ use crate::{bed, Error, Result};
 /// What `calibration.json` says of a calibration on the virtual engine.
 const EXACT_NOTE: &str = "virtual engine: every RTT is the topology's, exactly (the virtual \
     clock delays each frame by exactly its links' delays and serialization; nothing measured)";
+/// What `calibration.json` says of a calibration on the wall engine.
+const FLOOR_NOTE: &str = "wall engine: every RTT is the topology's, as a floor (a frame never \
+    leaves a link before its delay and serialization; the machine falling behind adds to them; \
+    nothing measured: the flows' min_rtt_us show it)";
 
-/// Runs experiment `cfg` on the virtual engine, writing under `out` what
-/// the namespace engine writes (see the module docs).
+/// Runs experiment `cfg` on its one-process engine (virtual or wall),
+/// writing under `out` what the namespace engine writes (see the module
+/// docs).
 pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<analysis::Summary> {
     let topo = cfg.validate()?;
     // The engine emulates the network as written and applies the
@@ -66,7 +79,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         toml::to_string(cfg).expect("config serializes"),
     )?;
     let cal = calibrate::configured(&topo, from, to)?;
-    write_calibration(&cal, &out.join("calibration.json"))?;
+    write_calibration(&cal, cfg.engine, &out.join("calibration.json"))?;
     let paths = cal.first_hops();
     let ideal = super::ideal_model(cfg.transport, &cal);
 
@@ -75,7 +88,12 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let (specs, trace_echo) =
         super::plan_runs(cfg, &topo, &senders, replay.as_ref(), out, &base_spec)?;
 
+    let wall = cfg.engine == config::Engine::Wall;
+    if wall {
+        framework::catch_signals();
+    }
     let bed = VirtualBed {
+        wall_testbed: wall.then_some(cfg.name.as_str()),
         topo: &topo,
         network: &network,
         src: from,
@@ -87,16 +105,17 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let mut timings = Vec::new();
     for (k, (load, spec)) in specs.iter().enumerate() {
         say(&format!(
-            "run {}/{} {} on the virtual clock",
+            "run {}/{} {} on the {} clock",
             k + 1,
             specs.len(),
-            spec.id
+            spec.id,
+            if wall { "wall" } else { "virtual" }
         ));
         let dir = out.join("runs").join(&spec.id);
         let (flows, meas, timing) = bed.run(spec, &dir)?;
         let input = super::run_input(spec, *load, flows, &meas, &cal.notes, &paths);
         say(&format!(
-            "{}  [virtual {:.6} s in {:.2} s wall]",
+            "{}  [{:.6} s of the network's clock in {:.2} s wall]",
             super::run_line(&input, &meas.network, &ideal),
             timing.virtual_s,
             timing.wall_s
@@ -132,20 +151,32 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             .map(|&l| super::rate_per_sender(&topo, cfg, &senders, l))
             .collect(),
         engine: json!({
-            "name": config::Engine::Virtual.name(),
-            "clock": "virtual: FCTs and counters in the modeled network's time; wall_s is what each run cost",
+            "name": cfg.engine.name(),
+            "clock": if wall {
+                "wall: the monotonic clock from each run's start, dilated by time_scale as on the namespaces engine; virtual_s is how long each run went on that clock"
+            } else {
+                "virtual: FCTs and counters in the modeled network's time; wall_s is what each run cost"
+            },
             "runs": timings,
         }),
     };
     super::write_results(results, outcomes, out, say)
 }
 
-/// `calibration.json`: the namespace engine's schema, with a note that
-/// the RTTs are exact.
-fn write_calibration(cal: &calibrate::Calibration, file: &Path) -> Result<()> {
+/// `calibration.json`: the namespace engine's schema, with a note of what
+/// the configured RTTs are on `engine`.
+fn write_calibration(
+    cal: &calibrate::Calibration,
+    engine: config::Engine,
+    file: &Path,
+) -> Result<()> {
     let mut v = serde_json::to_value(cal).expect("calibration serializes");
-    v["engine"] = json!(config::Engine::Virtual.name());
-    v["exact"] = json!(EXACT_NOTE);
+    v["engine"] = json!(engine.name());
+    if engine == config::Engine::Wall {
+        v["floor"] = json!(FLOOR_NOTE);
+    } else {
+        v["exact"] = json!(EXACT_NOTE);
+    }
     std::fs::write(
         file,
         serde_json::to_string_pretty(&v).expect("calibration serializes"),
@@ -186,8 +217,11 @@ struct Timing {
     frame_hops: u64,
 }
 
-/// What every run on the virtual engine shares.
+/// What every run on a one-process engine shares.
 struct VirtualBed<'a> {
+    /// On the wall clock: the testbed's name, whose control sockets the
+    /// switches serve. `None`: the virtual clock.
+    wall_testbed: Option<&'a str>,
     /// The effective topology (scaled as the experiment says): paths,
     /// link loads, names.
     topo: &'a Topology,
@@ -222,7 +256,23 @@ impl VirtualBed<'_> {
             flow_log: Some(dir.join("decisions-{switch}.csv")),
         };
         let wall = Instant::now();
-        let outcome = lcmp_engine::run_virtual(virtual_run).map_err(Error::new)?;
+        let outcome = match self.wall_testbed {
+            None => lcmp_engine::run_virtual(virtual_run),
+            Some(testbed) => {
+                let socket = |switch: &str| lcmp_control::paths::testbed_socket(testbed, switch);
+                // Without root /run is not ours: the run goes on unreachable.
+                let reachable =
+                    std::fs::create_dir_all(socket("x").parent().expect("a directory")).is_ok();
+                lcmp_engine::network::run_wall(
+                    virtual_run,
+                    &WallOptions {
+                        control_socket: reachable.then_some(&socket as &dyn Fn(&str) -> _),
+                        stop: Some(&run::INTERRUPTED),
+                    },
+                )
+            }
+        }
+        .map_err(Error::new)?;
         let timing = Timing {
             virtual_s: outcome.end_ns as f64 / 1e9,
             wall_s: wall.elapsed().as_secs_f64(),
