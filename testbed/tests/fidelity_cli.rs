@@ -1,7 +1,8 @@
 //! `lcmp-testbed fidelity` on a run directory made by hand (no root, no
 //! testbed): the printed figures (W1, KS, ratios, per MB; r secondary)
 //! against numbers worked out by hand, the files it writes, and one-line
-//! errors for bad inputs.
+//! errors for bad inputs; and `--against`, two run directories made by
+//! hand compared per policy, each against its own ideal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -48,10 +49,14 @@ fn flows(slowdowns: [u64; 3]) -> Vec<Value> {
 }
 
 fn run_input(policy: &str, flows: Vec<Value>) -> RunInput {
+    run_input_of(policy, "websearch", 0.3, flows)
+}
+
+fn run_input_of(policy: &str, workload: &str, load: f64, flows: Vec<Value>) -> RunInput {
     // Through JSON, so fields other crates add with defaults do not break
     // this test.
     serde_json::from_value(json!({
-        "policy": policy, "workload": "websearch", "load": 0.3, "seed": 1,
+        "policy": policy, "workload": workload, "load": load, "seed": 1,
         "flows": flows, "paths": [], "port_tx_bytes": [], "window_s": 1.0,
         "calibration_ok": true, "calibration_notes": []
     }))
@@ -59,8 +64,11 @@ fn run_input(policy: &str, flows: Vec<Value>) -> RunInput {
 }
 
 fn write_flows_csv(path: &Path, flows: &[Value]) {
-    let mut text =
-        String::from("id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path\n");
+    // The header of a real run's flows.csv (results/8dc-replay-virtual).
+    let mut text = String::from(
+        "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,\
+         path,switch_path,reverse_switch_path\n",
+    );
     for f in flows {
         let opt = |v: &Value| {
             if v.is_null() {
@@ -70,7 +78,7 @@ fn write_flows_csv(path: &Path, flows: &[Value]) {
             }
         };
         text += &format!(
-            "{},{},{},{},{},{},{},{},,{},,{},\n",
+            "{},{},{},{},{},{},{},{},,{},,{},,,\n",
             f["id"],
             f["sender"].as_str().unwrap(),
             f["receiver"].as_str().unwrap(),
@@ -494,6 +502,334 @@ fn bad_inputs_give_one_line() {
             "lcmp-testbed: {}: missing (runs/ has other runs' flows.csv; ecmp websearch seed 1 has none)",
             dir.join("runs/websearch-load0.3-ecmp-seed1/flows.csv").display()
         )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// B's ideal model, the rocev2 one: one base RTT (1 ms) plus the size at
+/// 8 Gbit/s, 1 ns per byte, no segments. A's is [`ideal`]: each run is
+/// measured against its own.
+fn ideal_b() -> IdealModel {
+    IdealModel {
+        base_rtt_ns: 1_000_000,
+        bottleneck_bps: 8_000_000_000,
+        rtts: 1.0,
+        mss_bytes: 1,
+        wire_bytes_per_segment: 1,
+    }
+}
+
+/// B's ideal FCTs of [`SIZES`]: 1 ms + 1448, 2896, 4344 ns.
+const IDEALS_B: [u64; 3] = [1_001_448, 1_002_896, 1_004_344];
+
+/// A flow per `(size index, slowdown)` against `ideals`, its FCT rounded
+/// to the ns (a relative error below 1e-6), plus a warm-up flow and an
+/// unfinished one that must not count.
+fn flows_at(ideals: [u64; 3], slowdowns: &[(usize, f64)]) -> Vec<Value> {
+    let mut v: Vec<Value> = slowdowns
+        .iter()
+        .enumerate()
+        .map(|(id, &(k, s))| {
+            let fct = (s * ideals[k] as f64).round() as u64;
+            flow(id as u64, SIZES[k], Some(fct), false)
+        })
+        .collect();
+    v.push(flow(10, 1448, Some(1), true));
+    v.push(flow(11, 4344, None, false));
+    v
+}
+
+/// An experiment output in `dir`: summary.json of one seed per `(policy,
+/// flows)` of one (workload, load) against `ideal`, and each run's
+/// flows.csv under `runs/<name(policy)>/`.
+fn experiment(
+    dir: &Path,
+    ideal: &IdealModel,
+    (workload, load): (&str, f64),
+    name: &dyn Fn(&str) -> String,
+    runs: &[(&str, Vec<Value>)],
+) {
+    std::fs::create_dir_all(dir).unwrap();
+    let inputs: Vec<RunInput> = runs
+        .iter()
+        .map(|(p, f)| run_input_of(p, workload, load, f.clone()))
+        .collect();
+    let summary = build_summary(json!({"name": "hand"}), &inputs, ideal);
+    std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&summary).unwrap(),
+    )
+    .unwrap();
+    for (p, f) in runs {
+        write_flows_csv(&dir.join("runs").join(name(p)).join("flows.csv"), f);
+    }
+}
+
+/// A: a Poisson run (ecmp, lcmp, ucmp; websearch load 0.3). B: a trace
+/// replay (lcmp, ecmp, wcmp; its runs named as the replay names them) with
+/// another ideal model.
+fn setup_against(a: &Path, b: &Path) {
+    let poisson = |p: &str| format!("websearch-load0.3-{p}-seed1");
+    let replay = |p: &str| format!("fct_lcmp-{p}-seed1");
+    // A's slowdowns: lcmp 2, 2, 4, 4, 8, 8; ecmp the same six over other
+    // sizes; ucmp only in A.
+    experiment(
+        a,
+        &ideal(),
+        ("websearch", 0.3),
+        &poisson,
+        &[
+            ("ecmp", flows([2, 8, 4])),
+            ("lcmp", flows([2, 4, 8])),
+            ("ucmp", flows([2, 2, 2])),
+        ],
+    );
+    // B's: lcmp every one of A's times e^0.1; ecmp 4, 8, 16, one flow a
+    // size (A's distribution doubled); wcmp only in B.
+    let e = 0.1f64.exp();
+    let lcmp: Vec<(usize, f64)> = [(0, 2.0), (0, 2.0), (1, 4.0), (1, 4.0), (2, 8.0), (2, 8.0)]
+        .iter()
+        .map(|&(k, s)| (k, s * e))
+        .collect();
+    experiment(
+        b,
+        &ideal_b(),
+        ("fct_lcmp", 0.789),
+        &replay,
+        &[
+            ("lcmp", flows_at(IDEALS_B, &lcmp)),
+            ("ecmp", flows_at(IDEALS_B, &[(0, 4.0), (1, 8.0), (2, 16.0)])),
+            ("wcmp", flows_at(IDEALS_B, &[(0, 3.0)])),
+        ],
+    );
+}
+
+#[test]
+fn run_against_run_by_hand() {
+    let dir = temp("against");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    setup_against(&a, &b);
+    // The reference mode's file is not touched.
+    std::fs::write(a.join("fidelity.json"), "the reference mode's\n").unwrap();
+    let o = fidelity(&[
+        "--run",
+        a.to_str().unwrap(),
+        "--against",
+        b.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    assert!(
+        out.starts_with(&format!(
+            "fidelity of A = {} (websearch, load 0.3) against B = {} (fct_lcmp, load 0.789)\n",
+            a.display(),
+            b.display()
+        )),
+        "{out}"
+    );
+    // lcmp: 6 flows each (the warm-up and the unfinished flow do not
+    // count). Every ln slowdown of B is A's + 0.1: W1 0.1. A's CDF steps
+    // by 1/3 at ln 2, ln 4, ln 8, B's 0.1 later each: KS 1/3. Medians 4
+    // and 4 e^0.1 = 4.42 (ratio e^-0.1 = 0.905); p99s (h = 4.95 of six) 8
+    // and 8 e^0.1 = 8.84, the same ratio.
+    assert_eq!(
+        row(&out, "lcmp"),
+        ["lcmp", "6", "6", "0.100", "0.333", "0.905", "0.905", "4.00", "4.42", "8.00", "8.84"],
+        "{out}"
+    );
+    // ecmp: A 2, 2, 4, 4, 8, 8 against B 4, 8, 16: B is A doubled, W1 ln 2
+    // = 0.693. CDFs: after ln 2 1/3 and 0, after ln 4 2/3 and 1/3, after
+    // ln 8 1 and 2/3: KS 1/3. Medians 4 and 8: 0.5. p99s: A's 8; B's
+    // h = 1.98 of three: 8 + 0.98 x 8 = 15.84; 8 / 15.84 = 0.505.
+    assert_eq!(
+        row(&out, "ecmp"),
+        ["ecmp", "6", "3", "0.693", "0.333", "0.500", "0.505", "4.00", "8.00", "8.00", "15.84"],
+        "{out}"
+    );
+    assert!(
+        out.find("\nlcmp").unwrap() < out.find("\necmp").unwrap(),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: only in A, not compared: ucmp\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("note: only in B, not compared: wcmp\n"),
+        "{out}"
+    );
+
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(a.join("fidelity-against.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["against_dir"], b.to_str().unwrap());
+    assert_eq!(json["run_dir"], a.to_str().unwrap());
+    assert_eq!(json["against_workload"], "fct_lcmp");
+    let lcmp = &json["policies"][0];
+    assert_eq!(lcmp["policy"], "lcmp");
+    assert_eq!(
+        (&lcmp["run_flows"], &lcmp["against_flows"]),
+        (&json!(6), &json!(6))
+    );
+    let f = |v: &Value| v.as_f64().unwrap();
+    assert!((f(&lcmp["w1_ln_slowdown"]) - 0.1).abs() < 1e-6, "{lcmp}");
+    assert!(
+        (f(&lcmp["ks_ln_slowdown"]) - 1.0 / 3.0).abs() < 1e-12,
+        "{lcmp}"
+    );
+    assert!(
+        (f(&lcmp["median_ratio"]) - (-0.1f64).exp()).abs() < 1e-6,
+        "{lcmp}"
+    );
+    assert!(
+        (f(&lcmp["against_p99"]) - 8.0 * 0.1f64.exp()).abs() < 1e-5,
+        "{lcmp}"
+    );
+    let ecmp = &json["policies"][1];
+    assert_eq!(ecmp["against_flows"], 3);
+    assert!(
+        (f(&ecmp["w1_ln_slowdown"]) - 2f64.ln()).abs() < 1e-12,
+        "{ecmp}"
+    );
+    assert!(
+        (f(&ecmp["p99_ratio"]) - 8.0 / 15.84).abs() < 1e-12,
+        "{ecmp}"
+    );
+    assert_eq!(json["only_in_run"], json!(["ucmp"]));
+    assert_eq!(json["only_in_against"], json!(["wcmp"]));
+    assert_eq!(
+        std::fs::read_to_string(a.join("fidelity.json")).unwrap(),
+        "the reference mode's\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn run_against_run_errors() {
+    let dir = temp("against-bad");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    setup_against(&a, &b);
+    let against = |other: &Path| {
+        fidelity(&[
+            "--run",
+            a.to_str().unwrap(),
+            "--against",
+            other.to_str().unwrap(),
+        ])
+    };
+
+    // B missing.
+    let none = dir.join("none");
+    let e = one_line_error(&against(&none));
+    assert!(
+        e.starts_with(&format!(
+            "lcmp-testbed: {}: not a run directory: cannot read summary.json (",
+            none.display()
+        )),
+        "{e}"
+    );
+    // B not an experiment output with flows: summary.json alone.
+    let bare = dir.join("bare");
+    std::fs::create_dir_all(&bare).unwrap();
+    std::fs::copy(b.join("summary.json"), bare.join("summary.json")).unwrap();
+    let e = one_line_error(&against(&bare));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: {}: no runs/*/flows.csv (comparing two runs needs the flows of both)",
+            bare.display()
+        )
+    );
+    // No policy in common: both sets named.
+    let other = dir.join("other");
+    experiment(
+        &other,
+        &ideal_b(),
+        ("fct_lcmp", 0.789),
+        &|p: &str| format!("fct_lcmp-{p}-seed1"),
+        &[("wcmp", flows_at(IDEALS_B, &[(0, 3.0)]))],
+    );
+    let e = one_line_error(&against(&other));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: no policy in common: {} has lcmp, ecmp, ucmp; {} has wcmp",
+            a.display(),
+            other.display()
+        )
+    );
+    // A policy in both without a usable flow in B (only a warm-up and an
+    // unfinished flow), then in both.
+    let empty = dir.join("empty");
+    experiment(
+        &empty,
+        &ideal_b(),
+        ("fct_lcmp", 0.789),
+        &|p: &str| format!("fct_lcmp-{p}-seed1"),
+        &[
+            ("lcmp", flows_at(IDEALS_B, &[(0, 3.0)])),
+            ("ecmp", flows_at(IDEALS_B, &[])),
+        ],
+    );
+    let e = one_line_error(&against(&empty));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: ecmp has no usable flows (completed, not warm-up) in {}",
+            empty.display()
+        )
+    );
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        empty.to_str().unwrap(),
+        "--against",
+        empty.to_str().unwrap(),
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: ecmp has no usable flows (completed, not warm-up) in either run ({0}, {0})",
+            empty.display()
+        )
+    );
+    // The selection applies to both: B has no load 0.3.
+    let e = one_line_error(&fidelity(&[
+        "--run",
+        a.to_str().unwrap(),
+        "--against",
+        b.to_str().unwrap(),
+        "--load",
+        "0.3",
+    ]));
+    assert_eq!(
+        e,
+        format!(
+            "lcmp-testbed: {}: no runs of the selected workload/load (the run has fct_lcmp load 0.789)",
+            b.display()
+        )
+    );
+    assert!(!a.join("fidelity-against.json").exists());
+
+    // --against or --reference, exactly one; --rerun only with
+    // --reference (clap's usage errors, exit code 2).
+    let usage = |args: &[&str], first: &str| {
+        let o = fidelity(args);
+        assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+        let err = text(&o.stderr);
+        assert_eq!(err.lines().next(), Some(first), "{err}");
+    };
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    usage(
+        &["--run", a, "--against", b, "--reference", "lcmp=f"],
+        "error: the argument '--against <B>' cannot be used with '--reference <POLICY=FILE>'",
+    );
+    usage(
+        &["--run", a, "--against", b, "--rerun", "lcmp=f"],
+        "error: the argument '--against <B>' cannot be used with '--rerun <POLICY=FILE>'",
+    );
+    usage(
+        &["--run", a],
+        "error: the following required arguments were not provided:",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,6 +54,10 @@
 //!   overall median and p99 are the seeds' means. W1, KS and the per-MB
 //!   figure need the flows and are then undefined. The report says which
 //!   source was used.
+//!
+//! Run against run ([`against`], `lcmp-testbed fidelity --against`): two
+//! experiment outputs of ours, each against its own ideal, with the same
+//! headline figures per policy (W1, KS, median and p99 ratios).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +73,8 @@ use crate::analysis::{
 };
 use crate::trace::{self, Trace, TraceFormat};
 use crate::{Error, Result};
+
+pub mod against;
 
 /// The paper's r between its testbed and its simulator, at the median.
 pub const PAPER_R_MEDIAN: f64 = 0.95;
@@ -590,6 +596,27 @@ fn has_any_flows_csv(run_dir: &Path) -> bool {
         .any(|e| e.path().join("flows.csv").is_file())
 }
 
+/// The flows.csv of run `r` of `run_dir` (the first of [`run_dir_names`]
+/// where none exists, for the error that names it).
+fn flows_csv(run_dir: &Path, r: &RunSummary) -> PathBuf {
+    let c = run_dir_names(r).map(|n| run_dir.join("runs").join(n).join("flows.csv"));
+    c.iter().find(|p| p.is_file()).unwrap_or(&c[0]).clone()
+}
+
+/// An error naming the first of `runs` without its flows.csv.
+fn require_flows(run_dir: &Path, runs: &[&RunSummary]) -> Result<()> {
+    match runs.iter().find(|r| !flows_csv(run_dir, r).is_file()) {
+        Some(missing) => Err(Error::new(format!(
+            "{}: missing (runs/ has other runs' flows.csv; {} {} seed {} has none)",
+            flows_csv(run_dir, missing).display(),
+            missing.policy,
+            missing.workload,
+            missing.seed
+        ))),
+        None => Ok(()),
+    }
+}
+
 fn read_flows(path: &Path) -> Result<Vec<FlowRecord>> {
     let name = path.display();
     let mut rd = csv::Reader::from_path(path).map_err(|e| Error::new(format!("{name}: {e}")))?;
@@ -646,6 +673,21 @@ fn select(summary: &Summary, sel: &Selector, run_dir: &Path) -> Result<(String, 
     }
 }
 
+/// The one (workload, load) of `summary` that `sel` leaves, and its runs.
+fn selected_runs<'s>(
+    summary: &'s Summary,
+    sel: &Selector,
+    run_dir: &Path,
+) -> Result<(String, f64, Vec<&'s RunSummary>)> {
+    let (workload, load) = select(summary, sel, run_dir)?;
+    let runs = summary
+        .runs
+        .iter()
+        .filter(|r| r.workload == workload && r.load.to_bits() == load.to_bits())
+        .collect();
+    Ok((workload, load, runs))
+}
+
 /// Ours vs the reference for the (workload, load) `sel` picks in `run_dir`;
 /// `references` are `(policy, hpcc-fct file)`, `reruns` a second reference
 /// run of some of those policies (the floor). Reads only.
@@ -671,12 +713,7 @@ pub fn compute(
         }
     }
     let summary = load_summary(run_dir)?;
-    let (workload, load) = select(&summary, sel, run_dir)?;
-    let runs: Vec<&RunSummary> = summary
-        .runs
-        .iter()
-        .filter(|r| r.workload == workload && r.load.to_bits() == load.to_bits())
-        .collect();
+    let (workload, load, runs) = selected_runs(&summary, sel, run_dir)?;
     let run_policies = order_policies(runs.iter().map(|r| r.policy.as_str()));
     for (i, (p, _)) in references.iter().enumerate() {
         if !run_policies.contains(p) {
@@ -696,25 +733,13 @@ pub fn compute(
         .copied()
         .filter(|r| references.iter().any(|(p, _)| *p == r.policy))
         .collect();
-    let candidates =
-        |r: &RunSummary| run_dir_names(r).map(|n| run_dir.join("runs").join(n).join("flows.csv"));
-    let csv_of = |r: &RunSummary| {
-        let c = candidates(r);
-        c.iter().find(|p| p.is_file()).unwrap_or(&c[0]).clone()
-    };
+    let csv_of = |r: &RunSummary| flows_csv(run_dir, r);
     // summary.json alone only where there are no flows at all: a flows.csv
     // missing next to others is an error, not a quiet change of method.
     let source = if !has_any_flows_csv(run_dir) {
         OursSource::SummaryBuckets
-    } else if let Some(missing) = needed.iter().find(|r| !csv_of(r).is_file()) {
-        return Err(Error::new(format!(
-            "{}: missing (runs/ has other runs' flows.csv; {} {} seed {} has none)",
-            csv_of(missing).display(),
-            missing.policy,
-            missing.workload,
-            missing.seed
-        )));
     } else {
+        require_flows(run_dir, &needed)?;
         OursSource::Flows
     };
     let table = summary

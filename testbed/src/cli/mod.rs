@@ -85,7 +85,11 @@ enum Cmd {
         several. Without runs/*/flows.csv, summary.json's size buckets are used (the ratios from \
         its seed means; W1, KS and our per MB undefined; the report says so).\n\n\
         Prints a table, and writes DIR/fidelity.json, DIR/plots/fidelity.svg and .png, and a \
-        fidelity section of DIR/report.md (replaced, not added, on a second run). Needs no root."
+        fidelity section of DIR/report.md (replaced, not added, on a second run). Needs no root.\n\n\
+        With --against B instead of --reference: B is another experiment output of ours (the same \
+        experiment on another engine, say); per policy in both, each run's slowdowns against its \
+        own ideal, the same W1, KS and median/p99 ratios (A over B); writes \
+        DIR/fidelity-against.json."
     )]
     Fidelity(fidelity::FidelityArgs),
 }
