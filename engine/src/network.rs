@@ -13,17 +13,22 @@
 //!   data frame to the NIC only when its buffer is empty, so the NIC holds
 //!   answers (ACKs, CNPs) and one data frame, and the host link's buffer
 //!   belongs to the switch's port towards the host.
-//! - Frames live in one frame area, mapped unpopulated
+//! - What a switch's ports hold (their queues and what is on their links)
+//!   is kept as bytes, not in pool buffers ([`lcmp_switch::flight`]): a
+//!   network at full rate holds gigabytes on its long-haul links, and a
+//!   buffer is a 2 KiB chunk for a 1,074-byte data frame or a 62-byte ACK.
+//!   Frames live in one frame area, mapped unpopulated
 //!   ([`FrameShare::split_area_unpopulated`]): each node's pool is sized
-//!   for the worst case of its ports ([`pool_frames`]: every link's
-//!   bandwidth-delay product and all its queue may hold, drop headroom
-//!   included, in full data frames), and since a pool hands out the buffer
-//!   it got back last and builds its free list as buffers come back, the
-//!   memory touched follows the most frames ever held, not the pools'
-//!   size. So a switch's pool does not run dry before its queues are full:
-//!   a dry pool would hold its upstream's frames in that port's delay line
-//!   (counted by the port's `memory_link.peer_buffers_empty`), where the
-//!   line's overflow drops them.
+//!   for the worst case of its ports all the same ([`pool_frames`]: every
+//!   link's bandwidth-delay product and all its queue may hold, drop
+//!   headroom included, in full data frames), and since a pool hands out
+//!   the buffer it got back last and builds its free list as buffers come
+//!   back, the memory touched follows the most buffers ever in use at once
+//!   (frames between a receive and their queue, and on their way out), not
+//!   the pools' size. A dry pool would hold its upstream's frames in that
+//!   port's delay line (counted by the port's
+//!   `memory_link.peer_buffers_empty`), where the line's overflow drops
+//!   them.
 //! - What must fit in memory before the first frame moves (the egress
 //!   queues every port and NIC preallocates, and each flow's queue pair
 //!   and record) is estimated first ([`MemoryEstimate`]);

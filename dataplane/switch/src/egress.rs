@@ -285,6 +285,26 @@ impl<F: Copy> Handoff<F> {
     }
 }
 
+/// Where [`Egress::poll_into`] hands frames.
+pub trait Sink<F> {
+    /// A frame handed out: transmit it, or recycle an overflow.
+    fn handoff(&mut self, h: Handoff<F>);
+
+    /// A frame leaving the port buffer onto the link (into the delay line,
+    /// out at once, or to overflow), in FIFO order; its handle from here
+    /// on is the one returned.
+    fn depart(&mut self, frame: F) -> F {
+        frame
+    }
+}
+
+/// A closure takes the hand-offs; handles stay as they are.
+impl<F, T: FnMut(Handoff<F>)> Sink<F> for T {
+    fn handoff(&mut self, h: Handoff<F>) {
+        self(h)
+    }
+}
+
 /// What one [`Egress::poll`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EgressStep {
@@ -553,6 +573,19 @@ impl<F: Copy> Egress<F> {
         max_transmit: usize,
         out: &mut impl FnMut(Handoff<F>),
     ) -> EgressStep {
+        self.poll_into(now_ns, max_transmit, out)
+    }
+
+    /// [`Egress::poll_budget`] into a [`Sink`], which also sees each frame
+    /// as it leaves the port buffer ([`Sink::depart`]) and may give it a
+    /// new handle for the rest of its way (a switch that keeps only the
+    /// bytes of what it holds: [`crate::flight`]).
+    pub fn poll_into(
+        &mut self,
+        now_ns: u64,
+        max_transmit: usize,
+        out: &mut impl Sink<F>,
+    ) -> EgressStep {
         let mut step = EgressStep::default();
         // Release phase: the delay line is ordered by release time.
         while step.transmitted < max_transmit {
@@ -576,6 +609,7 @@ impl<F: Copy> Egress<F> {
             let mut s = *s;
             self.queue.pop_front();
             self.queue_bytes -= s.len as u64;
+            s.frame = out.depart(s.frame);
             // Dequeue marking: the queue behind the frame, without it.
             if s.mark_at_departure {
                 if let Some(ref m) = self.marker {
@@ -595,7 +629,7 @@ impl<F: Copy> Egress<F> {
             } else {
                 step.overflowed += 1;
                 self.stats.dropped_emulation_overflow += 1;
-                out(Handoff::Overflow {
+                out.handoff(Handoff::Overflow {
                     frame: s.frame,
                     len: s.len,
                 });
@@ -614,11 +648,11 @@ impl<F: Copy> Egress<F> {
     }
 
     #[inline]
-    fn transmit(&mut self, s: Slot<F>, step: &mut EgressStep, out: &mut impl FnMut(Handoff<F>)) {
+    fn transmit(&mut self, s: Slot<F>, step: &mut EgressStep, out: &mut impl Sink<F>) {
         step.transmitted += 1;
         self.stats.transmitted_frames += 1;
         self.stats.transmitted_bytes += s.len as u64;
-        out(Handoff::Transmit {
+        out.handoff(Handoff::Transmit {
             frame: s.frame,
             len: s.len,
             due_ns: s.at_ns,
@@ -639,6 +673,27 @@ impl<F: Copy> Egress<F> {
     /// Departure time of the head of the port buffer.
     pub fn next_departure(&self) -> Option<u64> {
         self.queue.front().map(|s| s.at_ns)
+    }
+
+    /// At most how many frames a poll at `now_ns` could hand out for
+    /// transmission, counted up to `max`: those of the delay line due by
+    /// then, and those of the port buffer that would be due on an empty
+    /// line.
+    pub fn due_frames(&self, now_ns: u64, max: usize) -> usize {
+        let delay = self.cfg.delay_ns;
+        let line = self
+            .line
+            .iter()
+            .take(max)
+            .take_while(|s| s.at_ns <= now_ns)
+            .count();
+        let queue = self
+            .queue
+            .iter()
+            .take(max - line)
+            .take_while(|s| s.at_ns.saturating_add(delay) <= now_ns)
+            .count();
+        line + queue
     }
 
     /// Release time of the head of the delay line.

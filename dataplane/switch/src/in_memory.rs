@@ -24,7 +24,8 @@ pub fn port_name(i: u8) -> String {
 /// [`port_mac`]`(name, i)`), its frames from `share`. A port to a switch
 /// takes its end of `links` (built with [`port_name`]); a host's port the
 /// end `host_ends` gives for it, else an in-memory port. `host_mac` is a
-/// host's MAC as its switch addresses it.
+/// host's MAC as its switch addresses it. The switch parks the frames on
+/// its links ([`Switch::park_in_flight`]).
 pub fn switch(
     topo: &Topology,
     name: &str,
@@ -70,5 +71,9 @@ pub fn switch(
     let plain = layout.iter().filter(|p| p.is_none()).count();
     let io = LinkedIo::new(MemIo::in_share(plain, share), layout, Transfer::Descriptor)
         .map_err(|e| format!("switch {name}: {e}"))?;
-    Switch::new(config, io).map_err(|e| format!("switch {name}: {e}"))
+    let mut sw = Switch::new(config, io).map_err(|e| format!("switch {name}: {e}"))?;
+    // A whole network in one process holds what is on its links in its
+    // memory: their bytes, not a pool buffer a frame.
+    sw.park_in_flight();
+    Ok(sw)
 }

@@ -34,6 +34,7 @@ pub mod control;
 pub mod counters;
 pub mod daemon;
 pub mod egress;
+pub mod flight;
 pub mod flow_log;
 pub mod frames;
 pub mod icmp;

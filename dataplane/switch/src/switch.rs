@@ -26,7 +26,10 @@ use lcmp_wire::{
 
 use crate::config::delay_line_frames;
 use crate::counters::{Counter, Counters, DropReason};
-use crate::egress::{Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff};
+use crate::egress::{
+    Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink,
+};
+use crate::flight::Flight;
 use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use crate::io::{Frame, PacketIo};
 use crate::lpm::{Route, RoutingTable};
@@ -109,6 +112,9 @@ struct Port {
     admin_up: bool,
     /// Forwarding: `link_up && admin_up`.
     up: bool,
+    /// The bytes of the frames the port holds, when the switch parks them
+    /// ([`Switch::park_in_flight`]).
+    flight: Option<Flight>,
 }
 
 /// Per-port state for reports.
@@ -179,6 +185,46 @@ struct Batch {
     /// hand-off stays a push.
     tx_marks: Vec<usize>,
     dropped: Vec<Frame>,
+    /// Pool buffers for the parked frames leaving a delay line this poll
+    /// (those parking gave back, and what the pool adds).
+    spare: Vec<u64>,
+}
+
+/// Where a port's egress hands its frames in `transmit`: to transmit (and
+/// mark), or to recycle; a port that parks moves each departing frame's
+/// bytes to its delay line's store ([`Flight::depart`]).
+struct TxSink<'a> {
+    tx: &'a mut Vec<Frame>,
+    tx_marks: &'a mut Vec<usize>,
+    dropped: &'a mut Vec<Frame>,
+    flight: Option<&'a mut Flight>,
+}
+
+impl Sink<Frame> for TxSink<'_> {
+    #[inline]
+    fn handoff(&mut self, h: Handoff<Frame>) {
+        match h {
+            Handoff::Transmit { frame, mark_ce, .. } => {
+                if mark_ce {
+                    self.tx_marks.push(self.tx.len());
+                }
+                self.tx.push(frame)
+            }
+            Handoff::Overflow { frame, .. } => match self.flight.as_deref_mut() {
+                // No buffer to give back: its bytes go.
+                Some(f) if Flight::is_parked(frame) => f.discard_overflow(frame),
+                _ => self.dropped.push(frame),
+            },
+        }
+    }
+
+    #[inline]
+    fn depart(&mut self, frame: Frame) -> Frame {
+        match self.flight.as_deref_mut() {
+            Some(f) => f.depart(frame),
+            None => frame,
+        }
+    }
 }
 
 /// Intervals and deadlines of the switch's periodic work.
@@ -484,6 +530,7 @@ impl<IO: PacketIo> Switch<IO> {
                 link_up: true,
                 admin_up: true,
                 up: true,
+                flight: None,
             })
             .collect();
         let n_routes = config.routes.len();
@@ -508,6 +555,7 @@ impl<IO: PacketIo> Switch<IO> {
                 tx: Vec::with_capacity(4096),
                 tx_marks: Vec::with_capacity(4096),
                 dropped: Vec::with_capacity(4096),
+                spare: Vec::new(),
             },
             timers: Timers {
                 sample_interval_ns: config.congestion.sample_interval_ns.max(1),
@@ -862,10 +910,29 @@ impl<IO: PacketIo> Switch<IO> {
             };
             return self.drop_frame(in_port, frame, reason);
         }
+        // Parking, the port keeps the bytes and the pool the buffer.
+        let held = match self.ports[out].flight.as_mut() {
+            Some(flight) => {
+                let parked = flight.park(self.io.frame(frame));
+                self.recycle(frame);
+                parked
+            }
+            None => frame,
+        };
         // Marking at dequeue, the egress judges the frame when it departs.
         self.ports[out]
             .egress
-            .enqueue_ecn(frame, frame.len, ect, coin, now_ns);
+            .enqueue_ecn(held, held.len, ect, coin, now_ns);
+    }
+
+    /// Keeps only the bytes of the frames every port holds from now on
+    /// (see [`crate::flight`]): for packet I/O whose pool gives buffers
+    /// ([`PacketIo::take_free`], the memory I/O of the one-process
+    /// engines), whose networks hold gigabytes on long-haul links.
+    pub fn park_in_flight(&mut self) {
+        for p in &mut self.ports {
+            p.flight.get_or_insert_with(Flight::default);
+        }
     }
 
     /// Runs every port's link emulation and hands due frames to the
@@ -873,24 +940,46 @@ impl<IO: PacketIo> Switch<IO> {
     fn transmit(&mut self, now_ns: u64) -> usize {
         let mut sent_total = 0;
         for port in 0..self.ports.len() {
+            // Nothing due on this link: nothing to hand out or count (most
+            // ports of a switch with many, most polls).
+            if self.ports[port]
+                .egress
+                .next_deadline()
+                .is_none_or(|t| t > now_ns)
+            {
+                continue;
+            }
             self.batch.tx.clear();
             // Back-pressure: the link hands out no more than the ring takes;
             // frames that are due wait in the delay line, first in line.
-            let room = self.io.tx_room(port);
+            let mut room = self.io.tx_room(port);
+            let parking = self.ports[port].flight.is_some();
+            if parking {
+                // A parked frame handed out needs a buffer: no more go
+                // than the pool gives; the rest wait, first in line.
+                let due = self.ports[port].egress.due_frames(now_ns, room);
+                let spare = &mut self.batch.spare;
+                if spare.len() < due {
+                    self.io.take_free(due - spare.len(), spare);
+                }
+                room = room.min(spare.len());
+            }
             let batch = &mut self.batch;
-            let (tx, tx_marks, dropped) = (&mut batch.tx, &mut batch.tx_marks, &mut batch.dropped);
-            tx_marks.clear();
-            let step = self.ports[port]
-                .egress
-                .poll_budget(now_ns, room, &mut |h| match h {
-                    Handoff::Transmit { frame, mark_ce, .. } => {
-                        if mark_ce {
-                            tx_marks.push(tx.len());
-                        }
-                        tx.push(frame)
-                    }
-                    Handoff::Overflow { frame, .. } => dropped.push(frame),
-                });
+            batch.tx_marks.clear();
+            let p = &mut self.ports[port];
+            let step = p.egress.poll_into(
+                now_ns,
+                room,
+                &mut TxSink {
+                    tx: &mut batch.tx,
+                    tx_marks: &mut batch.tx_marks,
+                    dropped: &mut batch.dropped,
+                    flight: p.flight.as_mut(),
+                },
+            );
+            if parking {
+                self.unpark_tx(port);
+            }
             self.counters
                 .drop_n(port, DropReason::EmulationOverflow, step.overflowed as u64);
             // Counted as they go onto the link, not when released a delay
@@ -941,6 +1030,45 @@ impl<IO: PacketIo> Switch<IO> {
         sent_total
     }
 
+    /// Puts each parked frame of `batch.tx` (port `port`'s, in line order)
+    /// back into a buffer of `batch.spare`, which `transmit` made sure
+    /// holds enough; gives the spares left back to the pool, so the switch
+    /// holds no buffer between polls that it does not use.
+    fn unpark_tx(&mut self, port: usize) {
+        let Some(flight) = self.ports[port].flight.as_mut() else {
+            return;
+        };
+        for f in self.batch.tx.iter_mut() {
+            if !Flight::is_parked(*f) {
+                continue;
+            }
+            let addr = self
+                .batch
+                .spare
+                .pop()
+                .expect("transmit hands out no more parked frames than spare buffers");
+            *f = Frame { addr, len: f.len };
+            flight.unpark(self.io.frame_mut(*f));
+        }
+        let spare = &mut self.batch.spare;
+        self.batch
+            .dropped
+            .extend(spare.drain(..).map(|addr| Frame { addr, len: 0 }));
+        self.release_dropped();
+    }
+
+    /// Hands back every frame port `port`'s egress holds: pool buffers to
+    /// `held`; parked frames have none, their bytes are forgotten. Returns
+    /// how many frames in all.
+    fn flush_egress(&mut self, port: usize, held: &mut Vec<Frame>) -> usize {
+        let p = &mut self.ports[port];
+        let (egress, flight) = (&mut p.egress, &mut p.flight);
+        egress.flush(&mut |f| match flight {
+            Some(store) if Flight::is_parked(f) => store.discard(f),
+            _ => held.push(f),
+        })
+    }
+
     /// Feeds the congestion estimators at their fixed cadence, catching up
     /// after a sleep.
     fn sample(&mut self, now_ns: u64) {
@@ -981,7 +1109,9 @@ impl<IO: PacketIo> Switch<IO> {
         self.congestion.set_up(port as u8, up);
         if !up {
             let mut held = Vec::new();
-            self.ports[port].egress.flush(&mut |f| held.push(f));
+            let all = self.flush_egress(port, &mut held);
+            self.counters
+                .drop_n(port, DropReason::PortDown, (all - held.len()) as u64);
             for f in held {
                 self.drop_frame(port, f, DropReason::PortDown);
             }
@@ -1413,10 +1543,9 @@ impl<IO: PacketIo> Switch<IO> {
     pub fn drain(&mut self) {
         for port in 0..self.ports.len() {
             let mut held = Vec::new();
-            self.ports[port].egress.flush(&mut |f| held.push(f));
+            let all = self.flush_egress(port, &mut held);
             // Counted, so the final stats account for every frame.
-            self.counters
-                .drop_n(port, DropReason::Shutdown, held.len() as u64);
+            self.counters.drop_n(port, DropReason::Shutdown, all as u64);
             self.batch.dropped.extend(held);
         }
         self.release_dropped();

@@ -131,6 +131,20 @@ fn seq(frame: &[u8]) -> u16 {
     u16::from_be_bytes([frame[42], frame[43]])
 }
 
+/// The free buffers of the first `switches` nodes' pools, summed.
+fn free_frames(net: &mut VirtualNet, switches: usize) -> usize {
+    (0..switches)
+        .map(|i| {
+            net.daemon::<Lcmp>(i)
+                .unwrap()
+                .switch()
+                .io()
+                .inner()
+                .free_frames()
+        })
+        .sum()
+}
+
 fn ecmp() -> Policy {
     Policy::from_name("ecmp").unwrap()
 }
@@ -189,16 +203,7 @@ fn the_chain_delivers_at_the_emulated_instants_and_the_clock_jumps() {
     for s in net.finish() {
         s.unwrap();
     }
-    let free: usize = (0..3)
-        .map(|i| {
-            net.daemon::<Lcmp>(i)
-                .unwrap()
-                .switch()
-                .io()
-                .inner()
-                .free_frames()
-        })
-        .sum();
+    let free = free_frames(&mut net, 3);
     assert_eq!(free, 3 * POOL);
 }
 
@@ -497,4 +502,51 @@ mod rotor {
             s.unwrap();
         }
     }
+}
+
+#[test]
+fn a_link_holds_more_frames_in_flight_than_its_switch_has_buffers() {
+    // The chain with c2 -> c3 as fast as the rest (10 Gbit/s, 1 MB).
+    let text = CHAIN
+        .replace("rate = \"100Mbps\"", "rate = \"10Gbps\"")
+        .replace("buffer = \"30kB\"", "buffer = \"1MB\"");
+    let topo = Topology::parse(&text, "chain.toml").unwrap();
+    let mut net = lcmp_net(&topo, ecmp(), None);
+    let (c1, a) = host_port(&net, &topo, "a");
+    let (c3, b) = host_port(&net, &topo, "b");
+    net.watch(c3, b);
+    // 3000 frames of 1000 bytes at c1's line rate (one every 800 ns): c1 ->
+    // c2 (5 ms) then carries 6250 at once, far more than c1's 512 buffers.
+    // Its switch keeps their bytes only (parking); without, its pool runs
+    // dry and c1 can take no more frames from a.
+    const N: u64 = 3000;
+    for k in 0..N {
+        net.inject_at(k * 800, c1, a, udp(7000, k as u16, 1000));
+    }
+    net.run_until(20 * MS);
+    let got = net.take_delivered();
+    assert_eq!(got.len() as u64, N);
+    // Frame k: at c1 at 800 k, sent by 800 (k + 1), at c2 5 ms later; c2
+    // and c3 forward it in 800 ns each on idle 10 Gbit/s links (2 ms, then
+    // the host link's 10 us): b has it at 7.01 ms + 800 (k + 3).
+    for (k, d) in got.iter().enumerate() {
+        assert_eq!(seq(&d.frame), k as u16, "in order");
+        assert_eq!(d.at_ns, 7_010_000 + 800 * (k as u64 + 3), "frame {k}");
+        assert_eq!(d.frame.len(), 1000);
+    }
+    // 100 more, stopped while on c1 -> c2: c1 gives up their bytes at
+    // shutdown, counted, and no buffer is missing.
+    for k in 0..100 {
+        net.inject_at(20 * MS + k * 800, c1, a, udp(7001, k as u16, 1000));
+    }
+    net.run_until(21 * MS);
+    let finals = net.finish();
+    for (i, s) in finals.into_iter().enumerate() {
+        let s: Snapshot = serde_json::from_slice(&s.unwrap()).unwrap();
+        let in_flight = if i == c1 { 100 } else { 0 };
+        assert_eq!(s.drops_total, in_flight, "{}: {:?}", s.switch, s.drops);
+        assert_eq!(s.drops.get("shutdown").copied().unwrap_or(0), in_flight);
+    }
+    let free = free_frames(&mut net, 3);
+    assert_eq!(free, 3 * POOL, "every buffer back in a pool");
 }
