@@ -194,17 +194,24 @@ fn a_trace_replays_on_the_virtual_clock_exactly_and_deterministically() {
     assert_eq!(summary["runs"][0]["flows_completed"], 5);
     assert!(out.join("report.md").is_file());
 
-    // A second run of the same experiment writes the same flows, byte for
-    // byte.
+    // A second run of the same experiment writes the same flows, decision
+    // logs and switch snapshots, byte for byte.
     let again = scratch("again");
     run_fixture(&again);
     for policy in ["lcmp", "ecmp"] {
-        let rel = format!("runs/virtual-trace-{policy}-seed1/flows.csv");
-        assert_eq!(
-            std::fs::read(out.join(&rel)).unwrap(),
-            std::fs::read(again.join(&rel)).unwrap(),
-            "{rel}"
-        );
+        let mut files = vec!["flows.csv".to_string()];
+        for sw in ["s1", "s2", "p1", "p2", "p3"] {
+            files.push(format!("decisions-{sw}.csv"));
+            files.push(format!("switch-{sw}.json"));
+        }
+        for f in files {
+            let rel = format!("runs/virtual-trace-{policy}-seed1/{f}");
+            assert_eq!(
+                std::fs::read(out.join(&rel)).unwrap(),
+                std::fs::read(again.join(&rel)).unwrap(),
+                "{rel}"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&out);
     let _ = std::fs::remove_dir_all(&again);

@@ -281,9 +281,17 @@ impl VirtualBed<'_> {
         };
         for (name, snapshot) in &outcome.switches {
             let file = dir.join(format!("switch-{name}.json"));
+            let mut snapshot = snapshot.clone();
+            if self.wall_testbed.is_none() {
+                // On the virtual clock no process runs the switch and the
+                // wall clock is not the network's (uptime_ms is): without
+                // them the file is the same every run.
+                snapshot.pid = 0;
+                snapshot.unix_time_ms = 0;
+            }
             std::fs::write(
                 &file,
-                serde_json::to_string_pretty(snapshot).expect("snapshot serializes"),
+                serde_json::to_string_pretty(&snapshot).expect("snapshot serializes"),
             )
             .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
         }
