@@ -132,6 +132,16 @@ pub fn delay_line_frames(rate_bps: u64, delay_ns: u64) -> usize {
     ((bdp_bytes / 256) as usize).max(1024)
 }
 
+/// The most frames a link can hold in flight: its bandwidth-delay product
+/// in the smallest Ethernet frames (60 bytes), at least 1024. The delay
+/// line of a switch that keeps only the bytes of what is on its links
+/// ([`crate::switch::Switch::park_in_flight`]) needs no frame budget below
+/// it: a link of ACKs (62 bytes each) overflowed the 256-byte one.
+pub fn delay_line_capacity(rate_bps: u64, delay_ns: u64) -> usize {
+    let bdp_bytes = rate_bps as u128 * delay_ns as u128 / 8_000_000_000;
+    ((bdp_bytes / 60) as usize).max(1024)
+}
+
 /// A stable 64-bit seed from a name (FNV-1a).
 pub fn seed_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {

@@ -24,7 +24,7 @@ use lcmp_wire::{
     forward_rewrite, mark_ce_at, CeMark, FlowTuple, MacAddr, ParseError, RewriteError, L3,
 };
 
-use crate::config::delay_line_frames;
+use crate::config::{delay_line_capacity, delay_line_frames};
 use crate::counters::{Counter, Counters, DropReason};
 use crate::egress::{
     Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink,
@@ -932,6 +932,10 @@ impl<IO: PacketIo> Switch<IO> {
     pub fn park_in_flight(&mut self) {
         for p in &mut self.ports {
             p.flight.get_or_insert_with(Flight::default);
+            // No pool budget to keep: the line holds what the link can.
+            let mut cfg = *p.egress.config();
+            cfg.max_in_flight = delay_line_capacity(cfg.rate_bps, cfg.delay_ns);
+            p.egress.reconfigure(cfg);
         }
     }
 
@@ -1267,7 +1271,11 @@ impl<IO: PacketIo> Switch<IO> {
         cfg.delay_ns = delay_ns;
         cfg.buffer_bytes = buffer_bytes.saturating_mul(headroom);
         cfg.ecn = ecn_bytes(ecn, link_time, mark_at, rate_bps, buffer_bytes);
-        cfg.max_in_flight = delay_line_frames(rate_bps, delay_ns);
+        cfg.max_in_flight = if p.flight.is_some() {
+            delay_line_capacity(rate_bps, delay_ns)
+        } else {
+            delay_line_frames(rate_bps, delay_ns)
+        };
         p.egress.reconfigure(cfg);
         self.congestion.set_link(
             &self.marking.congestion_params,
