@@ -130,13 +130,21 @@ summary=target/vm-test/summary.txt
 : >"$summary"
 failed=()
 run_suite() { # kernel suite
-    local k=$1 suite=$2 log=target/vm-test/$1-$2.log t0 rc
+    local k=$1 suite=$2 log=target/vm-test/$1-$2.log t0 rc attempt
     t0=$(date +%s)
-    echo "== kernel $k: $suite tests =="
-    set +e
-    scripts/vm.sh --kernel "$k" --memory 4G --cpus 2 --timeout 3000 -- scripts/vm-test.sh --guest "$suite" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    set -e
+    for attempt in 1 2; do
+        echo "== kernel $k: $suite tests =="
+        set +e
+        scripts/vm.sh --kernel "$k" --memory 4G --cpus 2 --timeout 3000 -- scripts/vm-test.sh --guest "$suite" 2>&1 | tee "$log"
+        rc=${PIPESTATUS[0]}
+        set -e
+        # 255 is the VM's, not a test's (a test failing gives 1): the guest
+        # went before its exit status came back. Seen at random on this
+        # host (the 7.3 guest twice in a row, then fine three times): once
+        # more, and the summary says so.
+        ((rc == 255 && attempt == 1)) || break
+        echo "kernel $k: $suite: the VM exited 255 (not a test failure): running the suite once more" | tee -a "$summary"
+    done
     {
         grep -m1 '^vm.sh: kernel' "$log" | sed 's/^vm.sh: //' || echo "kernel $k: the VM did not start"
         sed -n 's/.*RESULT /  /p' "$log"
