@@ -42,7 +42,8 @@ struct Cli {
     /// Print the replies as one JSON array of {switch, reply} / {switch, error}.
     #[arg(long, global = true)]
     json: bool,
-    /// How long to wait for each switch, ms.
+    /// How long to wait for each switch's reply to a request, ms: the
+    /// whole exchange, however slowly the reply comes.
     #[arg(
         long,
         value_name = "N",
@@ -126,7 +127,8 @@ enum Cmd {
         /// How long to capture at most (10s, 500ms, ...).
         #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
         duration: Duration,
-        /// Bytes to capture at most, as kept (64MB, 500kB, ...).
+        /// Bytes to capture at most, as kept (64MB, 500kB, ...); the frame
+        /// that reaches the limit is cut to it.
         #[arg(long, value_name = "SIZE", default_value = "64MB", value_parser = parse_size)]
         max_bytes: u64,
         /// Bytes kept of each frame.

@@ -9,16 +9,21 @@
 //! interrupted, then stops the capture. Each frame's direction is in its
 //! EPB flags (inbound: received on the port; outbound: leaving by it);
 //! times are nanoseconds.
+//!
+//! The switch is asked to keep the limits, and this keeps them too, so
+//! that a broken or hostile switch can neither run a capture past its
+//! duration nor have more frames or bytes written than asked, or a frame
+//! longer than the snaplen.
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use lcmp_control::proto::{hex_decode, CaptureReply};
-use lcmp_control::{Client, Request};
+use lcmp_control::{Client, Reply, Request};
 use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
 use pcap_file::pcapng::blocks::interface_description::{
     InterfaceDescriptionBlock, InterfaceDescriptionOption,
@@ -72,7 +77,7 @@ fn io_failed(path: &Path, e: impl std::fmt::Display) -> CtlError {
 
 /// Captures on `target` as `opts` says until its limits or until `stop`
 /// is set (SIGINT), then stops the capture; the file is complete either
-/// way.
+/// way. Each call to the switch has `timeout`.
 pub fn capture(
     target: &Target,
     opts: &CaptureOptions,
@@ -93,6 +98,11 @@ pub fn capture(
         },
         target,
     )?;
+    // Timed from the start's reply, after the switch started its own
+    // clock: a switch that keeps time ends the capture first, and this end
+    // only stops one that does not. `None`: beyond the clock's range,
+    // never.
+    let end = Instant::now().checked_add(opts.duration);
     let mut pcap = PcapNgWriter::new(BufWriter::new(file)).map_err(|e| io_failed(&opts.out, e))?;
     pcap.write_pcapng_block(InterfaceDescriptionBlock {
         linktype: DataLink::ETHERNET,
@@ -112,27 +122,32 @@ pub fn capture(
         ..Default::default()
     };
     let mut reply = first;
-    let mut stopped = false;
+    let mut stopping = false;
     loop {
-        write_frames(&mut pcap, &reply, &mut summary).map_err(|e| io_failed(&opts.out, e))?;
+        write_frames(&mut pcap, &reply, opts, &mut summary).map_err(|e| io_failed(&opts.out, e))?;
         summary.dropped = reply.dropped;
-        if reply.done && stopped {
+        // The stop's reply is the last, whatever it says.
+        if stopping {
             break;
         }
-        // Done by its limits: one last fetch that also frees the
-        // switch's capture state.
-        if !reply.done {
-            std::thread::sleep(FETCH_INTERVAL);
+        let full = summary.frames >= opts.max_frames || summary.bytes >= opts.max_bytes;
+        // Done by the limits: one last call that also frees the switch's
+        // capture state, at once.
+        if !reply.done && !full {
+            let left = end.map_or(FETCH_INTERVAL, |end| {
+                end.saturating_duration_since(Instant::now())
+            });
+            std::thread::sleep(FETCH_INTERVAL.min(left));
         }
-        stopped = reply.done || stop.load(Ordering::Relaxed);
-        let request = if stopped {
+        let time_up = end.is_some_and(|end| Instant::now() >= end);
+        stopping = reply.done || full || time_up || stop.load(Ordering::Relaxed);
+        let request = if stopping {
             Request::CaptureStop
         } else {
             Request::CaptureFetch
         };
         reply = fetch(&mut client, &request, target)?;
     }
-    use std::io::Write;
     pcap.get_mut()
         .flush()
         .map_err(|e| io_failed(&opts.out, e))?;
@@ -145,7 +160,7 @@ fn fetch(
     target: &Target,
 ) -> Result<CaptureReply, CtlError> {
     match client.call(request) {
-        Ok(lcmp_control::proto::Reply::Capture(r)) => Ok(r),
+        Ok(Reply::Capture(r)) => Ok(r),
         Ok(other) => Err(CtlError::Failed(format!(
             "{}: bad reply from the switch to {}: {other:?}",
             target.name,
@@ -155,18 +170,31 @@ fn fetch(
     }
 }
 
+/// Writes the frames of `reply` that fit the limits: no more frames or
+/// bytes than asked, each cut to the snaplen, the last cut to the bytes
+/// left.
 fn write_frames(
     pcap: &mut PcapNgWriter<BufWriter<File>>,
     reply: &CaptureReply,
+    opts: &CaptureOptions,
     summary: &mut CaptureSummary,
 ) -> Result<(), String> {
     for f in &reply.frames {
-        let data = hex_decode(&f.data).ok_or("the switch sent a frame that is not hex")?;
+        if summary.frames >= opts.max_frames || summary.bytes >= opts.max_bytes {
+            break;
+        }
+        let mut data = hex_decode(&f.data).ok_or("the switch sent a frame that is not hex")?;
+        // A frame is at least as long as the bytes sent of it.
+        let original_len = f
+            .orig_len
+            .max(u32::try_from(data.len()).unwrap_or(u32::MAX));
+        let room = usize::try_from(opts.max_bytes - summary.bytes).unwrap_or(usize::MAX);
+        data.truncate(room.min(opts.snaplen as usize));
         summary.bytes += data.len() as u64;
         pcap.write_pcapng_block(EnhancedPacketBlock {
             interface_id: 0,
             timestamp: Duration::from_nanos(f.time_unix_ns),
-            original_len: f.orig_len,
+            original_len,
             data: Cow::Owned(data),
             options: vec![EnhancedPacketOption::Flags(if f.outbound {
                 OUTBOUND
