@@ -55,6 +55,12 @@
 //!   figure need the flows and are then undefined. The report says which
 //!   source was used.
 //!
+//! Refused, in one line, rather than compared into a table of undefined
+//! figures: a policy with nothing to compare (no completed non-warm-up
+//! flow, or an ideal model that defines no ideal FCT), and a flow id twice
+//! in a flows.csv (ids are unique within a run). A reference file has no
+//! id column, so no duplicate check there.
+//!
 //! Run against run ([`against`], `lcmp-testbed fidelity --against`): two
 //! experiment outputs of ours, each against its own ideal, with the same
 //! headline figures per policy (W1, KS, median and p99 ratios).
@@ -241,6 +247,10 @@ pub type PolicyFile = (String, PathBuf);
 pub struct Selector {
     pub workload: Option<String>,
     pub load: Option<f64>,
+    /// The trace a replay ran (`--trace`), read instead of summary.json's
+    /// `experiment.trace.file`, a path relative to the directory the
+    /// experiment ran in.
+    pub trace: Option<PathBuf>,
 }
 
 /// Pearson correlation of `x` and `y`; `None` if the lengths differ, there
@@ -617,12 +627,142 @@ fn require_flows(run_dir: &Path, runs: &[&RunSummary]) -> Result<()> {
     }
 }
 
+/// The rows of a flows.csv; a flow id twice is refused (ids are unique
+/// within a run: a second row would count the flow twice).
 fn read_flows(path: &Path) -> Result<Vec<FlowRecord>> {
     let name = path.display();
-    let mut rd = csv::Reader::from_path(path).map_err(|e| Error::new(format!("{name}: {e}")))?;
-    rd.deserialize()
-        .map(|r| r.map_err(|e| Error::new(format!("{name}: {e}"))))
-        .collect()
+    let err = |e: csv::Error| Error::new(format!("{name}: {e}"));
+    let mut rd = csv::Reader::from_path(path).map_err(err)?;
+    // What `deserialize()` does, keeping each record's line for the message.
+    let headers = rd.headers().ok().cloned();
+    let mut rec = csv::StringRecord::new();
+    let mut flows = Vec::new();
+    let mut line_of: HashMap<u64, u64> = HashMap::new();
+    while rd.read_record(&mut rec).map_err(err)? {
+        let f: FlowRecord = rec.deserialize(headers.as_ref()).map_err(err)?;
+        let line = rec.position().map_or(0, |p| p.line());
+        if let Some(first) = line_of.insert(f.id, line) {
+            return Err(Error::new(format!(
+                "{name}: flow id {} on lines {first} and {line} (ids are unique within a run)",
+                f.id
+            )));
+        }
+        flows.push(f);
+    }
+    Ok(flows)
+}
+
+/// The trace a replay ran: `given` (`--trace`), else `file` as
+/// summary.json records it.
+fn replayed_trace(
+    run_dir: &Path,
+    file: &str,
+    format: TraceFormat,
+    given: Option<&Path>,
+) -> Result<Trace> {
+    if let Some(path) = given {
+        return trace::load(path, format);
+    }
+    let path = Path::new(file);
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        // The runner keeps the path as it was given, relative to the
+        // directory it ran in: say so, or the bare path reads as a fault of
+        // a --reference (often the same file, given another way).
+        let summary = run_dir.join("summary.json");
+        let summary = summary.display();
+        if path.is_absolute() {
+            return Error::new(format!(
+                "{summary}: the replayed trace {file} (experiment.trace.file): {e}; pass the \
+                 trace with --trace FILE"
+            ));
+        }
+        let tried = match std::env::current_dir() {
+            Ok(here) => format!(
+                "{} (relative to the current directory {})",
+                here.join(path).display(),
+                here.display()
+            ),
+            Err(_) => format!("{file} (relative to the current directory)"),
+        };
+        Error::new(format!(
+            "{summary}: the replayed trace {file} (experiment.trace.file, relative to the \
+             directory the experiment ran in) cannot be read at {tried}: {e}; run lcmp-testbed \
+             fidelity from the directory the experiment ran in, or pass the trace with --trace \
+             FILE"
+        ))
+    })?;
+    trace::parse(&text, format, file)
+}
+
+/// What a policy's flows.csv files hold, for the refusal when none of
+/// their flows has a slowdown.
+#[derive(Debug, Default)]
+struct Counted {
+    files: Vec<PathBuf>,
+    rows: u64,
+    warmup: u64,
+    /// Non-warm-up, status ok, with an FCT.
+    completed: u64,
+}
+
+impl Counted {
+    fn add(&mut self, file: PathBuf, flows: &[FlowRecord]) {
+        self.files.push(file);
+        self.rows += flows.len() as u64;
+        self.warmup += flows.iter().filter(|f| f.warmup).count() as u64;
+        self.completed += flows
+            .iter()
+            .filter(|f| !f.warmup && f.status == FlowStatus::Ok && f.fct_ns.is_some())
+            .count() as u64;
+    }
+}
+
+/// The ideal model's figures that can leave it without an ideal FCT.
+fn ideal_text(ideal: &IdealModel) -> String {
+    let mut t = format!(
+        "base RTT {} ns, bottleneck {} bit/s",
+        ideal.base_rtt_ns, ideal.bottleneck_bps
+    );
+    if ideal.mss_bytes == 0 {
+        t += ", MSS 0 bytes";
+    }
+    if ideal.wire_bytes_per_segment == 0 {
+        t += ", 0 wire bytes a segment";
+    }
+    if !ideal.rtts.is_finite() {
+        t += &format!(", {} RTTs", ideal.rtts);
+    }
+    t
+}
+
+/// Why `policy` has no slowdown to compare in the files of `c`: no rows,
+/// none completed outside the warm-up, or no ideal FCT for those that did.
+fn nothing_to_compare(policy: &str, c: &Counted, run_dir: &Path, ideal: &IdealModel) -> Error {
+    let files = c
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let why = if c.rows == 0 {
+        "no flow rows".to_string()
+    } else if c.completed == 0 {
+        format!(
+            "no completed non-warm-up flow ({} rows: {} warm-up, {} not completed)",
+            c.rows,
+            c.warmup,
+            c.rows - c.warmup
+        )
+    } else {
+        format!(
+            "slowdown (FCT / ideal) undefined for all {} completed non-warm-up flows: {}'s ideal \
+             model ({}) defines no ideal FCT for them",
+            c.completed,
+            run_dir.join("summary.json").display(),
+            ideal_text(ideal)
+        )
+    };
+    Error::new(format!("{policy}: nothing to compare: {files}: {why}"))
 }
 
 fn load_summary(run_dir: &Path) -> Result<Summary> {
@@ -713,6 +853,17 @@ pub fn compute(
         }
     }
     let summary = load_summary(run_dir)?;
+    let replayed = (
+        summary.experiment["trace"]["file"].as_str(),
+        summary.experiment["trace"]["format"].as_str(),
+    );
+    if let (Some(given), (None, _)) = (&sel.trace, replayed) {
+        return Err(Error::new(format!(
+            "--trace {}: {} has no experiment.trace.file (the run replayed no trace)",
+            given.display(),
+            run_dir.join("summary.json").display()
+        )));
+    }
     let (workload, load, runs) = selected_runs(&summary, sel, run_dir)?;
     let run_policies = order_policies(runs.iter().map(|r| r.policy.as_str()));
     for (i, (p, _)) in references.iter().enumerate() {
@@ -750,12 +901,10 @@ pub fn compute(
     // A trace replay's flows carry their trace index as id: bucket them by
     // the trace's own (unscaled) size, so that bucket k holds the same
     // flows on both sides even where scaling made small sizes equal.
-    let replayed_sizes: Option<HashMap<u64, u64>> = match (
-        summary.experiment["trace"]["file"].as_str(),
-        summary.experiment["trace"]["format"].as_str(),
-    ) {
-        (Some(file), Some(format)) => {
-            let t = trace::load(Path::new(file), format.parse()?)?;
+    // summary.json's buckets are by our sizes: no trace to read there.
+    let replayed_sizes: Option<HashMap<u64, u64>> = match (source, replayed) {
+        (OursSource::Flows, (Some(file), Some(format))) => {
+            let t = replayed_trace(run_dir, file, format.parse()?, sel.trace.as_deref())?;
             Some(
                 t.flows
                     .iter()
@@ -808,8 +957,10 @@ pub fn compute(
                 let mut samples = Vec::new();
                 let mut excess = Vec::new();
                 let mut started = 0u64;
+                let mut counted = Counted::default();
                 for r in &mine {
                     let flows = read_flows(&csv_of(r))?;
+                    counted.add(csv_of(r), &flows);
                     let mut run_samples = our_samples(&flows, &summary.ideal);
                     let trace_size = |f: &FlowRecord| {
                         replayed_sizes.as_ref().and_then(|t| t.get(&f.id).copied())
@@ -845,6 +996,14 @@ pub fn compute(
                     started += flows.iter().filter(|f| !f.warmup).count() as u64;
                     samples.extend(run_samples);
                 }
+                if samples.is_empty() {
+                    return Err(nothing_to_compare(
+                        policy,
+                        &counted,
+                        run_dir,
+                        &summary.ideal,
+                    ));
+                }
                 let side = side_buckets(&sizes, &samples, DEFAULT_BUCKETS);
                 let n = samples.len() as u64;
                 ours_sorted = Some(sorted_slowdowns(&samples));
@@ -867,6 +1026,25 @@ pub fn compute(
                     p99s: pb.p99s.iter().map(|v| v.map(clamp)).collect(),
                 };
                 let n = pb.counts.iter().sum();
+                if n == 0 {
+                    let started: u64 = mine.iter().map(|r| r.flows_started).sum();
+                    let completed: u64 = mine.iter().map(|r| r.flows_completed).sum();
+                    let why = if started == 0 {
+                        "no non-warm-up flows".to_string()
+                    } else if completed == 0 {
+                        "no non-warm-up flow completed".to_string()
+                    } else {
+                        format!(
+                            "its ideal model ({}) defines no ideal FCT",
+                            ideal_text(&summary.ideal)
+                        )
+                    };
+                    return Err(Error::new(format!(
+                        "{policy}: nothing to compare: {}: no slowdown of {policy} in the size \
+                         buckets of {workload} load {load} ({why})",
+                        run_dir.join("summary.json").display()
+                    )));
+                }
                 // Pooled quantiles need the flows; the seed means of the
                 // runs' quantiles are the closest summary.json has.
                 let agg = summary.aggregates.iter().find(|a| {

@@ -47,6 +47,11 @@ pub struct FidelityArgs {
     /// in both runs).
     #[arg(long)]
     workload: Option<String>,
+    /// The trace the run replayed, where summary.json's path to it
+    /// (experiment.trace.file, relative to the directory the experiment
+    /// ran in) does not resolve from the current directory.
+    #[arg(long, value_name = "FILE", conflicts_with = "against")]
+    trace: Option<PathBuf>,
 }
 
 /// `lcmp-testbed fidelity`: prints the table and writes the files.
@@ -54,6 +59,7 @@ pub fn cmd_fidelity(a: FidelityArgs) -> Result<ExitCode> {
     let sel = fidelity::Selector {
         workload: a.workload,
         load: a.load,
+        trace: a.trace,
     };
     if let Some(b) = &a.against {
         let r = against::run(&a.run, b, &sel).map_err(Error::new)?;

@@ -18,8 +18,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    d_text, distance, flows_csv, has_any_flows_csv, load_summary, our_samples, read_flows,
-    require_flows, s_text, selected_runs, sorted_slowdowns, Distance, Selector,
+    d_text, distance, flows_csv, has_any_flows_csv, load_summary, nothing_to_compare, our_samples,
+    read_flows, require_flows, s_text, selected_runs, sorted_slowdowns, Counted, Distance,
+    Selector,
 };
 use crate::analysis::{order_policies, quantile_sorted, IdealModel, RunSummary};
 use crate::{Error, Result};
@@ -97,14 +98,21 @@ impl Side {
         order_policies(self.runs.iter().map(|r| r.policy.as_str()))
     }
 
-    /// The policy's runs and their slowdowns pooled, ascending.
+    /// The policy's runs and their slowdowns pooled, ascending. Refused
+    /// where flows completed but the ideal model gives none of them a
+    /// slowdown: that is no lack of usable flows.
     fn slowdowns(&self, dir: &Path, policy: &str) -> Result<(usize, Vec<f64>)> {
         let runs: Vec<&RunSummary> = self.runs.iter().filter(|r| r.policy == policy).collect();
         require_flows(dir, &runs)?;
         let mut samples = Vec::new();
+        let mut counted = Counted::default();
         for r in &runs {
             let flows = read_flows(&flows_csv(dir, r))?;
+            counted.add(flows_csv(dir, r), &flows);
             samples.extend(our_samples(&flows, &self.ideal));
+        }
+        if samples.is_empty() && counted.completed > 0 {
+            return Err(nothing_to_compare(policy, &counted, dir, &self.ideal));
         }
         Ok((runs.len(), sorted_slowdowns(&samples)))
     }
