@@ -241,7 +241,9 @@ pub fn from_topology(
     Ok(SwitchConfig {
         ports,
         routes,
-        policy: opts.policy,
+        // A switch the network pins to a policy (a fabric switch that
+        // hashes) runs it, with its default parameters.
+        policy: sw.policy.map_or(opts.policy, |p| p.policy()),
         congestion: CongestionParams {
             sample_interval_ns: scaling.duration_ns(opts.congestion.sample_interval_ns),
             ..opts.congestion
@@ -422,6 +424,29 @@ mod tests {
         .unwrap();
         let wrong = config_at(&dilated, "dc1", Scaling::NONE);
         assert_ne!(wrong.routes, base[0].routes);
+    }
+
+    #[test]
+    fn a_switch_pinned_to_a_policy_runs_it_whatever_the_options_say() {
+        // The imported fabric: leaves and spines hash, DCI switches run
+        // the experiment's policy.
+        let t = Topology::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../topologies/8dc-fabric.toml"
+        )))
+        .unwrap();
+        let config = |name: &str| {
+            let n = t.ports(t.switch_by_name(name).unwrap().id).len();
+            let opts = Options {
+                ifnames: (0..n).map(|i| format!("p{i}")).collect(),
+                policy: Policy::from_name("lcmp").unwrap(),
+                ..Default::default()
+            };
+            from_topology(&t, name, &opts, mac).unwrap()
+        };
+        assert_eq!(config("dc1leaf1").policy, Policy::Ecmp);
+        assert_eq!(config("dc1spine2").policy, Policy::Ecmp);
+        assert_eq!(config("dc1").policy.name(), "lcmp");
     }
 
     #[test]

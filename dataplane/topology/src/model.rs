@@ -100,6 +100,10 @@ pub struct Switch {
     /// Destinations delivered by this switch (IPv4 and/or IPv6), in file
     /// order. Empty for a pure transit switch.
     pub prefixes: Vec<IpNet>,
+    /// The policy this switch runs whatever an experiment compares (a
+    /// data-centre fabric switch that hashes, as the modelled network's
+    /// does); `None`: the experiment's.
+    pub policy: Option<lcmp_policy::PolicyName>,
 }
 
 /// An end host attached to one switch port (used by the testbed).
@@ -616,11 +620,20 @@ impl<'a> Builder<'a> {
                 prefix_lines.insert(net, self.rep.line_of(p.span().start));
                 prefixes.push(net);
             }
+            let policy = match &s.policy {
+                None => None,
+                Some(p) => Some(
+                    p.get_ref()
+                        .parse::<lcmp_policy::PolicyName>()
+                        .map_err(|e| self.err(p, format!("switch[{i}].policy"), e.to_string()))?,
+                ),
+            };
             switches.push(Switch {
                 id,
                 name,
                 dc,
                 prefixes,
+                policy,
             });
         }
 

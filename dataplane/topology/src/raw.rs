@@ -44,6 +44,7 @@ pub(crate) struct RawSwitch {
     pub dc: Option<Str>,
     #[serde(default)]
     pub prefixes: Vec<Str>,
+    pub policy: Option<Str>,
 }
 
 #[derive(Deserialize)]

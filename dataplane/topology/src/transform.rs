@@ -85,6 +85,9 @@ impl Topology {
                 w!("dc = {}", quote(&self.dcs[dc.0].name));
             }
             w!("prefixes = {}", array(&s.prefixes));
+            if let Some(policy) = s.policy {
+                w!("policy = {}", quote(policy.name()));
+            }
         }
         for h in &self.hosts {
             w!();

@@ -517,3 +517,23 @@ fn ambiguous_units_name_the_field() {
         r#""25MS" is not a delay: units are case-sensitive; write "25ms""#,
     );
 }
+
+#[test]
+fn a_pinned_policy_is_read_back_and_an_unknown_one_named() {
+    let t = Topology::parse(
+        &format!(
+            "{BASE}[[switch]]\nname = \"leaf\"\npolicy = \"ecmp\"\n\n{LINK}\n\
+             [[link]]\na = \"leaf\"\nb = \"s1\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n"
+        ),
+        FILE,
+    )
+    .unwrap();
+    let leaf = t.switch_by_name("leaf").unwrap();
+    assert_eq!(leaf.policy, Some(lcmp_policy::PolicyName::Ecmp));
+    assert_eq!(t.switch_by_name("s1").unwrap().policy, None);
+    // Line 13 is [[switch]], 14 the name, 15 the policy.
+    let e = err("[[switch]]\nname = \"leaf\"\npolicy = \"fastest\"\n");
+    assert_eq!(e.line(), Some(15));
+    assert_eq!(e.field(), Some("switch[2].policy"));
+    assert!(e.to_string().contains("fastest"), "{e}");
+}
