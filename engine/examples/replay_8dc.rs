@@ -188,6 +188,7 @@ fn run() -> Result<(), String> {
             traffic,
             end_ns: last_start + drain_ns,
             flow_log: None,
+            pfc: false,
         },
         10_000_000,
         &mut progress,

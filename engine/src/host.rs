@@ -94,6 +94,9 @@ pub struct HostConfig {
     pub rx_idle_timeout_ns: u64,
     /// The clock's time that the flows' start offsets count from.
     pub start_ns: u64,
+    /// The priority the host's RoCEv2 traffic is sent in: a PFC frame
+    /// that pauses it stops the host's data (see [`RoceHost`]).
+    pub pfc_priority: u8,
 }
 
 impl HostConfig {
@@ -138,6 +141,7 @@ impl HostConfig {
             nak_interval_ns: NAK_INTERVAL_NS,
             rx_idle_timeout_ns: RX_IDLE_TIMEOUT_NS,
             start_ns: 0,
+            pfc_priority: lcmp_switch::pfc::ROCE_PRIORITY,
         })
     }
 }
@@ -167,6 +171,12 @@ pub struct HostStats {
     /// refused them, or one did not fit a buffer (never, for the payloads
     /// [`RoceHost::new`] accepts).
     pub nic_overflow: u64,
+    /// PFC frames that paused the host's priority (its data stopped).
+    pub pfc_pauses: u64,
+    /// PFC frames that resumed it.
+    pub pfc_resumes: u64,
+    /// Time the host's data spent paused by PFC, ns.
+    pub pfc_paused_ns: u64,
 }
 
 /// What the host reports as its status.
@@ -206,6 +216,10 @@ pub struct RoceHost<IO: PacketIo> {
     /// distinct per host).
     rkey: u32,
     stats: HostStats,
+    /// Until when PFC pauses the host's data (0: not paused).
+    paused_until_ns: u64,
+    /// When the pause in force began.
+    paused_since_ns: u64,
     last_poll_ns: u64,
     next_sweep_ns: u64,
     /// Counts this host once when it is [`RoceHost::done`] (a driver's
@@ -278,6 +292,8 @@ impl<IO: PacketIo> RoceHost<IO> {
             next_flow,
             records: Vec::new(),
             stats: HostStats::default(),
+            paused_until_ns: 0,
+            paused_since_ns: 0,
             last_poll_ns: 0,
             done_counter: None,
             received: Vec::with_capacity(BATCH),
@@ -400,6 +416,10 @@ impl<IO: PacketIo> RoceHost<IO> {
         for i in 0..self.received.len() {
             let frame = self.received[i];
             self.stats.frames_received += 1;
+            if lcmp_wire::pfc::is_pfc(self.io.frame(frame)) {
+                self.on_pfc(frame, now_ns);
+                continue;
+            }
             // What the frame asks for, decided while its bytes are borrowed.
             let answer = match roce_frame::parse(self.io.frame(frame), self.cfg.mac) {
                 Ok(d) if d.endpoints.dst != self.cfg.ip || d.endpoints.dport != ROCEV2_PORT => {
@@ -460,6 +480,46 @@ impl<IO: PacketIo> RoceHost<IO> {
         self.received.clear();
     }
 
+    /// A PFC frame from the switch: pauses the host's data for the time it
+    /// gives (at the NIC's rate), or resumes it. A NIC pauses what it has
+    /// not started: the frame being serialized completes. ACKs, CNPs and
+    /// NAKs are not held (the simulator holds them too when they share the
+    /// data's priority; a host here that only sends data, as the 8-DC
+    /// replay's senders, is paused exactly).
+    #[inline(never)]
+    fn on_pfc(&mut self, frame: Frame, now_ns: u64) {
+        let Ok(pfc) = lcmp_wire::pfc::parse(self.io.frame(frame)) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        match pfc.time(self.cfg.pfc_priority) {
+            None => {}
+            Some(0) => {
+                self.end_pause(now_ns);
+                self.stats.pfc_resumes += 1;
+            }
+            Some(quanta) => {
+                let ns =
+                    lcmp_wire::pfc::quanta_to_ns(quanta, self.cfg.nic.rate_bps).unwrap_or(u64::MAX);
+                if self.paused_until_ns <= now_ns {
+                    self.paused_since_ns = now_ns;
+                }
+                self.paused_until_ns = now_ns.saturating_add(ns);
+                self.stats.pfc_pauses += 1;
+            }
+        }
+    }
+
+    /// Ends a pause in force at `now_ns` (a resume, or its time out).
+    fn end_pause(&mut self, now_ns: u64) {
+        if self.paused_until_ns > self.paused_since_ns {
+            let until = self.paused_until_ns.min(now_ns);
+            self.stats.pfc_paused_ns += until.saturating_sub(self.paused_since_ns);
+        }
+        self.paused_until_ns = 0;
+        self.paused_since_ns = 0;
+    }
+
     /// Starts the flows whose arrival has come, as the client does.
     fn start_flows(&mut self, now_ns: u64) {
         while let Some(f) = self.next_flow.take() {
@@ -512,6 +572,13 @@ impl<IO: PacketIo> RoceHost<IO> {
     /// Hands the sender's due packets to the NIC.
     fn send_data(&mut self, now_ns: u64) {
         self.core.expire(now_ns);
+        if self.paused_until_ns != 0 {
+            if now_ns < self.paused_until_ns {
+                return;
+            }
+            // The pause ran out without a resume.
+            self.end_pause(now_ns);
+        }
         for _ in 0..BATCH {
             // The line is busy (with an ACK, or the last data frame): the
             // next packet waits for it (see the module docs).
@@ -632,10 +699,11 @@ impl<IO: PacketIo> Node for RoceHost<IO> {
         // While the NIC's buffer holds frames no packet leaves, so the
         // sender's deadlines wait for its next departure (a due deadline
         // would say "poll again now" to a host that can do nothing yet).
-        let sender = self
-            .core
-            .next_deadline()
-            .map(|t| t.max(self.nic.next_departure().unwrap_or(0)));
+        // Paused, the same: nothing leaves before the pause ends.
+        let sender = self.core.next_deadline().map(|t| {
+            t.max(self.nic.next_departure().unwrap_or(0))
+                .max(self.paused_until_ns)
+        });
         let t = [arrival, sender, self.nic.next_deadline()]
             .into_iter()
             .flatten()

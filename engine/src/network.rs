@@ -97,6 +97,11 @@ pub struct VirtualRun {
     /// Decision log of every switch (`{switch}` in the path is the
     /// switch's name), the same CSV the switch writes with --flow-log.
     pub flow_log: Option<PathBuf>,
+    /// Priority flow control on every switch whose buffer covers its
+    /// ports' headroom ([`lcmp_switch::Switch::enable_pfc`]; a switch
+    /// with long-haul links runs without, said on stderr), pausing the
+    /// RoCEv2 priority; the hosts honour the pauses.
+    pub pfc: bool,
 }
 
 /// What a [`run_virtual`] gives back.
@@ -570,6 +575,7 @@ fn build(run: VirtualRun) -> Result<Built, String> {
         mut traffic,
         end_ns,
         flow_log,
+        pfc,
     } = run;
     let scaling = opts.scaling;
     if roce.scaling != scaling {
@@ -686,9 +692,22 @@ fn build(run: VirtualRun) -> Result<Built, String> {
 
     let mut switches = Vec::new();
     let host_mac = |h| port_mac(&network.host(h).name, 0);
+    // PFC's shares scale with the hosts' NIC rate, as the link rates do.
+    let nic_rate_bps = emulated
+        .hosts()
+        .iter()
+        .map(|h| h.rate_bps)
+        .max()
+        .unwrap_or(0);
+    let mut pfc_off: Vec<(&str, String)> = Vec::new();
     for ((s, share), ends) in network.switches().iter().zip(shares).zip(at_switch) {
         let name = s.name.as_str();
         let mut sw = in_memory::switch(&network, name, &opts, &mut links, ends, share, &host_mac)?;
+        if pfc {
+            if let Err(why) = sw.enable_pfc(nic_rate_bps, lcmp_switch::pfc::ROCE_PRIORITY) {
+                pfc_off.push((name, why));
+            }
+        }
         let log = flow_log
             .as_ref()
             .map(|p| PathBuf::from(p.to_string_lossy().replace("{switch}", name)));
@@ -700,6 +719,15 @@ fn build(run: VirtualRun) -> Result<Built, String> {
         switches.push((name.to_string(), node));
     }
 
+    if let Some((first, why)) = pfc_off.first() {
+        // One line for them all: a network's DCI switches alike.
+        let names: Vec<&str> = pfc_off.iter().map(|(n, _)| *n).collect();
+        eprintln!(
+            "PFC is off on {} switch(es) ({}): {first}: {why}",
+            names.len(),
+            names.join(", ")
+        );
+    }
     let done = Arc::new(AtomicUsize::new(0));
     let mut built_hosts = Vec::new();
     for ((plan, share), end) in hosts.into_iter().zip(host_shares).zip(host_ends) {

@@ -144,6 +144,7 @@ fn network_run(
         traffic,
         end_ns,
         flow_log,
+        pfc: false,
     }
 }
 
@@ -346,6 +347,7 @@ fn busy_run() -> (Vec<u8>, Vec<Vec<u8>>) {
         traffic,
         end_ns: 2_000_000_000,
         flow_log: None,
+        pfc: false,
     })
     .unwrap();
     let mut csv = Vec::new();
@@ -454,6 +456,7 @@ fn a_burst_queues_past_the_plain_buffer_under_headroom_and_loses_nothing() {
         traffic,
         end_ns: 1_000_000_000,
         flow_log: None,
+        pfc: false,
     })
     .unwrap();
     let [(_, recs)] = &out.records[..] else {
@@ -502,6 +505,7 @@ fn a_network_that_would_not_fit_in_memory_is_refused_in_one_line() {
         traffic,
         end_ns: 1_000_000,
         flow_log: None,
+        pfc: false,
     })
     .unwrap_err();
     assert!(err.starts_with("the network needs "), "{err}");

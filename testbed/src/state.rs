@@ -81,6 +81,10 @@ pub struct SwitchSettings {
     /// Drop only beyond this many times a port's buffer (`None`: at it).
     #[serde(default)]
     pub drop_headroom: Option<u64>,
+    /// What C_path describes: `path` (the whole path; the switch's
+    /// default) or `local` (the egress link, as the LCMP artifact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<String>,
     /// The user's extra arguments to every `lcmp-switch`, passed last and
     /// never read here: an option the testbed sets too takes the user's
     /// value (the switch takes an option's last value).
@@ -97,6 +101,7 @@ impl Default for SwitchSettings {
             ecn_link_time: None,
             ecn_mark_at: None,
             drop_headroom: None,
+            metric: None,
             extra_args: Vec::new(),
         }
     }
@@ -126,6 +131,9 @@ impl SwitchSettings {
         }
         if let Some(n) = self.drop_headroom {
             v.push(format!("--drop-headroom={n}"));
+        }
+        if let Some(m) = &self.metric {
+            v.push(format!("--metric={m}"));
         }
         v.extend(process.iter().cloned());
         v.extend(self.extra_args.iter().cloned());

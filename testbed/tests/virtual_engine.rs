@@ -354,6 +354,13 @@ fn what_the_virtual_engine_cannot_run_is_one_line_and_leaves_nothing() {
             ],
             "links (--links)",
         ),
+        (
+            poisson(&["--transport", "rocev2", "--pfc"])
+                .into_iter()
+                .map(|a| if a == "virtual" { "namespaces".into() } else { a })
+                .collect(),
+            "pfc (--pfc): a one-process engine option",
+        ),
     ];
     for (args, want) in cases {
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();

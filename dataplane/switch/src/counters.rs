@@ -39,11 +39,22 @@ pub enum Counter {
     /// since bytes on a long link would reach `tx_bytes` only after its
     /// delay (2.5 s on some), outside a short measurement window.
     DepartedBytes,
+    /// PFC frames the switch sent out of the port pausing its peer (the
+    /// frames that arrived on the port hold too much of the buffer:
+    /// [`crate::pfc`]); counted in `tx_frames` as they leave, so
+    /// `rx + icmp_sent + pfc_sent = tx + drops + held + pfc_received`.
+    PfcPausesSent,
+    /// PFC frames the switch sent out of the port resuming its peer.
+    PfcResumesSent,
+    /// PFC frames received on the port (a peer pausing or resuming this
+    /// switch): consumed, not forwarded. The switch's egress does not
+    /// stop for them (the hosts of the one-process engines do).
+    PfcReceived,
 }
 
 impl Counter {
     /// Every counter, in index order.
-    pub const ALL: [Counter; 10] = [
+    pub const ALL: [Counter; 13] = [
         Counter::RxFrames,
         Counter::RxBytes,
         Counter::TxFrames,
@@ -54,6 +65,9 @@ impl Counter {
         Counter::RxRocev2Frames,
         Counter::DepartedFrames,
         Counter::DepartedBytes,
+        Counter::PfcPausesSent,
+        Counter::PfcResumesSent,
+        Counter::PfcReceived,
     ];
 
     /// Number of counters.
@@ -72,6 +86,9 @@ impl Counter {
             Counter::RxRocev2Frames => "rx_rocev2_frames",
             Counter::DepartedFrames => "departed_frames",
             Counter::DepartedBytes => "departed_bytes",
+            Counter::PfcPausesSent => "pfc_pauses_sent",
+            Counter::PfcResumesSent => "pfc_resumes_sent",
+            Counter::PfcReceived => "pfc_received",
         }
     }
 }
@@ -99,9 +116,13 @@ pub enum DropReason {
     TxRingFull,
     /// Held in an egress buffer or delay line when the switch stopped.
     Shutdown,
+    /// With PFC on, the frame's ingress port had used its share of the
+    /// buffer and its headroom: its peer did not stop in time (a
+    /// lossless fabric's loss, counted on the ingress port).
+    PfcHeadroomFull,
 }
 
-const OTHER_REASONS: [DropReason; 8] = [
+const OTHER_REASONS: [DropReason; 9] = [
     DropReason::NoRoute,
     DropReason::NoLivePort,
     DropReason::PortDown,
@@ -110,6 +131,7 @@ const OTHER_REASONS: [DropReason; 8] = [
     DropReason::NoNeighbour,
     DropReason::TxRingFull,
     DropReason::Shutdown,
+    DropReason::PfcHeadroomFull,
 ];
 
 impl DropReason {
@@ -130,6 +152,7 @@ impl DropReason {
             DropReason::NoNeighbour => P + 5,
             DropReason::TxRingFull => P + 6,
             DropReason::Shutdown => P + 7,
+            DropReason::PfcHeadroomFull => P + 8,
         }
     }
 
@@ -153,6 +176,7 @@ impl DropReason {
             DropReason::NoNeighbour => "no_neighbour",
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::Shutdown => "shutdown",
+            DropReason::PfcHeadroomFull => "pfc_headroom_full",
         }
     }
 }

@@ -291,9 +291,11 @@ pub trait Sink<F> {
     fn handoff(&mut self, h: Handoff<F>);
 
     /// A frame leaving the port buffer onto the link (into the delay line,
-    /// out at once, or to overflow), in FIFO order; its handle from here
-    /// on is the one returned.
-    fn depart(&mut self, frame: F) -> F {
+    /// out at once, or to overflow), in FIFO order, with the tag it was
+    /// queued with ([`Egress::enqueue_tagged`], else [`NO_TAG`]) and its
+    /// length; its handle from here on is the one returned.
+    fn depart(&mut self, frame: F, tag: u16, len: u32) -> F {
+        let _ = (tag, len);
         frame
     }
 }
@@ -354,12 +356,17 @@ pub struct EgressStats {
     pub transmitted_bytes: u64,
 }
 
+/// The tag of a frame queued untagged ([`Egress::enqueue_ecn`]).
+pub const NO_TAG: u16 = u16::MAX;
+
 /// A held frame with its next event time (departure in the port buffer,
 /// release in the delay line).
 #[derive(Clone, Copy, Debug)]
 struct Slot<F> {
     frame: F,
     len: u32,
+    /// The caller's tag (a switch's ingress port, for PFC accounting).
+    tag: u16,
     /// The caller's coin from admission (dequeue marking).
     random: u32,
     at_ns: u64,
@@ -521,6 +528,22 @@ impl<F: Copy> Egress<F> {
     /// `random` are not used: `admit` has judged the frame.)
     #[inline]
     pub fn enqueue_ecn(&mut self, frame: F, len: u32, ect: bool, random: u32, now_ns: u64) {
+        self.enqueue_tagged(frame, len, ect, random, now_ns, NO_TAG);
+    }
+
+    /// [`Egress::enqueue_ecn`] with a tag the [`Sink`] is given back as the
+    /// frame departs ([`Sink::depart`]) and a flush hands out
+    /// ([`Egress::flush_tagged`]).
+    #[inline]
+    pub fn enqueue_tagged(
+        &mut self,
+        frame: F,
+        len: u32,
+        ect: bool,
+        random: u32,
+        now_ns: u64,
+        tag: u16,
+    ) {
         let mark_at_departure = ect && self.marker.as_ref().is_some_and(|m| m.at_dequeue);
         let start = self.link_free_fp.max((now_ns as u128) << CLOCK_FRAC_BITS);
         let end = start + len as u128 * self.byte_time_fp;
@@ -529,6 +552,7 @@ impl<F: Copy> Egress<F> {
         self.queue.push_back(Slot {
             frame,
             len,
+            tag,
             random,
             at_ns: u64::try_from(departure).unwrap_or(u64::MAX),
             mark_at_departure,
@@ -609,7 +633,7 @@ impl<F: Copy> Egress<F> {
             let mut s = *s;
             self.queue.pop_front();
             self.queue_bytes -= s.len as u64;
-            s.frame = out.depart(s.frame);
+            s.frame = out.depart(s.frame, s.tag, s.len);
             // Dequeue marking: the queue behind the frame, without it.
             if s.mark_at_departure {
                 if let Some(ref m) = self.marker {
@@ -726,9 +750,18 @@ impl<F: Copy> Egress<F> {
     /// first, then the port buffer, so in FIFO order), returns how many, and
     /// leaves an idle link (the shaper's clock restarts at the next arrival).
     pub fn flush(&mut self, out: &mut impl FnMut(F)) -> usize {
+        self.flush_tagged(&mut |f, _, _| out(f))
+    }
+
+    /// [`Egress::flush`] handing out each frame with its tag and length
+    /// (frames of the delay line have departed: their tag is [`NO_TAG`]).
+    pub fn flush_tagged(&mut self, out: &mut impl FnMut(F, u16, u32)) -> usize {
         let n = self.held();
-        for s in self.line.drain(..).chain(self.queue.drain(..)) {
-            out(s.frame);
+        for s in self.line.drain(..) {
+            out(s.frame, NO_TAG, s.len);
+        }
+        for s in self.queue.drain(..) {
+            out(s.frame, s.tag, s.len);
         }
         self.queue_bytes = 0;
         self.link_free_fp = 0;
@@ -1463,6 +1496,42 @@ mod tests {
         );
         assert_eq!(counted(&e), (2500, 2500));
         assert_eq!(e.stats().departed_frames, 2);
+    }
+
+    #[test]
+    fn tags_come_back_at_departure_and_from_a_flush() {
+        // 1 Gbit/s (8 ns/byte), 1 us: 100-byte frames depart 800 ns apart.
+        struct Tags(Vec<(u32, u16, u32)>);
+        impl super::Sink<u32> for Tags {
+            fn handoff(&mut self, _: Handoff<u32>) {}
+            fn depart(&mut self, frame: u32, tag: u16, len: u32) -> u32 {
+                self.0.push((frame, tag, len));
+                frame
+            }
+        }
+        let mut e = Egress::new(cfg(GBIT, US, 10_000));
+        e.enqueue_tagged(1, 100, false, 0, 0, 5);
+        e.enqueue_tagged(2, 100, false, 0, 0, 6);
+        e.enqueue(3, 100, 0);
+        let mut seen = Tags(Vec::new());
+        e.poll_into(1_600, usize::MAX, &mut seen);
+        assert_eq!(seen.0, [(1, 5, 100), (2, 6, 100)]);
+        // 1 and 2 are in the delay line (departed: no tag any more), 3
+        // waits in the buffer with its own.
+        let mut flushed = Vec::new();
+        assert_eq!(
+            e.flush_tagged(&mut |f, tag, len| flushed.push((f, tag, len))),
+            3
+        );
+        assert_eq!(
+            flushed,
+            [(1, NO_TAG, 100), (2, NO_TAG, 100), (3, NO_TAG, 100)]
+        );
+        let mut e = Egress::new(cfg(GBIT, US, 10_000));
+        e.enqueue_tagged(4, 100, false, 0, 0, 7);
+        flushed.clear();
+        e.flush_tagged(&mut |f, tag, len| flushed.push((f, tag, len)));
+        assert_eq!(flushed, [(4, 7, 100)]);
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub mod mem_io;
 pub mod mem_link;
 pub mod netns;
 pub mod node;
+pub mod pfc;
 pub mod rotor;
 pub mod rotor_daemon;
 pub mod rotor_tor;

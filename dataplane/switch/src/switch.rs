@@ -27,12 +27,13 @@ use lcmp_wire::{
 use crate::config::{delay_line_capacity, delay_line_frames};
 use crate::counters::{Counter, Counters, DropReason};
 use crate::egress::{
-    Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink,
+    Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink, NO_TAG,
 };
 use crate::flight::Flight;
 use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
 use crate::io::{Frame, PacketIo};
 use crate::lpm::{Route, RoutingTable};
+use crate::pfc::{MmuConfig, PfcControl, PfcFrame, PortPfc};
 
 /// One port of the switch.
 #[derive(Clone, Debug)]
@@ -169,6 +170,17 @@ pub struct Switch<IO: PacketIo> {
     icmp: IcmpSource,
     /// A port's frames being captured (`lcmp-ctl capture`).
     capture: Option<Box<Capture>>,
+    /// Priority flow control, when on ([`Switch::enable_pfc`]).
+    pfc: Option<Box<PfcOn>>,
+}
+
+/// PFC as the switch runs it: the decisions and the frames' buffers.
+struct PfcOn {
+    control: PfcControl,
+    /// Frames due this poll (kept between polls: no allocation).
+    due: Vec<PfcFrame>,
+    /// Buffers taken from the pool for them.
+    buffers: Vec<u64>,
 }
 
 /// The frames of one poll: received, to transmit, to drop.
@@ -198,6 +210,7 @@ struct TxSink<'a> {
     tx_marks: &'a mut Vec<usize>,
     dropped: &'a mut Vec<Frame>,
     flight: Option<&'a mut Flight>,
+    pfc: Option<&'a mut PfcOn>,
 }
 
 impl Sink<Frame> for TxSink<'_> {
@@ -219,7 +232,14 @@ impl Sink<Frame> for TxSink<'_> {
     }
 
     #[inline]
-    fn depart(&mut self, frame: Frame) -> Frame {
+    fn depart(&mut self, frame: Frame, tag: u16, len: u32) -> Frame {
+        // The frame leaves the switch's buffer: its ingress port's share
+        // shrinks (frames the switch wrote itself carry no ingress).
+        if let Some(pfc) = self.pfc.as_deref_mut() {
+            if tag != NO_TAG {
+                pfc.control.release(usize::from(tag), len);
+            }
+        }
         match self.flight.as_deref_mut() {
             Some(f) => f.depart(frame),
             None => frame,
@@ -598,6 +618,7 @@ impl<IO: PacketIo> Switch<IO> {
                 ),
             },
             capture: None,
+            pfc: None,
         })
     }
 
@@ -669,6 +690,9 @@ impl<IO: PacketIo> Switch<IO> {
             start = end;
         }
         work += self.transmit(now_ns);
+        if self.pfc.is_some() {
+            self.send_pfc(now_ns);
+        }
         self.sample(now_ns);
         if now_ns >= self.timers.next_evict_ns {
             self.router.evict_step(now_ns, self.timers.evict_budget);
@@ -848,6 +872,9 @@ impl<IO: PacketIo> Switch<IO> {
                     now_ns,
                 )
             }
+            Err(ParseError::NotIp) if lcmp_wire::pfc::is_pfc(self.io.frame(frame)) => {
+                return self.pfc_received(in_port, frame)
+            }
             Err(e) => return self.drop_frame(in_port, frame, DropReason::Parse(e)),
         };
         if parsed.is_rocev2() {
@@ -888,13 +915,23 @@ impl<IO: PacketIo> Switch<IO> {
         let Some(peer_mac) = self.ports[out].peer_mac else {
             return self.drop_frame(out, frame, DropReason::NoNeighbour);
         };
+        // PFC: the frame counts against its ingress port's share until it
+        // leaves (given back on every way out below).
+        if let Some(pfc) = self.pfc.as_deref_mut() {
+            if !pfc.control.admit(in_port, frame.len) {
+                return self.drop_frame(in_port, frame, DropReason::PfcHeadroomFull);
+            }
+        }
         let coin = self.random();
         let ect = parsed.ecn.is_ecn_capable();
         let admit = self.ports[out].egress.admit(frame.len, ect, coin);
         let src_mac = self.ports[out].config.mac;
         let data = self.io.frame_mut(frame);
         match admit {
-            Admit::DropQueueFull => return self.drop_frame(out, frame, DropReason::QueueFull),
+            Admit::DropQueueFull => {
+                self.pfc_release(in_port, frame.len);
+                return self.drop_frame(out, frame, DropReason::QueueFull);
+            }
             Admit::QueuedMarkCe => {
                 // Only a mark this switch made counts.
                 if set_ce(data, parsed.l3, parsed.l3_offset) {
@@ -908,6 +945,7 @@ impl<IO: PacketIo> Switch<IO> {
                 RewriteError::TtlExpired => DropReason::Parse(ParseError::TtlExpired),
                 RewriteError::FrameMismatch => DropReason::Parse(ParseError::Truncated),
             };
+            self.pfc_release(in_port, frame.len);
             return self.drop_frame(in_port, frame, reason);
         }
         // Parking, the port keeps the bytes and the pool the buffer.
@@ -919,10 +957,123 @@ impl<IO: PacketIo> Switch<IO> {
             }
             None => frame,
         };
-        // Marking at dequeue, the egress judges the frame when it departs.
+        // Marking at dequeue, the egress judges the frame when it departs;
+        // the tag is the ingress port, for PFC's accounting at departure.
         self.ports[out]
             .egress
-            .enqueue_ecn(held, held.len, ect, coin, now_ns);
+            .enqueue_tagged(held, held.len, ect, coin, now_ns, in_port as u16);
+    }
+
+    /// Gives back a frame's share of its ingress port's buffer (PFC on).
+    #[inline]
+    fn pfc_release(&mut self, in_port: usize, len: u32) {
+        if let Some(pfc) = self.pfc.as_deref_mut() {
+            pfc.control.release(in_port, len);
+        }
+    }
+
+    /// A PFC frame from the peer on `in_port`: counted and consumed (MAC
+    /// control frames are link-local, never forwarded).
+    #[inline(never)]
+    fn pfc_received(&mut self, in_port: usize, frame: Frame) {
+        self.counters.add(in_port, Counter::PfcReceived, 1);
+        self.recycle(frame);
+    }
+
+    /// Turns on priority flow control (IEEE 802.1Qbb) as the LCMP paper's
+    /// simulator runs it ([`crate::pfc`]): each ingress port may hold a
+    /// share of the switch's buffer (the largest port buffer, the
+    /// simulator's shared one), and a port past it is sent a pause for
+    /// `priority`, re-sent while it stays past, then a resume. For hosts
+    /// sending at `nic_rate_bps` (faster ports get a larger share).
+    /// Refused, with the reason, when the buffer cannot cover the ports'
+    /// headroom (a switch with long-haul links), or when the packet I/O
+    /// has no pool to write the frames in (AF_XDP ports: a NIC's own PFC
+    /// is the kernel's and the NIC's).
+    pub fn enable_pfc(&mut self, nic_rate_bps: u64, priority: u8) -> Result<(), String> {
+        let ports = self
+            .ports
+            .iter()
+            .map(|p| PortPfc {
+                rate_bps: p.egress.config().rate_bps,
+                delay_ns: p.egress.config().delay_ns,
+            })
+            .collect();
+        let buffer = self
+            .ports
+            .iter()
+            .map(|p| p.config.egress.buffer_bytes)
+            .max()
+            .unwrap_or(0);
+        let control = PfcControl::new(MmuConfig::new(buffer, ports, nic_rate_bps), priority)?;
+        let mut buffers = Vec::new();
+        self.io.take_free(1, &mut buffers);
+        if buffers.is_empty() {
+            return Err("its packet I/O lends no buffers to write PFC frames in (AF_XDP ports: PFC is the NIC's)".into());
+        }
+        self.pfc = Some(Box::new(PfcOn {
+            control,
+            due: Vec::new(),
+            buffers,
+        }));
+        Ok(())
+    }
+
+    /// The PFC accounting, when PFC is on.
+    pub fn pfc(&self) -> Option<&crate::pfc::Mmu> {
+        self.pfc.as_deref().map(|p| p.control.mmu())
+    }
+
+    /// Writes and queues the PFC frames due at `now_ns`, each out of the
+    /// port whose peer it pauses or resumes, behind what that port holds.
+    #[inline(never)]
+    fn send_pfc(&mut self, now_ns: u64) {
+        let Some(mut pfc) = self.pfc.take() else {
+            return;
+        };
+        pfc.due.clear();
+        pfc.control.frames_due(now_ns, &mut pfc.due);
+        for i in 0..pfc.due.len() {
+            let f = pfc.due[i];
+            if !self.ports[f.port].up {
+                continue;
+            }
+            if pfc.buffers.is_empty() {
+                self.io.take_free(8, &mut pfc.buffers);
+            }
+            let Some(addr) = pfc.buffers.pop() else {
+                // The pool is dry: the refresh or the next decision
+                // sends it.
+                break;
+            };
+            let mac = self.ports[f.port].config.mac;
+            let room = self.io.frame_room_mut(Frame { addr, len: 0 });
+            let Ok(len) = lcmp_wire::pfc::write(room, mac, &f.pfc) else {
+                pfc.buffers.push(addr);
+                continue;
+            };
+            let frame = Frame {
+                addr,
+                len: len as u32,
+            };
+            let held = match self.ports[f.port].flight.as_mut() {
+                Some(flight) => {
+                    let parked = flight.park(self.io.frame(frame));
+                    pfc.buffers.push(addr);
+                    parked
+                }
+                None => frame,
+            };
+            // A control frame: no tail drop, no mark.
+            self.ports[f.port].egress.enqueue(held, held.len, now_ns);
+            let counter = if f.pause {
+                Counter::PfcPausesSent
+            } else {
+                Counter::PfcResumesSent
+            };
+            self.counters.add(f.port, counter, 1);
+        }
+        self.pfc = Some(pfc);
     }
 
     /// Keeps only the bytes of the frames every port holds from now on
@@ -979,6 +1130,7 @@ impl<IO: PacketIo> Switch<IO> {
                     tx_marks: &mut batch.tx_marks,
                     dropped: &mut batch.dropped,
                     flight: p.flight.as_mut(),
+                    pfc: self.pfc.as_deref_mut(),
                 },
             );
             if parking {
@@ -1066,10 +1218,17 @@ impl<IO: PacketIo> Switch<IO> {
     /// how many frames in all.
     fn flush_egress(&mut self, port: usize, held: &mut Vec<Frame>) -> usize {
         let p = &mut self.ports[port];
-        let (egress, flight) = (&mut p.egress, &mut p.flight);
-        egress.flush(&mut |f| match flight {
-            Some(store) if Flight::is_parked(f) => store.discard(f),
-            _ => held.push(f),
+        let (egress, flight, pfc) = (&mut p.egress, &mut p.flight, &mut self.pfc);
+        egress.flush_tagged(&mut |f, tag, len| {
+            if let Some(pfc) = pfc.as_deref_mut() {
+                if tag != NO_TAG {
+                    pfc.control.release(usize::from(tag), len);
+                }
+            }
+            match flight {
+                Some(store) if Flight::is_parked(f) => store.discard(f),
+                _ => held.push(f),
+            }
         })
     }
 
@@ -1187,6 +1346,9 @@ impl<IO: PacketIo> Switch<IO> {
         }
         if self.congestion_active() {
             t = t.min(self.timers.next_sample_ns);
+        }
+        if let Some(due) = self.pfc.as_deref().and_then(|p| p.control.next_due_ns()) {
+            t = t.min(due);
         }
         t
     }
@@ -1555,6 +1717,10 @@ impl<IO: PacketIo> Switch<IO> {
             // Counted, so the final stats account for every frame.
             self.counters.drop_n(port, DropReason::Shutdown, all as u64);
             self.batch.dropped.extend(held);
+        }
+        if let Some(pfc) = self.pfc.as_deref_mut() {
+            let spare = pfc.buffers.drain(..).map(|addr| Frame { addr, len: 0 });
+            self.batch.dropped.extend(spare);
         }
         self.release_dropped();
         self.io.shutdown();

@@ -60,6 +60,7 @@ mod flow;
 pub mod icmp;
 pub mod ip;
 mod parse;
+pub mod pfc;
 mod rewrite;
 pub mod rotor;
 pub mod testing;

@@ -75,6 +75,26 @@ pub const ROCEV2_DEFAULT_SCALE: f64 = 1000.0;
 /// 3,500 per second leave the machine idle time.
 pub const ROCEV2_DEFAULT_TIME_SCALE: f64 = 10.0;
 
+/// What the switches' C_path describes (`lcmp-switch --metric`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Metric {
+    /// A candidate's whole path.
+    Path,
+    /// Its egress link.
+    Local,
+}
+
+impl Metric {
+    /// The name as `lcmp-switch --metric` takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Path => "path",
+            Metric::Local => "local",
+        }
+    }
+}
+
 /// Where an experiment runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -195,7 +215,8 @@ pub fn load_topology(file: Option<&Path>) -> Result<Topology> {
 #[serde(rename_all = "kebab-case")]
 pub enum LoadDefinition {
     /// Offered bytes/s over the source DC switch's inter-DC capacity (sum
-    /// of its switch-to-switch link rates): load 1.0 fills every path.
+    /// of the rates of its links to other DCs' switches): load 1.0 fills
+    /// every path.
     InterDc,
     /// The LCMP artifact's: each sender host offers load x its NIC rate,
     /// which overloads the source DC's uplinks when senders' NICs add up to
@@ -339,6 +360,19 @@ pub struct ExperimentConfig {
     /// Where the experiment runs: `namespaces` (the default) or `virtual`.
     #[serde(default)]
     pub engine: Engine,
+    /// Priority flow control (one-process engines): every switch whose
+    /// buffer covers its ports' headroom pauses the hosts and switches
+    /// upstream of a port that holds too much of it, as the paper's
+    /// simulator does; the hosts stop their data while paused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pfc: bool,
+    /// What the switches' C_path describes: `path` (a candidate's whole
+    /// path: total delay, bottleneck; the default) or `local` (its egress
+    /// link, as the LCMP artifact does: with the DC fabric modelled, the
+    /// whole path's bottleneck is a 100 Gbit/s leaf link for every
+    /// candidate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metric: Option<Metric>,
     /// Flow sizes are divided by this (at least one byte, i.e. one packet).
     /// Default: `scale` under rocev2 (the paper's size/BDP and
     /// transfer-time/RTT ratios), 1 under tcp.
@@ -473,7 +507,7 @@ fn default_load_def() -> LoadDefinition {
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
     /// Flags given beside it are an error.
-    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "policies", "trace", "transport", "size_scale", "reference"])]
+    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "trace", "transport", "size_scale", "reference"])]
     pub config: Option<PathBuf>,
     /// Output directory.
     #[arg(long)]
@@ -520,6 +554,13 @@ pub struct ExperimentArgs {
     /// rocev2 to --scale 1000 --time-scale 10 so that 2 cores keep up).
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<Engine>,
+    /// Priority flow control on the one-process engines (also `pfc = true`
+    /// in the file): switches pause the senders of a port that holds too
+    /// much of their buffer, as the paper's simulator does; a switch whose
+    /// buffer cannot cover its ports' headroom (long-haul links) runs
+    /// without, said on stderr.
+    #[arg(long)]
+    pub pfc: bool,
     /// Divide flow sizes by S (a flow is at least one packet). Default:
     /// --scale under rocev2, which keeps the paper's size/BDP and
     /// transfer-time/RTT ratios; 1 under tcp.
@@ -535,9 +576,11 @@ pub struct ExperimentArgs {
     #[arg(long = "rocev2-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub rocev2_args: Vec<String>,
     /// Policies to compare (comma-separated; names as lcmp_policy::PolicyName
-    /// spells them, checked with the experiment, in one line).
-    #[arg(long, value_delimiter = ',', default_value = "lcmp,ecmp,ucmp,wcmp")]
-    pub policies: Vec<String>,
+    /// spells them, checked with the experiment, in one line). Default
+    /// lcmp,ecmp,ucmp,wcmp; with --config, the policies of the file to run
+    /// instead of its list (e.g. one policy of a long experiment per run).
+    #[arg(long, value_delimiter = ',', value_name = "POLICY,...")]
+    pub policies: Option<Vec<String>>,
     /// Repetitions (seeds 1..=K).
     #[arg(long, default_value_t = 1)]
     pub seeds: u32,
@@ -600,6 +643,12 @@ impl ExperimentArgs {
             if let Some(engine) = self.engine {
                 c.engine = engine;
             }
+            c.pfc |= self.pfc;
+            if let Some(policies) = &self.policies {
+                // A reference of a policy not run has nothing to compare.
+                c.reference.retain(|p, _| policies.contains(p));
+                c.policies = policies.clone();
+            }
             return Ok(c);
         }
         let engine = self.engine.unwrap_or_default();
@@ -619,7 +668,10 @@ impl ExperimentArgs {
             to: self.to.clone().unwrap_or_default(),
             workloads: self.workload.clone(),
             loads: self.load.clone(),
-            policies: self.policies.clone(),
+            policies: self
+                .policies
+                .clone()
+                .unwrap_or_else(|| ["lcmp", "ecmp", "ucmp", "wcmp"].map(String::from).to_vec()),
             seeds: self.seeds,
             duration_s: match (&self.trace, self.duration) {
                 (Some(_), _) => 0.0,
@@ -637,6 +689,8 @@ impl ExperimentArgs {
             failure: None,
             transport: self.transport,
             engine,
+            pfc: self.pfc,
+            metric: None,
             size_scale: self.size_scale,
             trace: self.trace.clone(),
             trace_format: self.trace_format.map(|f| f.name().to_string()),
@@ -735,6 +789,12 @@ impl ExperimentConfig {
     /// configures the namespace engine's processes, kernels or links.
     fn check_engine(&self) -> Result<()> {
         if self.engine == Engine::Namespaces {
+            if self.pfc {
+                return Err(Error::new(
+                    "pfc (--pfc): a one-process engine option (engine = \"virtual\" or \"wall\"); \
+                     on the namespaces the switches run over AF_XDP, where PFC is the NIC's",
+                ));
+            }
             return Ok(());
         }
         if self.transport == Transport::Tcp {
@@ -929,9 +989,9 @@ impl ExperimentConfig {
                     names.join(", ")
                 )));
             };
-            if !topo.hosts().iter().any(|h| h.switch == s.id) {
+            if super::hosts_behind(&topo, s.id).is_empty() {
                 return Err(Error::new(format!(
-                    "{what}: switch {sw:?} has no hosts (DC switches with hosts: {})",
+                    "{what}: switch {sw:?} has no hosts, on it or in its DC (DC switches: {})",
                     names.join(", ")
                 )));
             }
@@ -1304,6 +1364,39 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("lod"), "{e}");
+    }
+
+    #[test]
+    fn policies_with_a_config_run_those_and_keep_their_references() {
+        let dir = std::env::temp_dir().join(format!("lcmp-config-pol-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("exp.toml");
+        std::fs::write(
+            &file,
+            "from='dc1'\nto='dc8'\nworkloads=['websearch']\nloads=[0.3]\n\
+             policies=['lcmp','ecmp','ucmp']\nduration_s=1\n[reference]\n\
+             lcmp = 'fct_lcmp.txt'\necmp = 'fct_ecmp.txt'\n",
+        )
+        .unwrap();
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ExperimentArgs,
+        }
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["x", "--config", file.to_str().unwrap(), "--out", "/x"];
+            argv.extend_from_slice(extra);
+            let Cli { args } = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
+            args.to_config().unwrap()
+        };
+        // The file's list when none is given.
+        assert_eq!(parse(&[]).policies, ["lcmp", "ecmp", "ucmp"]);
+        let c = parse(&["--policies", "ecmp"]);
+        assert_eq!(c.policies, ["ecmp"]);
+        // lcmp is not run: its reference goes with it.
+        assert_eq!(c.reference.keys().collect::<Vec<_>>(), ["ecmp"]);
+        c.validate().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

@@ -71,6 +71,7 @@ pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
         // `SwitchNotifyDequeue`), on the bytes behind it.
         ecn_mark_at: rocev2.then(|| "dequeue".to_string()),
         drop_headroom: rocev2.then_some(ROCEV2_DROP_HEADROOM),
+        metric: cfg.metric.map(|m| m.name().to_string()),
         extra_args: cfg.switch_args.clone(),
     }
 }
@@ -142,10 +143,15 @@ pub fn rate_per_sender(
     let from = topo.switch_by_name(&cfg.from).expect("validated");
     match cfg.load_definition {
         LoadDefinition::InterDc => {
+            // Its links to other DCs' switches (a DC modelled with its
+            // fabric: not those to its own spines).
             let capacity: u64 = topo
                 .ports(from.id)
                 .iter()
-                .filter(|p| p.peer_switch().is_some())
+                .filter(|p| {
+                    p.peer_switch()
+                        .is_some_and(|s| from.dc.is_none() || topo.switch(s).dc != from.dc)
+                })
                 .map(|p| p.rate_bps)
                 .sum();
             load * capacity as f64 / senders.len().max(1) as f64
@@ -511,7 +517,7 @@ fn write_results(
         "senders": r.senders,
         "receivers": r.receivers,
         "load_definition": match cfg.load_definition {
-            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of its switch-to-switch link rates, scaled)",
+            LoadDefinition::InterDc => "offered payload bytes/s over the source DC switch's inter-DC capacity (sum of the rates of its links to other DCs' switches, scaled)",
             LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
         },
         "rate_bps_per_sender": r.rates_per_sender,
@@ -543,11 +549,14 @@ fn write_results(
     Ok(summary)
 }
 
-/// The hosts behind switch `sw`, by name in topology order.
-fn hosts_behind(topo: &Topology, sw: SwitchId) -> Vec<String> {
+/// The hosts behind switch `sw`, by name in topology order: those of every
+/// switch of its DC (a DC modelled with its fabric: hosts on leaves behind
+/// the DCI switch), or of the switch alone when it is in no DC.
+pub(crate) fn hosts_behind(topo: &Topology, sw: SwitchId) -> Vec<String> {
+    let dc = topo.switch(sw).dc;
     topo.hosts()
         .iter()
-        .filter(|h| h.switch == sw)
+        .filter(|h| h.switch == sw || (dc.is_some() && topo.switch(h.switch).dc == dc))
         .map(|h| h.name.clone())
         .collect()
 }

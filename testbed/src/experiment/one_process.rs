@@ -99,6 +99,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         src: from,
         senders: &senders,
         dsts: &dsts,
+        pfc: cfg.pfc,
     };
     let started = Instant::now();
     let mut outcomes = Vec::new();
@@ -231,6 +232,8 @@ struct VirtualBed<'a> {
     src: SwitchId,
     senders: &'a [String],
     dsts: &'a [Destination],
+    /// Priority flow control on the switches that can keep it lossless.
+    pfc: bool,
 }
 
 impl VirtualBed<'_> {
@@ -254,6 +257,7 @@ impl VirtualBed<'_> {
             traffic,
             end_ns: ((spec.duration_s + spec.drain_s) * 1e9).round() as u64,
             flow_log: Some(dir.join("decisions-{switch}.csv")),
+            pfc: self.pfc,
         };
         let wall = Instant::now();
         let outcome = match self.wall_testbed {
@@ -467,10 +471,16 @@ fn switch_options(settings: &SwitchSettings, scaling: Scaling) -> Result<Options
         Some(n) => EcnMarkAt::from_name(n)
             .ok_or_else(|| Error::new(format!("ecn_mark_at {n:?}: expected enqueue or dequeue")))?,
     };
+    let metric = match settings.metric.as_deref() {
+        None => Options::default().metric,
+        Some(m) => <lcmp_topology::tables::PathMetric as clap::ValueEnum>::from_str(m, false)
+            .map_err(|_| Error::new(format!("metric {m:?}: expected path or local")))?,
+    };
     Ok(Options {
         policy,
         ecn_link_time,
         ecn_mark_at,
+        metric,
         drop_headroom: settings.drop_headroom.unwrap_or(1),
         scaling,
         ..Options::default()

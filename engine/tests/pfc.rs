@@ -1,0 +1,149 @@
+//! Priority flow control on the virtual clock: two hosts at line rate into
+//! one link of the same rate (2:1), with and without PFC. Expectations
+//! worked out by hand below.
+
+use lcmp_engine::{run_virtual, HostTraffic, VirtualOutcome, VirtualRun};
+use lcmp_policy::Policy;
+use lcmp_switch::config::Options;
+use lcmp_topology::Topology;
+use lcmp_traffic::flows::{Arrivals, FlowSource, ScheduledFlow};
+use lcmp_traffic::record::FlowStatus;
+use lcmp_traffic::rocev2::client::RoceOptions;
+
+/// a and c on s1, b on s2; every link 8 Gbit/s (1 byte/ns) and 10 us;
+/// buffers 1 MB. s1's ports: p0 to s2 (the link), p1 a, p2 c.
+const TWO_TO_ONE: &str = r#"
+[defaults]
+buffer = "1MB"
+[[switch]]
+name = "s1"
+prefixes = ["10.0.1.0/24"]
+[[switch]]
+name = "s2"
+prefixes = ["10.0.2.0/24"]
+[[link]]
+a = "s1"
+b = "s2"
+rate = "8Gbps"
+delay = "10us"
+[[host]]
+name = "a"
+switch = "s1"
+addresses = ["10.0.1.2/24"]
+rate = "8Gbps"
+delay = "10us"
+[[host]]
+name = "c"
+switch = "s1"
+addresses = ["10.0.1.3/24"]
+rate = "8Gbps"
+delay = "10us"
+[[host]]
+name = "b"
+switch = "s2"
+addresses = ["10.0.2.2/24"]
+rate = "8Gbps"
+delay = "10us"
+"#;
+
+/// a and c each send 2 MB to b at time 0, DCQCN without ECN (so at line
+/// rate throughout).
+fn two_to_one(pfc: bool) -> VirtualOutcome {
+    let traffic = ["a", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, host)| HostTraffic {
+            host: host.to_string(),
+            flows: FlowSource::new(
+                Arrivals::Schedule(vec![ScheduledFlow {
+                    id: i as u64 + 1,
+                    dst: 0,
+                    size: 2_000_000,
+                    start_ns: 0,
+                }]),
+                0,
+                0,
+                0.0,
+                1.0,
+                1,
+            ),
+            dsts: vec!["b=10.0.2.2:4791".parse().unwrap()],
+        })
+        .collect();
+    run_virtual(VirtualRun {
+        network: Topology::parse(TWO_TO_ONE, "two-to-one.toml").unwrap(),
+        switch: Options {
+            policy: Policy::Ecmp,
+            ecn: None,
+            ..Options::default()
+        },
+        roce: RoceOptions::default(),
+        traffic,
+        end_ns: 10_000_000_000,
+        flow_log: None,
+        pfc,
+    })
+    .unwrap()
+}
+
+#[test]
+fn pfc_pauses_the_senders_instead_of_dropping_and_keeps_the_link_busy() {
+    let out = two_to_one(true);
+    let s1 = &out.switches.iter().find(|(n, _)| n == "s1").unwrap().1;
+    let s2 = &out.switches.iter().find(|(n, _)| n == "s2").unwrap().1;
+    // s1's buffer is 1 MB; each of its 3 ports has a 4 KiB reserve and a
+    // headroom of 3 x 8 Gbit/s x 10 us = 30,000 bytes (28 frames: what a
+    // host sends while a pause reaches it, 10 us, and what is on its link
+    // then, 10 us more), so 1,000,000 - 90,000 - 12,288 = 897,712 bytes
+    // are shared. Two ports filling it equally each pause at x = (897,712
+    // - 2x) / 8, x = 89,771 bytes: far below the 2 MB each host sends,
+    // far below the 1 MB buffer the link's queue would otherwise fill.
+    // So: nothing dropped anywhere, both hosts paused (and resumed).
+    for (name, snap) in &out.switches {
+        assert_eq!(snap.drops_total, 0, "{name}: {:?}", snap.drops);
+    }
+    for host_port in [1, 2] {
+        let c = &s1.ports[host_port].counters;
+        assert!(c["pfc_pauses_sent"] >= 1, "port {host_port}: {c:?}");
+        assert!(c["pfc_resumes_sent"] >= 1, "port {host_port}: {c:?}");
+    }
+    // The link is not oversubscribed downstream: s2 pauses no one, and s1
+    // hears no pause.
+    assert_eq!(s2.counters["pfc_pauses_sent"], 0);
+    assert_eq!(s1.counters["pfc_received"], 0);
+    // Work-conserving: the paused ports' ~90 KB queued each outlast the
+    // ~20 us a resume takes to bring data back (20 KB), so s1's link is
+    // never idle. Each flow is 2,000 packets of 1,000 bytes: a First of
+    // 1,074 bytes (with RETH) and 1,999 of 1,058, 2,116,016 bytes; both,
+    // 4,232,032 bytes at 1 byte/ns. The link starts when a's and c's
+    // first frames reach s1 (1,074 ns serialization + 10 us): 11,074 ns;
+    // its last frame leaves at 11,074 + 4,232,032 = 4,243,106 ns, reaches
+    // s2 10 us later, crosses s2 -> b (1,058 + 10,000 ns): 4,264,164; its
+    // ACK (62 bytes) comes back over three hops of 62 + 10,000 ns:
+    // 4,294,350 ns. The flow that ends last cannot end earlier, and ends
+    // within 1 % of it.
+    let mut fcts = Vec::new();
+    for (host, recs) in &out.records {
+        let [rec] = &recs[..] else {
+            panic!("{host}: {recs:?}")
+        };
+        assert_eq!(rec.status, FlowStatus::Ok, "{host}: {rec:?}");
+        fcts.push(rec.fct_ns.unwrap());
+    }
+    let last = *fcts.iter().max().unwrap();
+    assert!(
+        (4_294_350..=4_337_294).contains(&last),
+        "the later flow ended at {last} ns: {fcts:?}"
+    );
+}
+
+#[test]
+fn without_pfc_the_same_burst_overflows_the_buffer() {
+    // The same 4.2 MB in, at twice the link's rate: the link's queue grows
+    // by 1 byte/ns and reaches s1's 1 MB buffer after ~1 ms: tail drops,
+    // counted on the link's port, which PFC prevents above.
+    let out = two_to_one(false);
+    let s1 = &out.switches.iter().find(|(n, _)| n == "s1").unwrap().1;
+    assert!(s1.ports[0].drops["queue_full"] > 0, "{:?}", s1.drops);
+    assert_eq!(s1.counters["pfc_pauses_sent"], 0);
+}
