@@ -310,7 +310,8 @@ fn what_the_virtual_engine_cannot_run_is_one_line_and_leaves_nothing() {
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };
-    let cases: Vec<(Vec<String>, &str)> = vec![
+    let cases: Vec<(Vec<String>, &str)> =
+        vec![
         (
             poisson(&[]),
             "tcp runs on the namespaces engine only (kernel TCP stacks); the wall and virtual \
