@@ -100,7 +100,7 @@ pub struct VirtualRun {
     /// Priority flow control on every switch whose buffer covers its
     /// ports' headroom ([`lcmp_switch::Switch::enable_pfc`]; a switch
     /// with long-haul links runs without, said on stderr), pausing the
-    /// RoCEv2 priority; the hosts honour the pauses.
+    /// RoCEv2 priority; hosts and switches stop for the pauses.
     pub pfc: bool,
 }
 

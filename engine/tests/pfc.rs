@@ -147,3 +147,100 @@ fn without_pfc_the_same_burst_overflows_the_buffer() {
     assert!(s1.ports[0].drops["queue_full"] > 0, "{:?}", s1.drops);
     assert_eq!(s1.counters["pfc_pauses_sent"], 0);
 }
+
+/// a on s1, s1 - s2 - s3 in a chain, b on s3; every link 8 Gbit/s and
+/// 10 us but s2 - s3 at 4 Gbit/s (2 ns/byte); buffers 1 MB.
+const CHAIN: &str = r#"
+[defaults]
+buffer = "1MB"
+[[switch]]
+name = "s1"
+prefixes = ["10.0.1.0/24"]
+[[switch]]
+name = "s2"
+[[switch]]
+name = "s3"
+prefixes = ["10.0.2.0/24"]
+[[link]]
+a = "s1"
+b = "s2"
+rate = "8Gbps"
+delay = "10us"
+[[link]]
+a = "s2"
+b = "s3"
+rate = "4Gbps"
+delay = "10us"
+[[host]]
+name = "a"
+switch = "s1"
+addresses = ["10.0.1.2/24"]
+rate = "8Gbps"
+delay = "10us"
+[[host]]
+name = "b"
+switch = "s3"
+addresses = ["10.0.2.2/24"]
+rate = "8Gbps"
+delay = "10us"
+"#;
+
+#[test]
+fn a_paused_switch_stops_and_pauses_its_own_senders_in_turn() {
+    let out = run_virtual(VirtualRun {
+        network: Topology::parse(CHAIN, "chain.toml").unwrap(),
+        switch: Options {
+            policy: Policy::Ecmp,
+            ecn: None,
+            ..Options::default()
+        },
+        roce: RoceOptions::default(),
+        traffic: vec![HostTraffic {
+            host: "a".into(),
+            flows: FlowSource::new(
+                Arrivals::Schedule(vec![ScheduledFlow {
+                    id: 1,
+                    dst: 0,
+                    size: 2_000_000,
+                    start_ns: 0,
+                }]),
+                0,
+                0,
+                0.0,
+                1.0,
+                1,
+            ),
+            dsts: vec!["b=10.0.2.2:4791".parse().unwrap()],
+        }],
+        end_ns: 10_000_000_000,
+        flow_log: None,
+        pfc: true,
+    })
+    .unwrap();
+    let snap = |name: &str| &out.switches.iter().find(|(n, _)| n == name).unwrap().1;
+    // a sends at 8 Gbit/s into s2's 4 Gbit/s link: s2's share from s1
+    // fills ((1,000,000 - 45,000 headroom - 8,192 reserves) / 9 = 105,201
+    // bytes) and s2 pauses s1; s1 stops, its own queue fills, and s1
+    // pauses a. Without s1 stopping, s2's 30,000 bytes of headroom would
+    // overflow (the frames keep coming at 8 Gbit/s): nothing is dropped.
+    for (name, s) in &out.switches {
+        assert_eq!(s.drops_total, 0, "{name}: {:?}", s.drops);
+    }
+    assert!(snap("s2").counters["pfc_pauses_sent"] >= 1);
+    assert!(
+        snap("s1").counters["pfc_received"] >= 2,
+        "a pause and a resume"
+    );
+    assert!(snap("s1").counters["pfc_pauses_sent"] >= 1);
+    // The 4 Gbit/s link never idles: 2,116,016 bytes at 2 ns/byte from
+    // the first frame's arrival at s2 (1,074 + 10,000 twice: 22,148 ns):
+    // the last leaves s2 at 4,254,180 ns, is at b 10,000 + 1,058 + 10,000
+    // later (4,275,238), and its ACK comes back over 4 hops of 10 us and
+    // 62 bytes (124 ns on the 4 Gbit/s hop): 4,315,548 ns; within 1 %.
+    let [(_, recs)] = &out.records[..] else {
+        panic!("{:?}", out.records)
+    };
+    assert_eq!(recs[0].status, FlowStatus::Ok);
+    let fct = recs[0].fct_ns.unwrap();
+    assert!((4_315_548..=4_358_703).contains(&fct), "{fct}");
+}

@@ -47,8 +47,8 @@ pub enum Counter {
     /// PFC frames the switch sent out of the port resuming its peer.
     PfcResumesSent,
     /// PFC frames received on the port (a peer pausing or resuming this
-    /// switch): consumed, not forwarded. The switch's egress does not
-    /// stop for them (the hosts of the one-process engines do).
+    /// switch): the port's egress stops and goes again as they say;
+    /// consumed, not forwarded.
     PfcReceived,
 }
 

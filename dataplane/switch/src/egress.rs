@@ -451,6 +451,16 @@ pub struct Egress<F: Copy> {
     /// The delay line; `at_ns` is the release time.
     line: VecDeque<Slot<F>>,
     stats: EgressStats,
+    /// The peer paused the link (PFC): no frame starts serialization from
+    /// `since_ns` until a resume or `until_ns`.
+    paused: Option<Paused>,
+}
+
+/// A pause in force ([`Egress::pause`]).
+#[derive(Clone, Copy, Debug)]
+struct Paused {
+    since_ns: u64,
+    until_ns: u64,
 }
 
 impl<F: Copy> Egress<F> {
@@ -472,6 +482,7 @@ impl<F: Copy> Egress<F> {
             queue_bytes: 0,
             line: VecDeque::with_capacity(line_slots),
             stats: EgressStats::default(),
+            paused: None,
         }
     }
 
@@ -563,6 +574,66 @@ impl<F: Copy> Egress<F> {
         self.stats.enqueued_bytes += len as u64;
     }
 
+    /// The peer asks the link to stop (a PFC pause) at `now_ns` until
+    /// `until_ns` at the latest: a frame being serialized completes; the
+    /// frames after it wait, and new ones queue behind them. A pause in
+    /// force is extended (a refresh).
+    pub fn pause(&mut self, now_ns: u64, until_ns: u64) {
+        match &mut self.paused {
+            Some(p) => p.until_ns = until_ns,
+            None => {
+                self.paused = Some(Paused {
+                    since_ns: now_ns,
+                    until_ns,
+                })
+            }
+        }
+    }
+
+    /// The peer lets the link go again at `now_ns` (a PFC resume, or the
+    /// pause's time ran out): the frames that waited are serialized back
+    /// to back from then.
+    pub fn resume(&mut self, now_ns: u64) {
+        let Some(p) = self.paused.take() else {
+            return;
+        };
+        let since_fp = u128::from(p.since_ns) << CLOCK_FRAC_BITS;
+        let mut free_fp = u128::from(now_ns) << CLOCK_FRAC_BITS;
+        for s in self.queue.iter_mut() {
+            let ser = u128::from(s.len) * self.byte_time_fp;
+            let end_fp = u128::from(s.at_ns) << CLOCK_FRAC_BITS;
+            let start_fp = end_fp.saturating_sub(ser);
+            if start_fp < since_fp {
+                // On the wire when the pause came: it kept its time.
+                free_fp = free_fp.max(end_fp);
+                continue;
+            }
+            let end = free_fp.max(start_fp) + ser;
+            s.at_ns = u64::try_from((end + (1u128 << (CLOCK_FRAC_BITS - 1))) >> CLOCK_FRAC_BITS)
+                .unwrap_or(u64::MAX);
+            free_fp = end;
+        }
+        self.link_free_fp = self.link_free_fp.max(free_fp);
+    }
+
+    /// Whether the peer has the link paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused.is_some()
+    }
+
+    /// Whether the head of the port buffer may not start now: a pause in
+    /// force that it did not start before.
+    #[inline]
+    fn held_by_pause(&self, s: &Slot<F>) -> bool {
+        match self.paused {
+            None => false,
+            Some(p) => {
+                let ser = (u128::from(s.len) * self.byte_time_fp) >> CLOCK_FRAC_BITS;
+                u128::from(s.at_ns).saturating_sub(ser) >= u128::from(p.since_ns)
+            }
+        }
+    }
+
     /// [`Egress::admit`], then [`Egress::enqueue_ecn`] if admitted. On
     /// `QueuedMarkCe` the caller sets CE in the frame before its next poll
     /// (nothing is transmitted outside `poll`); on `DropQueueFull` the frame
@@ -611,6 +682,11 @@ impl<F: Copy> Egress<F> {
         out: &mut impl Sink<F>,
     ) -> EgressStep {
         let mut step = EgressStep::default();
+        if let Some(p) = self.paused {
+            if now_ns >= p.until_ns {
+                self.resume(p.until_ns);
+            }
+        }
         // Release phase: the delay line is ordered by release time.
         while step.transmitted < max_transmit {
             match self.line.front() {
@@ -627,7 +703,7 @@ impl<F: Copy> Egress<F> {
         // line only if the line is empty; otherwise it queues behind.
         let delay = self.cfg.delay_ns;
         while let Some(s) = self.queue.front() {
-            if s.at_ns > now_ns {
+            if s.at_ns > now_ns || self.held_by_pause(s) {
                 break;
             }
             let mut s = *s;
@@ -694,9 +770,14 @@ impl<F: Copy> Egress<F> {
         }
     }
 
-    /// Departure time of the head of the port buffer.
+    /// Departure time of the head of the port buffer (paused: the pause's
+    /// end, when the head waits for it).
     pub fn next_departure(&self) -> Option<u64> {
-        self.queue.front().map(|s| s.at_ns)
+        let s = self.queue.front()?;
+        match self.paused {
+            Some(p) if self.held_by_pause(s) => Some(p.until_ns),
+            _ => Some(s.at_ns),
+        }
     }
 
     /// At most how many frames a poll at `now_ns` could hand out for
@@ -715,7 +796,7 @@ impl<F: Copy> Egress<F> {
             .queue
             .iter()
             .take(max - line)
-            .take_while(|s| s.at_ns.saturating_add(delay) <= now_ns)
+            .take_while(|s| s.at_ns.saturating_add(delay) <= now_ns && !self.held_by_pause(s))
             .count();
         line + queue
     }
@@ -763,6 +844,7 @@ impl<F: Copy> Egress<F> {
         for s in self.queue.drain(..) {
             out(s.frame, s.tag, s.len);
         }
+        self.paused = None;
         self.queue_bytes = 0;
         self.link_free_fp = 0;
         self.stats.flushed += n as u64;
@@ -1496,6 +1578,53 @@ mod tests {
         );
         assert_eq!(counted(&e), (2500, 2500));
         assert_eq!(e.stats().departed_frames, 2);
+    }
+
+    #[test]
+    fn a_pause_holds_what_has_not_started_and_a_resume_restarts_it() {
+        // 1 Gbit/s (8 ns/byte), no delay: three 100-byte frames queued at 0
+        // would depart at 800, 1,600, 2,400.
+        let mut e = Egress::new(cfg(GBIT, 0, 10_000));
+        for id in 1..=3 {
+            e.enqueue(id, 100, 0);
+        }
+        let mut out: Vec<u32> = Vec::new();
+        e.poll(800, &mut |h: Handoff<u32>| out.push(h.frame()));
+        // Paused at 1,000 until 10,000: frame 2 started at 800, it
+        // completes at 1,600; frame 3 would start at 1,600: it waits.
+        e.pause(1_000, 10_000);
+        e.poll(1_600, &mut |h: Handoff<u32>| out.push(h.frame()));
+        e.poll(2_400, &mut |h: Handoff<u32>| out.push(h.frame()));
+        assert_eq!(out, [1, 2]);
+        // Nothing to do before the pause's end.
+        assert_eq!(e.next_deadline(), Some(10_000));
+        // Resumed at 5,000: frame 3 starts then, departs at 5,800.
+        e.resume(5_000);
+        assert_eq!(e.next_deadline(), Some(5_800));
+        e.poll(5_799, &mut |h: Handoff<u32>| out.push(h.frame()));
+        assert_eq!(out, [1, 2]);
+        e.poll(5_800, &mut |h: Handoff<u32>| out.push(h.frame()));
+        assert_eq!(out, [1, 2, 3]);
+        // A frame arriving later queues behind nothing: 6,000 + 800.
+        e.enqueue(4, 100, 6_000);
+        assert_eq!(e.next_deadline(), Some(6_800));
+    }
+
+    #[test]
+    fn a_pause_runs_out_at_its_time_without_a_resume() {
+        let mut e = Egress::new(cfg(GBIT, 0, 10_000));
+        e.pause(0, 3_000);
+        e.enqueue(1, 100, 0);
+        e.enqueue(2, 100, 0);
+        assert_eq!(e.next_deadline(), Some(3_000));
+        let mut out = Vec::new();
+        e.poll(3_000, &mut |h: Handoff<u32>| out.push(h.frame()));
+        // Restarted at 3,000: departures 3,800 and 4,600.
+        assert!(out.is_empty());
+        assert!(!e.is_paused());
+        assert_eq!(e.next_deadline(), Some(3_800));
+        e.poll(4_600, &mut |h: Handoff<u32>| out.push(h.frame()));
+        assert_eq!(out, [1, 2]);
     }
 
     #[test]

@@ -873,7 +873,7 @@ impl<IO: PacketIo> Switch<IO> {
                 )
             }
             Err(ParseError::NotIp) if lcmp_wire::pfc::is_pfc(self.io.frame(frame)) => {
-                return self.pfc_received(in_port, frame)
+                return self.pfc_received(in_port, frame, now_ns)
             }
             Err(e) => return self.drop_frame(in_port, frame, DropReason::Parse(e)),
         };
@@ -972,11 +972,32 @@ impl<IO: PacketIo> Switch<IO> {
         }
     }
 
-    /// A PFC frame from the peer on `in_port`: counted and consumed (MAC
-    /// control frames are link-local, never forwarded).
+    /// A PFC frame from the peer on `in_port`, for the RoCEv2 priority:
+    /// the port's egress stops (for the time it gives, at the port's
+    /// rate) or goes again; counted and consumed (MAC control frames are
+    /// link-local, never forwarded). A switch's port is one queue: a pause
+    /// holds all it sends, as the simulator's, whose ACKs share the data's
+    /// priority.
     #[inline(never)]
-    fn pfc_received(&mut self, in_port: usize, frame: Frame) {
+    fn pfc_received(&mut self, in_port: usize, frame: Frame, now_ns: u64) {
         self.counters.add(in_port, Counter::PfcReceived, 1);
+        let time = lcmp_wire::pfc::parse(self.io.frame(frame))
+            .ok()
+            .and_then(|p| p.time(crate::pfc::ROCE_PRIORITY));
+        let egress = &mut self.ports[in_port].egress;
+        match time {
+            None => {}
+            Some(0) => egress.resume(now_ns),
+            Some(quanta) => {
+                // An unshaped port is taken at 100 Gbit/s.
+                let rate = match egress.config().rate_bps {
+                    0 => 100_000_000_000,
+                    r => r,
+                };
+                let ns = lcmp_wire::pfc::quanta_to_ns(quanta, rate).unwrap_or(u64::MAX);
+                egress.pause(now_ns, now_ns.saturating_add(ns));
+            }
+        }
         self.recycle(frame);
     }
 
