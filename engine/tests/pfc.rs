@@ -46,10 +46,11 @@ rate = "8Gbps"
 delay = "10us"
 "#;
 
-/// a and c each send 2 MB to b at time 0, DCQCN without ECN (so at line
-/// rate throughout).
-fn two_to_one(pfc: bool) -> VirtualOutcome {
-    let traffic = ["a", "c"]
+/// Each of `senders` sends one 2 MB flow to b (10.0.2.2) at time 0 over
+/// `network`, DCQCN without ECN (so at line rate throughout), switches
+/// hashing.
+fn two_mb_each_to_b(network: &str, senders: &[&str], pfc: bool) -> VirtualOutcome {
+    let traffic = senders
         .iter()
         .enumerate()
         .map(|(i, host)| HostTraffic {
@@ -71,7 +72,7 @@ fn two_to_one(pfc: bool) -> VirtualOutcome {
         })
         .collect();
     run_virtual(VirtualRun {
-        network: Topology::parse(TWO_TO_ONE, "two-to-one.toml").unwrap(),
+        network: Topology::parse(network, "pfc-test.toml").unwrap(),
         switch: Options {
             policy: Policy::Ecmp,
             ecn: None,
@@ -84,6 +85,11 @@ fn two_to_one(pfc: bool) -> VirtualOutcome {
         pfc,
     })
     .unwrap()
+}
+
+/// a and c each send 2 MB to b at time 0.
+fn two_to_one(pfc: bool) -> VirtualOutcome {
+    two_mb_each_to_b(TWO_TO_ONE, &["a", "c"], pfc)
 }
 
 #[test]
@@ -187,36 +193,7 @@ delay = "10us"
 
 #[test]
 fn a_paused_switch_stops_and_pauses_its_own_senders_in_turn() {
-    let out = run_virtual(VirtualRun {
-        network: Topology::parse(CHAIN, "chain.toml").unwrap(),
-        switch: Options {
-            policy: Policy::Ecmp,
-            ecn: None,
-            ..Options::default()
-        },
-        roce: RoceOptions::default(),
-        traffic: vec![HostTraffic {
-            host: "a".into(),
-            flows: FlowSource::new(
-                Arrivals::Schedule(vec![ScheduledFlow {
-                    id: 1,
-                    dst: 0,
-                    size: 2_000_000,
-                    start_ns: 0,
-                }]),
-                0,
-                0,
-                0.0,
-                1.0,
-                1,
-            ),
-            dsts: vec!["b=10.0.2.2:4791".parse().unwrap()],
-        }],
-        end_ns: 10_000_000_000,
-        flow_log: None,
-        pfc: true,
-    })
-    .unwrap();
+    let out = two_mb_each_to_b(CHAIN, &["a"], true);
     let snap = |name: &str| &out.switches.iter().find(|(n, _)| n == name).unwrap().1;
     // a sends at 8 Gbit/s into s2's 4 Gbit/s link: s2's share from s1
     // fills ((1,000,000 - 45,000 headroom - 8,192 reserves) / 9 = 105,201
