@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use lcmp_agent::report;
+use lcmp_policy::path_cost::MAX_PATH_SHIFT;
 use lcmp_policy::{LcmpParams, PathCostParams};
 use lcmp_topology::tables::{path_cost_model, switch_tables, PathMetric};
 use lcmp_topology::Topology;
@@ -164,8 +165,13 @@ struct PathsArgs {
     /// Weight of the capacity score in C_path (w_lc).
     #[arg(long, default_value_t = 1)]
     w_capacity: u32,
-    /// Right shift of the C_path sum (S_path).
-    #[arg(long, default_value_t = 2)]
+    /// Right shift of the C_path sum (S_path), 0..=40: the weighted sum is
+    /// below 2^41, so a larger shift makes every C_path 0.
+    #[arg(
+        long,
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(0..=MAX_PATH_SHIFT as i64)
+    )]
     path_shift: u32,
     /// Delay where the delay score saturates, microseconds (rounded up to a
     /// power of two). Default: the longest candidate path of the topology.
@@ -173,9 +179,12 @@ struct PathsArgs {
     max_delay_us: Option<u64>,
     /// Capacity of the top capacity class, Gbit/s. Default: the largest
     /// candidate capacity of the topology.
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_CAPACITY_GBPS))]
     max_capacity_gbps: Option<u64>,
 }
+
+/// The largest `--max-capacity-gbps` whose bit/s fit in a u64.
+const MAX_CAPACITY_GBPS: u64 = u64::MAX / 1_000_000_000;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -350,6 +359,7 @@ fn paths(args: PathsArgs) -> Result<(), Box<dyn std::error::Error>> {
         w_capacity: args.w_capacity,
         shift: args.path_shift,
         max_delay_us: args.max_delay_us,
+        // Cannot overflow: the flag's parser bounds it.
         max_capacity_bps: args.max_capacity_gbps.map(|g| g * 1_000_000_000),
         ..Default::default()
     };

@@ -88,7 +88,7 @@ pub fn switch_report(tables: &SwitchTables, lcmp: &LcmpParams) -> String {
                 delay(p.delay_us),
                 rate(p.capacity_bps),
                 p.c_path,
-                lcmp.cost(p.c_path, 0),
+                lcmp.cost_exact(p.c_path, 0),
                 if kept.contains(&p.port) { "yes" } else { "-" }
             );
         }

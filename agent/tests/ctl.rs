@@ -174,7 +174,7 @@ fn answer(request: &Request) -> Body {
                     t: 0,
                     d: 0,
                     c_cong: 0,
-                    cost: 3 * c_path as u32,
+                    cost: 3 * c_path as u64,
                     kept,
                     queue_bytes: 0,
                 })

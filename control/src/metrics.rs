@@ -816,7 +816,7 @@ fn collect_costs(out: &mut Series, sw: &str, costs: &[CostsReply]) {
             };
             out.u(F::RoutePathCost, labels(), u64::from(c.c_path));
             out.u(F::RouteCongestionCost, labels(), u64::from(c.c_cong));
-            out.u(F::RouteCost, labels(), u64::from(c.cost));
+            out.u(F::RouteCost, labels(), c.cost);
             out.flag(F::RouteKept, labels(), c.kept);
             out.flag(F::RouteUp, labels(), c.up);
         }

@@ -451,8 +451,11 @@ pub struct CandidateCost {
     pub d: u8,
     /// Congestion cost.
     pub c_cong: u8,
-    /// alpha * C_path + beta * C_cong.
-    pub cost: u32,
+    /// alpha * C_path + beta * C_cong, exact (below 2^41 for any u32
+    /// weights). Widened from u32 within protocol version 1: every cost
+    /// that fit u32 is the same JSON number; an older client (decoding u32)
+    /// refuses only the larger ones, which older switches sent wrapped.
+    pub cost: u64,
     /// In the kept set (LCMP: the cheapest live candidates new flows hash
     /// over).
     pub kept: bool,

@@ -176,7 +176,7 @@ fn snapshot_s1() -> Snapshot {
     }
 }
 
-fn candidate(port: u32, c_path: u8, c_cong: u8, cost: u32, kept: bool, up: bool) -> CandidateCost {
+fn candidate(port: u32, c_path: u8, c_cong: u8, cost: u64, kept: bool, up: bool) -> CandidateCost {
     CandidateCost {
         port,
         ifname: format!("s1p{port}"),
@@ -193,7 +193,7 @@ fn candidate(port: u32, c_path: u8, c_cong: u8, cost: u32, kept: bool, up: bool)
     }
 }
 
-fn costs(dst: &str, cost0: u32) -> CostsReply {
+fn costs(dst: &str, cost0: u64) -> CostsReply {
     CostsReply {
         switch: "s1".into(),
         dst: dst.into(),
@@ -430,6 +430,18 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         .collect();
     assert_eq!(s2, ["lcmp_switch_up{switch=\"s2\"} 0"]);
     check_structure(&text);
+}
+
+/// The probe's alpha 23,598,722 on a path of C_path 182: the cost is
+/// 182 * 23,598,722 = 4,294,967,404 = 2^32 + 108, exported whole (a 32-bit
+/// cost showed 108).
+#[test]
+fn a_cost_beyond_u32_is_exported_exactly() {
+    let s = SwitchScrape::up("s1", snapshot_s1(), vec![costs("10.0.2.2", 4_294_967_404)]);
+    let text = metrics::render(&[s]);
+    let line =
+        "lcmp_route_candidate_cost{switch=\"s1\",prefix=\"10.0.2.0/24\",port=\"s1p0\"} 4294967404";
+    assert!(lines(&text).contains(line), "missing {line:?} in\n{text}");
 }
 
 #[test]

@@ -66,8 +66,13 @@ impl CongestionParams {
     /// The fused congestion cost of given Q, T and D scores.
     #[inline]
     pub fn cost(&self, q: u8, t: u8, d: u8) -> u8 {
-        let s = self.w_queue * q as u32 + self.w_trend * t as u32 + self.w_persist * d as u32;
-        (s >> self.shift).min(255) as u8
+        // In u64 the sum of three u32 weights times u8 scores is below 2^42,
+        // so it never wraps; a shift of 64 or more gives 0 (the sum divided
+        // by 2^shift) instead of panicking or shifting by `shift % 64`.
+        let s = self.w_queue as u64 * q as u64
+            + self.w_trend as u64 * t as u64
+            + self.w_persist as u64 * d as u64;
+        s.checked_shr(self.shift).unwrap_or(0).min(255) as u8
     }
 }
 
@@ -129,7 +134,9 @@ impl CongestionEstimator {
                 let delta = queue_bytes as i128 - before as i128;
                 // Growth per nominal interval, whatever the actual spacing.
                 let delta = (delta * interval as i128 / elapsed) as i64;
-                let k = self.params.trend_k;
+                // An i64 shifted by 63 is already 0 or -1, the floor of
+                // x / 2^k for any larger k; 64 and up would panic.
+                let k = self.params.trend_k.min(63);
                 self.trend = self.trend - (self.trend >> k) + (delta >> k);
                 self.t = self.trend_level();
                 if self.q >= self.params.high_mark {
@@ -378,6 +385,51 @@ mod tests {
         assert_eq!(p.cost(0, 0, 0), 0);
         assert_eq!(p.cost(255, 255, 255), 255);
         assert_eq!(p.cost(102, 51, 25), ((204 + 51 + 25) >> 2) as u8);
+    }
+
+    /// Weights and shifts far beyond the defaults neither wrap nor panic.
+    #[test]
+    fn cost_never_wraps() {
+        // 102 * 2^31 = 51 * 2^32: 0 in u32, and >> 31 it is 102.
+        let p = CongestionParams {
+            w_queue: 1 << 31,
+            shift: 31,
+            ..Default::default()
+        };
+        assert_eq!(p.cost(102, 0, 0), 102);
+        // Every weight u32::MAX, every score 255: 3 * 255 * (2^32 - 1) =
+        // 3,285,649,980,675, between 2^41 and 2^42.
+        let max = CongestionParams {
+            w_queue: u32::MAX,
+            w_trend: u32::MAX,
+            w_persist: u32::MAX,
+            shift: 0,
+            ..Default::default()
+        };
+        assert_eq!(max.cost(255, 255, 255), 255);
+        let shifted = |shift| CongestionParams { shift, ..max }.cost(255, 255, 255);
+        assert_eq!(shifted(41), 1);
+        assert_eq!(shifted(42), 0);
+        // Not the unshifted sum (64 % 64 = 0), which would be 255.
+        assert_eq!(shifted(64), 0);
+        assert_eq!(shifted(u32::MAX), 0);
+    }
+
+    /// A trend gain of 1/2^64 or less: each step adds the growth divided by
+    /// 2^k, rounded down: 0 for growth 50,000, -1 for growth -50,000.
+    #[test]
+    fn huge_trend_k_keeps_the_trend_still() {
+        let params = CongestionParams {
+            trend_k: 64,
+            ..Default::default()
+        };
+        let mut e = CongestionEstimator::new(&params, 1_000_000_000, 100_000);
+        e.sample(0, 0);
+        e.sample(100 * US, 50_000);
+        assert_eq!(e.trend_bytes(), 0);
+        e.sample(200 * US, 0);
+        assert_eq!(e.trend_bytes(), -1);
+        assert_eq!(e.t(), 0);
     }
 
     #[test]

@@ -19,6 +19,13 @@
 
 use crate::levels::{ClassScores, Thresholds, DEFAULT_CLASSES};
 
+/// Largest S_path. The weighted sum is at most 2 * (2^32 - 1) * 255 < 2^41
+/// (u32 weights times u8 scores), so any larger shift makes every C_path 0
+/// whatever the weights, and a shift of 64 or more is not defined on the
+/// u64 sum (it panicked in debug builds and wrapped to the unshifted sum in
+/// release ones).
+pub const MAX_PATH_SHIFT: u32 = 40;
+
 /// Weights and scales of C_path. Defaults are the paper's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PathCostParams {
@@ -26,7 +33,8 @@ pub struct PathCostParams {
     pub w_delay: u32,
     /// Weight of the capacity score (w_lc).
     pub w_capacity: u32,
-    /// Right shift normalizing the weighted sum (S_path).
+    /// Right shift normalizing the weighted sum (S_path), at most
+    /// [`MAX_PATH_SHIFT`].
     pub shift: u32,
     /// Number of capacity classes (N).
     pub classes: u8,
@@ -59,6 +67,8 @@ pub enum PathCostError {
     BadClassCount(u8),
     /// A zero maximum capacity or delay cap was given or derived.
     ZeroScale(&'static str),
+    /// The shift is above [`MAX_PATH_SHIFT`].
+    BadShift(u32),
 }
 
 impl std::fmt::Display for PathCostError {
@@ -68,6 +78,9 @@ impl std::fmt::Display for PathCostError {
                 write!(f, "path cost classes must be 1..=32, got {n}")
             }
             PathCostError::ZeroScale(what) => write!(f, "path cost {what} must be above zero"),
+            PathCostError::BadShift(s) => {
+                write!(f, "path cost shift must be 0..={MAX_PATH_SHIFT}, got {s}")
+            }
         }
     }
 }
@@ -94,6 +107,9 @@ impl PathCostModel {
     ) -> Result<Self, PathCostError> {
         if params.classes == 0 || params.classes as usize > crate::levels::MAX_CLASSES {
             return Err(PathCostError::BadClassCount(params.classes));
+        }
+        if params.shift > MAX_PATH_SHIFT {
+            return Err(PathCostError::BadShift(params.shift));
         }
         if max_delay_us == 0 {
             return Err(PathCostError::ZeroScale("delay cap"));
@@ -154,7 +170,8 @@ impl PathCostModel {
         if delay_us >= self.delay_cap_us() {
             return 255;
         }
-        ((delay_us * 255) >> self.delay_cap_shift) as u8
+        // In u128: delay_us is below the cap, which may be 2^63.
+        ((delay_us as u128 * 255) >> self.delay_cap_shift) as u8
     }
 
     /// Capacity score 0..=255 of a bottleneck capacity in bit/s (0 is best).
@@ -168,6 +185,7 @@ impl PathCostModel {
     /// C_path of a path with the given one-way delay and bottleneck capacity.
     pub fn c_path(&self, delay_us: u64, capacity_bps: u64) -> u8 {
         let p = &self.params;
+        // Below 2^41 for any u32 weights; `new` bounds the shift.
         let score = p.w_delay as u64 * self.delay_score(delay_us) as u64
             + p.w_capacity as u64 * self.capacity_score(capacity_bps) as u64;
         (score >> p.shift).min(255) as u8
@@ -246,6 +264,51 @@ mod tests {
         };
         let m = PathCostModel::new(p, 1000, G).unwrap();
         assert_eq!(m.c_path(10_000, 1), 255);
+    }
+
+    /// `--path-shift 64` once gave the unshifted sum (`>> 64` is `>> 0` in
+    /// release builds): the 500 ms path's 3*243 + 0 = 729 came out as
+    /// C_path 255, where any shift above 9 gives 0. Shifts above 40 are
+    /// refused: the sum is below 2^41.
+    #[test]
+    fn shifts_beyond_the_sum_are_refused() {
+        let with = |w: u32, shift| PathCostParams {
+            w_delay: w,
+            w_capacity: w,
+            shift,
+            ..Default::default()
+        };
+        for shift in [41, 63, 64, 65, u32::MAX] {
+            assert_eq!(
+                PathCostModel::new(with(3, shift), 500_000, 200 * G).unwrap_err(),
+                PathCostError::BadShift(shift)
+            );
+        }
+        assert_eq!(
+            PathCostError::BadShift(64).to_string(),
+            "path cost shift must be 0..=40, got 64"
+        );
+        // At 40 the shift still tells paths apart with the largest weights:
+        // delay and capacity scores 255 (delay at the cap, capacity below
+        // class 0): 2 * 255 * (2^32 - 1) = 2,190,433,320,450 >> 40 = 1;
+        // 500 ms at a 2^19 us cap, 200G at the top: 243 * (2^32 - 1) >> 40 = 0.
+        let m = PathCostModel::new(with(u32::MAX, 40), 500_000, 200 * G).unwrap();
+        assert_eq!(m.c_path(1 << 19, G), 1);
+        assert_eq!(m.c_path(500_000, 200 * G), 0);
+        // And at 32: 243 * (2^32 - 1) >> 32 = 242.
+        let m = PathCostModel::new(with(u32::MAX, 32), 500_000, 200 * G).unwrap();
+        assert_eq!(m.c_path(500_000, 200 * G), 242);
+    }
+
+    /// The largest delay cap, 2^63 us: 2^62 us is half of it, score
+    /// 255 * 2^62 >> 63 = 127 (in u64, 255 * 2^62 wrapped to 3 * 2^62,
+    /// score 1).
+    #[test]
+    fn delay_score_does_not_wrap_at_the_largest_cap() {
+        let m = model(u64::MAX, G);
+        assert_eq!(m.delay_cap_us(), 1 << 63);
+        assert_eq!(m.delay_score(1 << 62), 127);
+        assert_eq!(m.delay_score((1 << 63) - 1), 254);
     }
 
     #[test]

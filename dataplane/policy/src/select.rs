@@ -138,12 +138,21 @@ impl LcmpParams {
         (n * self.keep_num as usize / self.keep_den.max(1) as usize).clamp(1, n)
     }
 
-    /// The fused cost of a candidate.
+    /// The fused cost `alpha * C_path + beta * C_cong` of a candidate,
+    /// exact: each term is below 2^40 (a u32 weight times a u8 score), so
+    /// the sum fits in 41 bits for every weight. In u32 it could wrap once
+    /// alpha + beta passed 16,843,009 (u32::MAX / 255), and a wrapped cost
+    /// could rank the worst path first. The one cost function: the ranking,
+    /// the switch's `costs` reply and `lcmp-agent paths` all use it.
     #[inline]
-    pub fn cost(&self, c_path: u8, c_cong: u8) -> u32 {
-        self.alpha * c_path as u32 + self.beta * c_cong as u32
+    pub fn cost_exact(&self, c_path: u8, c_cong: u8) -> u64 {
+        self.alpha as u64 * c_path as u64 + self.beta as u64 * c_cong as u64
     }
 }
+
+// A ranking key is `cost << 8 | port`: the largest exact cost, both weights
+// u32::MAX and both scores 255, must leave the top 8 bits free.
+const _: () = assert!(u32::MAX as u64 * 255 * 2 < 1 << 56);
 
 /// A path-selection policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -381,7 +390,7 @@ impl Ranking {
         let mut live = 0;
         for c in set.as_slice() {
             if ports.is_up(c.port) {
-                keys[live] = (p.cost(c.c_path, ports.c_cong(c.port)) as u64) << 8 | c.port as u64;
+                keys[live] = p.cost_exact(c.c_path, ports.c_cong(c.port)) << 8 | c.port as u64;
                 live += 1;
             }
         }
@@ -403,11 +412,11 @@ impl Ranking {
         self.kept as usize
     }
 
-    /// The `i`-th cheapest live candidate: `(port, cost)`.
+    /// The `i`-th cheapest live candidate: `(port, exact cost)`.
     #[inline]
-    pub fn get(&self, i: usize) -> (PortId, u32) {
+    pub fn get(&self, i: usize) -> (PortId, u64) {
         let k = self.keys[i];
-        (k as u8, (k >> 8) as u32)
+        (k as u8, k >> 8)
     }
 
     /// Ports of the kept set, cheapest first.
@@ -599,6 +608,62 @@ mod tests {
         let counts = chosen(&sel, &s, &ports, 1000);
         assert_eq!(counts[0], 0);
         assert!(counts[1] > 0);
+    }
+
+    /// The probe `lcmp-agent paths --switch dc1 --alpha 23598722`, route
+    /// DC1 -> DC8: the paths via DC2..DC7 are ports 0..5 with C_path 18,
+    /// 182, 38, 104, 60, 93 (worked out in agent/tests/eight_dc.rs). At
+    /// empty queues the cost is alpha * C_path:
+    ///
+    /// | port | C_path | exact cost    | in u32 |
+    /// |------|--------|---------------|--------|
+    /// | 0    |  18    |   424,776,996 | same   |
+    /// | 1    | 182    | 4,294,967,404 | 108    |
+    /// | 2    |  38    |   896,751,436 | same   |
+    /// | 3    | 104    | 2,454,267,088 | same   |
+    /// | 4    |  60    | 1,415,923,320 | same   |
+    /// | 5    |  93    | 2,194,681,146 | same   |
+    ///
+    /// 182 * 23,598,722 = 2^32 + 108, so in u32 the 500 ms path ranked
+    /// first and was kept. Six candidates keep three: ports 0, 2, 4.
+    #[test]
+    fn huge_alpha_ranks_by_exact_cost() {
+        let p = LcmpParams {
+            alpha: 23_598_722,
+            ..Default::default()
+        };
+        assert!(p.cost_exact(255, 0) > p.cost_exact(0, 0));
+        assert_eq!(p.cost_exact(182, 0), 4_294_967_404);
+        let s = set(&[18, 182, 38, 104, 60, 93]);
+        let r = Ranking::new(&p, &s, &Fixed::idle());
+        assert_eq!(r.kept_ports().collect::<Vec<_>>(), [0, 2, 4]);
+        assert_eq!(r.get(0), (0, 424_776_996));
+        assert_eq!(r.get(5), (1, 4_294_967_404));
+        // Either side of 2^32: 181 * 23,598,722 = 4,271,368,682.
+        assert_eq!(p.cost_exact(181, 0), 4_271_368_682);
+        let sel = Selector::new(Policy::Lcmp(p));
+        let counts = chosen(&sel, &s, &Fixed::idle(), 600);
+        assert_eq!(counts[1] + counts[3] + counts[5], 0, "{counts:?}");
+    }
+
+    /// The same with congestion: beta = u32::MAX, alpha 0. Exact costs
+    /// beta * C_cong: C_cong 255 costs 255 * (2^32 - 1) = 1,095,216,660,225
+    /// and C_cong 1 costs 4,294,967,295, so ports 1 and 2 (C_cong 1) are
+    /// kept. In u32, 255 * (2^32 - 1) wraps to 2^32 - 255 = 4,294,967,041,
+    /// below 4,294,967,295: the congested ports 0 and 3 were kept.
+    #[test]
+    fn huge_beta_ranks_by_exact_cost() {
+        let p = LcmpParams {
+            alpha: 0,
+            beta: u32::MAX,
+            ..Default::default()
+        };
+        let s = set(&[0, 0, 0, 0]);
+        let mut ports = Fixed::idle();
+        ports.c_cong[..4].copy_from_slice(&[255, 1, 1, 255]);
+        let r = Ranking::new(&p, &s, &ports);
+        assert_eq!(r.kept_ports().collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(r.get(3), (3, 1_095_216_660_225));
     }
 
     #[test]

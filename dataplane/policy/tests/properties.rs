@@ -2,11 +2,12 @@
 
 use std::collections::HashMap;
 
+use lcmp_policy::path_cost::{PathCostError, MAX_PATH_SHIFT};
 use lcmp_policy::select::MAX_CANDIDATES;
 use lcmp_policy::{
     Candidate, CandidateSet, CongestionEstimator, CongestionParams, FlowCache, FlowHash,
-    FlowRouter, LcmpParams, PathCostModel, PathCostParams, Policy, PortId, PortView, RouteOutcome,
-    Selector,
+    FlowRouter, LcmpParams, PathCostModel, PathCostParams, Policy, PortId, PortView, Ranking,
+    RouteOutcome, Selector,
 };
 use proptest::prelude::*;
 
@@ -53,15 +54,27 @@ fn route_and_ports() -> impl Strategy<Value = (CandidateSet, Ports)> {
         })
 }
 
-/// The kept set as the spec states it, written plainly.
-fn reference_kept(p: &LcmpParams, set: &CandidateSet, ports: &Ports) -> (Vec<u8>, bool) {
-    let mut live: Vec<(u32, u8)> = set
+/// `alpha * c_path + beta * c_cong` in u128, where no u32 weight can wrap.
+fn reference_cost(p: &LcmpParams, c_path: u8, c_cong: u8) -> u128 {
+    p.alpha as u128 * c_path as u128 + p.beta as u128 * c_cong as u128
+}
+
+/// Live candidates as `(cost, port)` in ranking order, written plainly.
+fn reference_ranking(p: &LcmpParams, set: &CandidateSet, ports: &Ports) -> Vec<(u128, u8)> {
+    let mut live: Vec<(u128, u8)> = set
         .as_slice()
         .iter()
         .filter(|c| ports.is_up(c.port))
-        .map(|c| (p.cost(c.c_path, ports.c_cong(c.port)), c.port))
+        .map(|c| (reference_cost(p, c.c_path, ports.c_cong(c.port)), c.port))
         .collect();
     live.sort();
+    live
+}
+
+/// The kept set as the spec states it (default kept fraction), written
+/// plainly.
+fn reference_kept(p: &LcmpParams, set: &CandidateSet, ports: &Ports) -> (Vec<u8>, bool) {
+    let live = reference_ranking(p, set, ports);
     let n = live.len();
     let keep = if n <= 3 { n } else { n / 2 };
     let kept: Vec<u8> = live[..keep].iter().map(|&(_, port)| port).collect();
@@ -92,6 +105,83 @@ proptest! {
         let m = PathCostModel::new(PathCostParams::default(), 1 << 19, 400_000_000_000).unwrap();
         let (lo, hi) = (c1.min(c2), c1.max(c2));
         prop_assert!(m.c_path(delay, hi) <= m.c_path(delay, lo));
+    }
+
+    /// Every weight and shift `lcmp-agent paths` accepts (u32 weights,
+    /// `--path-shift` 0..=40): C_path is the weighted sum, computed without
+    /// wrapping, shifted and capped at 255; so it never falls as the delay
+    /// rises.
+    #[test]
+    fn c_path_is_exact_for_any_weights_and_shift(
+        w_delay in any::<u32>(),
+        w_capacity in any::<u32>(),
+        shift in 0..=MAX_PATH_SHIFT,
+        d1 in 0u64..1_000_000,
+        d2 in 0u64..1_000_000,
+        capacity in 0u64..400_000_000_000,
+    ) {
+        let p = PathCostParams { w_delay, w_capacity, shift, ..Default::default() };
+        let m = PathCostModel::new(p, 1 << 19, 200_000_000_000).unwrap();
+        let (lo, hi) = (d1.min(d2), d1.max(d2));
+        let sum = w_delay as u128 * m.delay_score(lo) as u128
+            + w_capacity as u128 * m.capacity_score(capacity) as u128;
+        prop_assert_eq!(m.c_path(lo, capacity) as u128, (sum >> shift).min(255));
+        prop_assert!(m.c_path(lo, capacity) <= m.c_path(hi, capacity));
+    }
+
+    #[test]
+    fn path_shift_beyond_the_sum_is_refused(shift in MAX_PATH_SHIFT + 1..=u32::MAX) {
+        let p = PathCostParams { shift, ..Default::default() };
+        prop_assert_eq!(
+            PathCostModel::new(p, 1 << 19, 200_000_000_000).unwrap_err(),
+            PathCostError::BadShift(shift)
+        );
+    }
+
+    /// Over every weight (alpha, beta in 0..=u32::MAX) and score: the cost
+    /// is the exact sum, so it never falls as C_path or C_cong rises and is
+    /// never below either term.
+    #[test]
+    fn lcmp_cost_is_exact_and_monotone(
+        alpha in any::<u32>(),
+        beta in any::<u32>(),
+        c_path in any::<u8>(),
+        c_cong in any::<u8>(),
+        up in any::<u8>(),
+    ) {
+        let p = LcmpParams { alpha, beta, ..Default::default() };
+        let c = p.cost_exact(c_path, c_cong);
+        prop_assert_eq!(c as u128, reference_cost(&p, c_path, c_cong));
+        prop_assert!(c >= alpha as u64 * c_path as u64);
+        prop_assert!(c >= beta as u64 * c_cong as u64);
+        prop_assert!(p.cost_exact(c_path.max(up), c_cong) >= c);
+        prop_assert!(p.cost_exact(c_path, c_cong.max(up)) >= c);
+    }
+
+    /// For any weights the ranking is the live candidates ordered by exact
+    /// cost, then port, and LCMP picks from its kept prefix.
+    #[test]
+    fn ranking_orders_by_exact_cost_for_any_weights(
+        (set, ports) in route_and_ports(),
+        alpha in any::<u32>(),
+        beta in any::<u32>(),
+        hash in any::<u64>(),
+    ) {
+        let p = LcmpParams { alpha, beta, ..Default::default() };
+        let r = Ranking::new(&p, &set, &ports);
+        let got: Vec<(u128, u8)> = (0..r.live())
+            .map(|i| { let (port, cost) = r.get(i); (cost as u128, port) })
+            .collect();
+        prop_assert_eq!(got, reference_ranking(&p, &set, &ports));
+        let (kept, all_congested) = reference_kept(&p, &set, &ports);
+        prop_assert_eq!(r.kept_ports().collect::<Vec<_>>(), kept.clone());
+        if let Some(d) = Selector::new(Policy::Lcmp(p)).decide(&set, &ports, FlowHash(hash)) {
+            if all_congested {
+                prop_assert_eq!(d.port, kept[0]);
+            } else {
+                prop_assert!(kept.contains(&d.port), "{} not in {:?}", d.port, kept);
+            }
+        }
     }
 
     #[test]
@@ -268,6 +358,48 @@ proptest! {
                 prop_assert!(present, "flow idle {idle} ns <= timeout {timeout} ns was evicted");
             } else if idle > timeout + 3 * lcmp_policy::flow_cache::TICK_NS {
                 prop_assert!(!present, "flow idle {idle} ns > timeout {timeout} ns survived");
+            }
+        }
+    }
+}
+
+/// The weights where u32 arithmetic broke, swept over every pair of scores
+/// (random weights rarely land on them): 16,843,009 = u32::MAX / 255 is the
+/// largest weight with an exact u32 cost, 23,598,722 the probe's alpha.
+#[test]
+fn lcmp_cost_is_monotone_at_the_edge_weights() {
+    const EDGES: [u32; 10] = [
+        0,
+        1,
+        3,
+        255,
+        16_843_009,
+        16_843_010,
+        23_598_722,
+        1 << 31,
+        u32::MAX - 1,
+        u32::MAX,
+    ];
+    for alpha in EDGES {
+        for beta in EDGES {
+            let p = LcmpParams {
+                alpha,
+                beta,
+                ..Default::default()
+            };
+            for c_path in 0..=255u8 {
+                for c_cong in 0..=255u8 {
+                    let c = p.cost_exact(c_path, c_cong);
+                    assert_eq!(c as u128, reference_cost(&p, c_path, c_cong));
+                    assert!(c >= alpha as u64 * c_path as u64);
+                    assert!(c >= beta as u64 * c_cong as u64);
+                    if c_path < 255 {
+                        assert!(p.cost_exact(c_path + 1, c_cong) >= c);
+                    }
+                    if c_cong < 255 {
+                        assert!(p.cost_exact(c_path, c_cong + 1) >= c);
+                    }
+                }
             }
         }
     }

@@ -267,7 +267,7 @@ fn costs<IO: PacketIo>(sw: &Switch<IO>, name: &str, dst: &str) -> Body {
                 t: e.t(),
                 d: e.d(),
                 c_cong,
-                cost: params.cost(c.c_path, c_cong),
+                cost: params.cost_exact(c.c_path, c_cong),
                 kept: kept.contains(&c.port),
                 queue_bytes: sw.queue_bytes(c.port as usize),
             }

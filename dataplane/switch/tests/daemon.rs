@@ -210,12 +210,44 @@ fn table_push_and_policy_and_alpha_changes_move_no_flow_and_lose_nothing() {
     }) else {
         panic!("not costs");
     };
-    let costs: Vec<(u32, u8, u32)> = c
+    let costs: Vec<(u32, u8, u64)> = c
         .candidates
         .iter()
         .map(|c| (c.port, c.c_path, c.cost))
         .collect();
     assert_eq!(costs, vec![(1, 60, 420), (2, 10, 70), (3, 30, 210)]);
+}
+
+/// alpha = u32::MAX = 4,294,967,295 at empty queues: the costs are alpha *
+/// C_path for C_path 10, 40, 80, i.e. 42,949,672,950, 171,798,691,800 and
+/// 343,597,383,600, all past u32 and reported whole (in u32 they wrapped
+/// to 2^32 - 10, 2^32 - 40 and 2^32 - 80). Three live candidates are all
+/// kept.
+#[test]
+fn costs_past_u32_are_reported_exactly() {
+    let mut r = rig(Policy::Lcmp(LcmpParams {
+        alpha: u32::MAX,
+        ..Default::default()
+    }));
+    let Reply::Costs(c) = r.ok(Request::Costs {
+        dst: "10.0.2.2".into(),
+    }) else {
+        panic!("not costs");
+    };
+    assert_eq!(c.alpha, u32::MAX);
+    let parts: Vec<(u32, u8, u8, u64, bool)> = c
+        .candidates
+        .iter()
+        .map(|c| (c.port, c.c_path, c.c_cong, c.cost, c.kept))
+        .collect();
+    assert_eq!(
+        parts,
+        vec![
+            (1, 10, 0, 42_949_672_950, true),
+            (2, 40, 0, 171_798_691_800, true),
+            (3, 80, 0, 343_597_383_600, true),
+        ]
+    );
 }
 
 #[test]
@@ -386,7 +418,7 @@ fn costs_show_every_candidate_and_the_kept_set_follows_a_queue() {
     };
     let c = costs(&mut r);
     assert_eq!(c.prefix, "10.0.2.0/24");
-    let parts: Vec<(u32, u8, u32, bool)> = c
+    let parts: Vec<(u32, u8, u64, bool)> = c
         .candidates
         .iter()
         .map(|c| (c.port, c.c_path, c.cost, c.kept))

@@ -76,7 +76,7 @@ mod tests {
             t: 1,
             d: 0,
             c_cong,
-            cost: 3 * c_path as u32 + c_cong as u32,
+            cost: 3 * c_path as u64 + c_cong as u64,
             kept,
             queue_bytes: 2_000 * port as u64,
         };
