@@ -77,7 +77,7 @@ fn plans(args: &LcmpArgs, topo: &Topology) -> Result<Vec<Plan>, String> {
 }
 
 /// The switch options shared by every switch of the process.
-fn options(args: &LcmpArgs) -> Options {
+pub(super) fn options(args: &LcmpArgs) -> Options {
     let lcmp = LcmpParams {
         alpha: args.alpha,
         beta: args.beta,

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use lcmp_ebpf::{RouteSocket, XdpMode};
-use lcmp_policy::PolicyName;
+use lcmp_policy::{FlowCache, PolicyName};
 use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime, EcnMarkAt};
 use lcmp_switch::mem_link::Transfer;
 use lcmp_switch::xsk::XskConfig;
@@ -19,6 +19,26 @@ use tracing::warn;
 mod lcmp;
 mod many;
 mod rotor;
+
+// Bounds of the flags the switch turns into nanoseconds, so that no value
+// overflows u64 (the network-time ones are further stretched by at most the
+// scaling's time factor, 1e6, which the bounds leave far inside u64 too).
+
+/// Longest --sample-interval-us, 1 s (10,000 times the default): C_cong
+/// sampled more rarely would be older than most flows it steers.
+const MAX_SAMPLE_INTERVAL_US: u64 = 1_000_000;
+
+/// Longest --flow-timeout-ms: the flow cache's own limit (about 2.4 h),
+/// beyond which the switch refuses the timeout anyway.
+const MAX_FLOW_TIMEOUT_MS: u64 = FlowCache::MAX_IDLE_TIMEOUT_NS / 1_000_000;
+
+/// Longest --stats-interval-ms and --link-check-ms, a day: a stats write or
+/// fallback link check more rarely than that is as good as never.
+const MAX_INTERVAL_MS: u64 = 86_400_000;
+
+/// Longest --slot-spin-us, 1 s: the spin covers wake-up latency (tens of
+/// microseconds), and slots are microseconds to milliseconds long.
+const MAX_SLOT_SPIN_US: u64 = 1_000_000;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -142,8 +162,9 @@ struct Common {
     /// when `lcmp` runs several).
     #[arg(long)]
     stats_file: Option<PathBuf>,
-    /// How often the stats file is written, milliseconds.
-    #[arg(long, default_value_t = defaults::STATS_INTERVAL_MS)]
+    /// How often the stats file is written, milliseconds (at least 10 are
+    /// used, at most a day is accepted).
+    #[arg(long, default_value_t = defaults::STATS_INTERVAL_MS, value_parser = clap::value_parser!(u64).range(..=MAX_INTERVAL_MS))]
     stats_interval_ms: u64,
     /// Control socket (Unix, mode 0600, root only) that `lcmp-ctl` and
     /// `lcmp-agent` talk to; {switch} as in --stats-file. Default:
@@ -246,16 +267,16 @@ struct LcmpArgs {
     #[arg(long, default_value_t = 1)]
     w_capacity: u32,
     /// Congestion sampling interval, microseconds of the network's time
-    /// (stretched by --scaling's time factor).
-    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US)]
+    /// (stretched by --scaling's time factor); at most 1 s.
+    #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US, value_parser = clap::value_parser!(u64).range(..=MAX_SAMPLE_INTERVAL_US))]
     sample_interval_us: u64,
     /// Flow cache capacity (flows).
     #[arg(long, default_value_t = defaults::FLOW_CAPACITY)]
     flow_capacity: usize,
     /// Idle time after which a flow may change path, milliseconds of the
     /// network's time. Default: 1 s or twice the largest path RTT,
-    /// whichever is larger.
-    #[arg(long)]
+    /// whichever is larger. At most the flow cache's limit (about 2.4 h).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(..=MAX_FLOW_TIMEOUT_MS))]
     flow_timeout_ms: Option<u64>,
     /// An experiment's scaling of the network in the topology file:
     /// `rate=R,buffer=B,time=T` (factors left out are 1; buffer follows
@@ -322,8 +343,9 @@ struct LcmpArgs {
     #[arg(long, default_value_t = defaults::FLOW_LOG_CAPACITY, value_parser = parse_capacity)]
     flow_log_capacity: usize,
     /// Link-state check interval, milliseconds. Link events (netlink) also
-    /// trigger a check at once; this is the fallback.
-    #[arg(long, default_value_t = defaults::LINK_CHECK_MS)]
+    /// trigger a check at once; this is the fallback (0 checks every
+    /// millisecond; at most a day).
+    #[arg(long, default_value_t = defaults::LINK_CHECK_MS, value_parser = clap::value_parser!(u64).range(..=MAX_INTERVAL_MS))]
     link_check_ms: u64,
     /// Serve Prometheus/OpenMetrics metrics of this process's switches at
     /// http://ADDR/metrics (e.g. 127.0.0.1:9464). In a testbed the agent
@@ -344,8 +366,8 @@ struct RotorArgs {
     /// ToRs in event mode: stop sleeping this long before a slot in which
     /// frames wait, and poll from there, so the first frame leaves on time
     /// despite wake-up latency (tens of microseconds on a VM). 0: always
-    /// sleep.
-    #[arg(long, value_name = "US", default_value_t = 0)]
+    /// sleep. At most 1 s.
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = clap::value_parser!(u64).range(..=MAX_SLOT_SPIN_US))]
     slot_spin_us: u64,
     /// ToRs: deliver frames from the circuits to hosts with the instant
     /// the sending ToR put them on its uplink as source MAC
@@ -621,6 +643,54 @@ mod tests {
             &["-t", "f.toml", "-s", "a"],
         ] {
             assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+
+    /// Each duration flag takes its bound (tests/cli.rs: one more is
+    /// refused): the bounds in ns, 1e9 (1 s), 8,796,090,000,000 (the cache's
+    /// 8,796,090,925,056 ns in whole ms) and 8.64e13 (a day), convert without
+    /// overflow.
+    #[test]
+    fn duration_flags_take_values_up_to_their_bound() {
+        assert_eq!(MAX_FLOW_TIMEOUT_MS, 8_796_090);
+        let parse_lcmp =
+            |flag: &str, value: &str| match parse(&["lcmp", "-t", "f", "-s", "a", flag, value])
+                .unwrap_or_else(|e| panic!("{flag} {value}: {e}"))
+                .command
+            {
+                Command::Lcmp(a) => a,
+                Command::Rotor(_) => panic!("lcmp expected"),
+            };
+        let a = parse_lcmp("--sample-interval-us", "1000000");
+        assert_eq!(
+            lcmp::options(&a).congestion.sample_interval_ns,
+            1_000_000_000
+        );
+        let a = parse_lcmp("--flow-timeout-ms", "8796090");
+        assert_eq!(
+            lcmp::options(&a).flow_idle_timeout_ns,
+            Some(8_796_090_000_000)
+        );
+        let a = parse_lcmp("--link-check-ms", "86400000");
+        assert_eq!(lcmp::options(&a).link_check_interval_ns, 86_400_000_000_000);
+        assert_eq!(
+            parse_lcmp("--stats-interval-ms", "86400000")
+                .common
+                .stats_interval_ms,
+            86_400_000
+        );
+        let rotor = parse(&[
+            "rotor",
+            "-t",
+            "f",
+            "-s",
+            "tor0",
+            "--slot-spin-us",
+            "1000000",
+        ]);
+        match rotor.unwrap().command {
+            Command::Rotor(a) => assert_eq!(a.slot_spin_us, 1_000_000),
+            Command::Lcmp(_) => panic!("rotor expected"),
         }
     }
 
