@@ -578,6 +578,11 @@ fn build(run: VirtualRun) -> Result<Built, String> {
         pfc,
     } = run;
     let scaling = opts.scaling;
+    // C_path's scales are the network's: found once here, not again for
+    // every switch (a search per destination each time).
+    let mut opts = opts;
+    opts.path_cost = lcmp_topology::tables::resolve_scales(&network, opts.path_cost, opts.metric)
+        .map_err(|e| e.to_string())?;
     if roce.scaling != scaling {
         return Err(format!(
             "the hosts' scaling ({:?}) differs from the switches' ({scaling:?})",

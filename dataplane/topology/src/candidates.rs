@@ -85,6 +85,85 @@ impl Topology {
         routes
     }
 
+    /// Calls `f(switch, destination, candidate)` for every candidate of every switch
+    /// towards every other switch that delivers prefixes: what
+    /// [`Topology::routes`] lists for all switches, once per destination
+    /// switch (its prefixes share the candidates), in no set order and
+    /// without collecting them.
+    ///
+    /// One search from each destination `t` serves every switch. Port `p`
+    /// of switch `u`, to neighbour `v`, is a candidate towards `t` exactly
+    /// when `v` is one hop closer to `t`; the minimum-hop paths through it
+    /// are the link followed by `v`'s minimum-hop paths to `t`. So its best
+    /// delay is the link's delay plus the smallest delay of `v`'s paths, its
+    /// best bottleneck the smaller of the link's rate and the largest
+    /// bottleneck of `v`'s paths; breadth-first from `t`, `v` is done before
+    /// `u`. Time destinations x (switches + links), memory one search: a
+    /// search from every switch ([`PathsFrom`]) costs that times the
+    /// switches' port counts.
+    pub(crate) fn for_each_candidate(&self, mut f: impl FnMut(SwitchId, SwitchId, &PortPaths)) {
+        let n = self.switches().len();
+        // The links that are up, in one array (a switch's from
+        // `start[s]`): the ports also hold names and buffers, and a compact
+        // copy keeps each search in cache.
+        let mut start = Vec::with_capacity(n + 1);
+        let mut adjacent = Vec::new();
+        for s in self.switches() {
+            start.push(adjacent.len());
+            adjacent.extend(self.neighbours(s.id));
+        }
+        start.push(adjacent.len());
+
+        const UNREACHED: u32 = u32::MAX;
+        let mut hops = vec![UNREACHED; n];
+        // Smallest delay and largest bottleneck of the minimum-hop paths to
+        // the destination.
+        let mut delay_ns = vec![0u64; n];
+        let mut bottleneck_bps = vec![0u64; n];
+        let mut queue: Vec<usize> = Vec::with_capacity(n);
+        for t in self.switches().iter().filter(|s| !s.prefixes.is_empty()) {
+            hops.fill(UNREACHED);
+            queue.clear();
+            hops[t.id.0] = 0;
+            queue.push(t.id.0);
+            let mut next = 0;
+            while let Some(&u) = queue.get(next) {
+                next += 1;
+                let h = hops[u];
+                if h == 0 {
+                    // The destination: no link limits its paths.
+                    (delay_ns[u], bottleneck_bps[u]) = (0, u64::MAX);
+                } else {
+                    (delay_ns[u], bottleneck_bps[u]) = (u64::MAX, 0);
+                }
+                for nb in &adjacent[start[u]..start[u + 1]] {
+                    let v = nb.switch.0;
+                    if hops[v] == UNREACHED {
+                        hops[v] = h + 1;
+                        queue.push(v);
+                        continue;
+                    }
+                    if hops[v] + 1 != h {
+                        continue;
+                    }
+                    let c = PortPaths {
+                        port: nb.port,
+                        link: nb.link,
+                        next_hop: nb.switch,
+                        hops: h,
+                        delay_ns: nb.delay_ns.saturating_add(delay_ns[v]),
+                        bottleneck_bps: nb.rate_bps.min(bottleneck_bps[v]),
+                        local_delay_ns: nb.delay_ns,
+                        local_rate_bps: nb.rate_bps,
+                    };
+                    delay_ns[u] = delay_ns[u].min(c.delay_ns);
+                    bottleneck_bps[u] = bottleneck_bps[u].max(c.bottleneck_bps);
+                    f(SwitchId(u), t.id, &c);
+                }
+            }
+        }
+    }
+
     /// The candidate ports of `from` towards switch `to`, sorted by port
     /// index: every port whose link leads one hop closer to `to` (by hop
     /// count over switch-to-switch links). Empty if `from == to` or `to` is
@@ -157,7 +236,8 @@ impl Topology {
     /// order.
     fn neighbours(&self, switch: SwitchId) -> impl Iterator<Item = Neighbour> + '_ {
         self.ports(switch).iter().filter_map(|p| match p.peer {
-            Peer::Switch { link, .. } if self.down_links.contains(&link) => None,
+            // Sorted by `with_links_down`.
+            Peer::Switch { link, .. } if self.down_links.binary_search(&link).is_ok() => None,
             Peer::Switch { link, switch, .. } => Some(Neighbour {
                 port: p.index,
                 link,
@@ -283,5 +363,102 @@ impl PathsFrom {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write as _;
+
+    /// Every (switch, destination, candidate) as [`Topology::routes`] gives
+    /// them (once per destination switch), sorted.
+    fn by_routes(t: &Topology) -> Vec<(SwitchId, SwitchId, PortPaths)> {
+        let mut out = Vec::new();
+        for s in t.switches() {
+            let mut last = None;
+            for r in t.routes(s.id) {
+                if last == Some(r.dest_switch) {
+                    continue;
+                }
+                last = Some(r.dest_switch);
+                out.extend(r.candidates.into_iter().map(|c| (s.id, r.dest_switch, c)));
+            }
+        }
+        out.sort_by_key(|(s, d, c)| (*s, *d, c.port));
+        out
+    }
+
+    fn by_destination(t: &Topology) -> Vec<(SwitchId, SwitchId, PortPaths)> {
+        let mut out = Vec::new();
+        t.for_each_candidate(|s, d, c| out.push((s, d, c.clone())));
+        out.sort_by_key(|(s, d, c)| (*s, *d, c.port));
+        out
+    }
+
+    /// `n` switches on a ring with chords and parallel links, delays and
+    /// rates varied by a fixed pseudo-random sequence; every third switch
+    /// is transit (no prefix).
+    fn mesh(n: usize, extra: usize, seed: u64) -> Topology {
+        let mut x = seed;
+        let mut next = |m: usize| {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (x >> 33) as usize % m
+        };
+        let mut t = String::new();
+        for i in 0..n {
+            let p = if i % 3 == 2 {
+                String::new()
+            } else {
+                format!("prefixes = [\"10.{i}.0.0/16\", \"fd00:{i}::/64\"]")
+            };
+            let _ = write!(t, "[[switch]]\nname = \"s{i}\"\n{p}\n\n");
+        }
+        let mut links: Vec<(usize, usize)> = (0..n).map(|i| (i, (i + 1) % n)).collect();
+        while links.len() < n + extra {
+            let (a, b) = (next(n), next(n));
+            if a != b {
+                links.push((a, b));
+            }
+        }
+        // A parallel link.
+        links.push(links[0]);
+        for (a, b) in links {
+            let _ = write!(
+                t,
+                "[[link]]\na = \"s{a}\"\nb = \"s{b}\"\nrate = \"{}Gbps\"\ndelay = \"{}us\"\n\n",
+                [1, 10, 25, 100][next(4)],
+                1 + next(5) * 100
+            );
+        }
+        Topology::parse(&t, "mesh.toml").unwrap()
+    }
+
+    #[test]
+    fn one_search_per_destination_finds_what_one_per_switch_does() {
+        for (n, extra, seed) in [(2, 0, 1), (5, 3, 2), (12, 10, 3), (30, 15, 4), (40, 60, 5)] {
+            let t = mesh(n, extra, seed);
+            let want = by_routes(&t);
+            assert!(!want.is_empty());
+            assert_eq!(by_destination(&t), want, "mesh({n}, {extra}, {seed})");
+            // With links down, some switches cut off.
+            let down: Vec<LinkId> = t.links().iter().step_by(3).map(|l| l.id).collect();
+            let cut = t.with_links_down(&down);
+            assert_eq!(
+                by_destination(&cut),
+                by_routes(&cut),
+                "mesh({n}, {extra}, {seed}) cut"
+            );
+        }
+        for file in [
+            include_str!("../../../topologies/8dc-fabric.toml"),
+            include_str!("../../../topologies/13dc-fabric.toml"),
+            include_str!("../../../topologies/geant2009.toml"),
+        ] {
+            let t = Topology::parse(file, "shipped.toml").unwrap();
+            assert_eq!(by_destination(&t), by_routes(&t));
+        }
     }
 }

@@ -87,6 +87,21 @@ impl TopologyError {
     }
 }
 
+/// Most characters of a value from the input that a message or a
+/// generated file repeats.
+pub(crate) const ECHO_CHARS: usize = 100;
+
+/// `s` quoted and escaped as `{:?}` does (control bytes as `\u{1b}`, so
+/// that a value cannot break a line or drive a terminal), cut to
+/// [`ECHO_CHARS`] characters with its full size: a 30 MB value must not
+/// make a 30 MB message or file.
+pub(crate) fn echo(s: &str) -> String {
+    match s.char_indices().nth(ECHO_CHARS) {
+        None => format!("{s:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", &s[..cut], s.len()),
+    }
+}
+
 /// Builds located errors for one source text.
 pub(crate) struct Reporter<'a> {
     pub(crate) file: &'a str,

@@ -14,6 +14,9 @@
 //! result as a complete topology file that parses back to an equal
 //! `Topology`.
 //!
+//! [`limits`] caps the size of the network a file may describe (4,096
+//! switches, 16,384 links, ...), checked when it is parsed.
+//!
 //! [`network::Network`] reads a file of either kind (a DCI topology or a
 //! rotor network, [`rotor_net`]) and says which it is.
 //!
@@ -54,6 +57,7 @@
 mod candidates;
 mod error;
 pub mod import;
+pub mod limits;
 mod model;
 pub mod network;
 mod raw;

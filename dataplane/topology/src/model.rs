@@ -7,7 +7,7 @@ use std::path::Path;
 
 use ipnet::IpNet;
 
-use crate::error::{Reporter, TopologyError};
+use crate::error::{echo, Reporter, TopologyError};
 use crate::raw::{self, RawFile, Str};
 use crate::units;
 
@@ -312,6 +312,7 @@ impl Topology {
     pub fn parse(text: &str, source: &str) -> Result<Topology, TopologyError> {
         let rep = Reporter { file: source, text };
         let raw = raw::read(&rep)?;
+        crate::limits::check(&raw, &rep)?;
         Builder::new(&rep).build(raw, source)
     }
 
@@ -411,7 +412,7 @@ impl Topology {
 struct Builder<'a> {
     rep: &'a Reporter<'a>,
     /// Switch and host names share one namespace (both become network
-    /// namespaces in the testbed).
+    /// namespaces in the testbed); with the byte offset of the first use.
     nodes: HashMap<String, (Node, usize)>,
 }
 
@@ -462,7 +463,7 @@ impl<'a> Builder<'a> {
         Err(self.err(
             s,
             field,
-            format!("{name:?} is not a valid {kind} name ({problem})"),
+            format!("{} is not a valid {kind} name ({problem})", echo(name)),
         ))
     }
 
@@ -487,8 +488,9 @@ impl<'a> Builder<'a> {
                 s,
                 field,
                 format!(
-                    "{name:?} is not a valid interface name (1 to {MAX_IFNAME} bytes, \
-                     no '/', ':' or spaces)"
+                    "{} is not a valid interface name (1 to {MAX_IFNAME} bytes, \
+                     no '/', ':' or spaces)",
+                    echo(name)
                 ),
             ))
         }
@@ -525,15 +527,17 @@ impl<'a> Builder<'a> {
                 Some((MAX_HOST_NAME, HOST_NAME_LIMIT)),
             )?,
         };
-        let line = self.rep.line_of(s.span().start);
-        if let Some((_, first)) = self.nodes.get(&name) {
+        if let Some(&(_, first)) = self.nodes.get(&name) {
             return Err(self.err(
                 s,
                 field,
-                format!("duplicate name {name:?} (first used at line {first})"),
+                format!(
+                    "duplicate name {name:?} (first used at line {})",
+                    self.rep.line_of(first)
+                ),
             ));
         }
-        self.nodes.insert(name.clone(), (node, line));
+        self.nodes.insert(name.clone(), (node, s.span().start));
         Ok(name)
     }
 
@@ -544,11 +548,11 @@ impl<'a> Builder<'a> {
                 s,
                 field,
                 format!(
-                    "{:?} is a host, not a switch (hosts are attached with [[host]])",
-                    s.get_ref()
+                    "{} is a host, not a switch (hosts are attached with [[host]])",
+                    echo(s.get_ref())
                 ),
             )),
-            None => Err(self.err(s, field, format!("unknown switch {:?}", s.get_ref()))),
+            None => Err(self.err(s, field, format!("unknown switch {}", echo(s.get_ref())))),
         }
     }
 
@@ -562,62 +566,65 @@ impl<'a> Builder<'a> {
             None => DEFAULT_BUFFER_BYTES,
         };
 
+        // Lines are counted only for an error: counting them for every entry
+        // made parsing quadratic in the file's size. The maps keep byte
+        // offsets instead.
+
         // [[dc]]
         let mut dcs: Vec<Dc> = Vec::new();
-        let mut dc_lines: HashMap<String, usize> = HashMap::new();
+        let mut dc_ids: HashMap<String, (DcId, usize)> = HashMap::new();
         for (i, d) in raw.dc.iter().enumerate() {
             let d = d.get_ref();
             let field = format!("dc[{i}].name");
             // DC names become nothing on the system (no socket, no
             // namespace), so they have no length limit.
             let name = self.check_name(&d.name, field.clone(), "DC", None)?;
-            if let Some(first) = dc_lines.get(&name) {
+            if let Some(&(_, first)) = dc_ids.get(&name) {
                 return Err(self.err(
                     &d.name,
                     field,
-                    format!("duplicate DC name {name:?} (first used at line {first})"),
+                    format!(
+                        "duplicate DC name {name:?} (first used at line {})",
+                        self.rep.line_of(first)
+                    ),
                 ));
             }
-            dc_lines.insert(name.clone(), self.rep.line_of(d.name.span().start));
+            dc_ids.insert(name.clone(), (DcId(i), d.name.span().start));
             dcs.push(Dc { id: DcId(i), name });
         }
 
         // [[switch]]
         let mut switches: Vec<Switch> = Vec::new();
-        let mut prefix_lines: HashMap<IpNet, usize> = HashMap::new();
+        let mut prefix_offsets: HashMap<IpNet, usize> = HashMap::new();
         for (i, s) in raw.switch.iter().enumerate() {
             let s = s.get_ref();
             let id = SwitchId(i);
             let name = self.add_node(&s.name, format!("switch[{i}].name"), Node::Switch(id))?;
             let dc = match &s.dc {
                 None => None,
-                Some(d) => Some(
-                    dcs.iter()
-                        .find(|x| x.name == *d.get_ref())
-                        .map(|x| x.id)
-                        .ok_or_else(|| {
-                            self.err(
-                                d,
-                                format!("switch[{i}].dc"),
-                                format!("unknown DC {:?} (declare it with [[dc]])", d.get_ref()),
-                            )
-                        })?,
-                ),
+                Some(d) => Some(dc_ids.get(d.get_ref()).map(|&(id, _)| id).ok_or_else(|| {
+                    self.err(
+                        d,
+                        format!("switch[{i}].dc"),
+                        format!("unknown DC {} (declare it with [[dc]])", echo(d.get_ref())),
+                    )
+                })?),
             };
             let mut prefixes = Vec::new();
             for (j, p) in s.prefixes.iter().enumerate() {
                 let field = format!("switch[{i}].prefixes[{j}]");
                 let net = self.prefix(p, field.clone())?;
-                if let Some(first) = prefix_lines.get(&net) {
+                if let Some(&first) = prefix_offsets.get(&net) {
                     return Err(self.err(
                         p,
                         field,
                         format!(
-                            "prefix {net} is already delivered by another entry (line {first})"
+                            "prefix {net} is already delivered by another entry (line {})",
+                            self.rep.line_of(first)
                         ),
                     ));
                 }
-                prefix_lines.insert(net, self.rep.line_of(p.span().start));
+                prefix_offsets.insert(net, p.span().start);
                 prefixes.push(net);
             }
             let policy = match &s.policy {
@@ -695,7 +702,9 @@ impl<'a> Builder<'a> {
 
         // [[host]]
         let mut hosts: Vec<Host> = Vec::new();
-        let mut address_lines: HashMap<IpAddr, usize> = HashMap::new();
+        let mut address_offsets: HashMap<IpAddr, usize> = HashMap::new();
+        // Per switch with hosts, its prefixes for the containment check.
+        let mut prefix_sets: HashMap<SwitchId, PrefixSet> = HashMap::new();
         for (i, h) in raw.host.iter().enumerate() {
             let h = h.get_ref();
             let f = |name: &str| format!("host[{i}].{name}");
@@ -708,7 +717,11 @@ impl<'a> Builder<'a> {
             for (j, a) in h.addresses.iter().enumerate() {
                 let field = format!("host[{i}].addresses[{j}]");
                 let net = self.host_address(a, field.clone())?;
-                if !sw.prefixes.iter().any(|p| p.contains(&net.addr())) {
+                let within = prefix_sets
+                    .entry(switch)
+                    .or_insert_with(|| PrefixSet::new(&sw.prefixes))
+                    .contains(net.addr());
+                if !within {
                     return Err(self.err(
                         a,
                         field,
@@ -720,14 +733,18 @@ impl<'a> Builder<'a> {
                         ),
                     ));
                 }
-                if let Some(first) = address_lines.get(&net.addr()) {
+                if let Some(&first) = address_offsets.get(&net.addr()) {
                     return Err(self.err(
                         a,
                         field,
-                        format!("address {} is already used (line {first})", net.addr()),
+                        format!(
+                            "address {} is already used (line {})",
+                            net.addr(),
+                            self.rep.line_of(first)
+                        ),
                     ));
                 }
-                address_lines.insert(net.addr(), self.rep.line_of(a.span().start));
+                address_offsets.insert(net.addr(), a.span().start);
                 addresses.push(net);
             }
             let rate_bps = self.unit(&h.rate, f("rate"), units::parse_rate)?;
@@ -811,8 +828,8 @@ impl<'a> Builder<'a> {
                 s,
                 field.clone(),
                 format!(
-                    "{:?} is not a prefix (expected e.g. \"10.1.0.0/16\" or \"fd00:1::/64\")",
-                    s.get_ref()
+                    "{} is not a prefix (expected e.g. \"10.1.0.0/16\" or \"fd00:1::/64\")",
+                    echo(s.get_ref())
                 ),
             )
         })?;
@@ -832,9 +849,9 @@ impl<'a> Builder<'a> {
                 s,
                 field.clone(),
                 format!(
-                    "{:?} is not a host address with prefix length \
+                    "{} is not a host address with prefix length \
                      (expected e.g. \"10.1.0.2/24\" or \"fd00:1::2/64\")",
-                    s.get_ref()
+                    echo(s.get_ref())
                 ),
             )
         })?;
@@ -900,15 +917,53 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// A switch's prefixes, to tell whether an address lies in one in time
+/// independent of their number (a switch may have thousands, each of its
+/// hosts' addresses is checked).
+struct PrefixSet {
+    prefixes: HashSet<IpNet>,
+    /// The distinct prefix lengths (at most 33 + 129).
+    lengths: Vec<u8>,
+}
+
+impl PrefixSet {
+    fn new(prefixes: &[IpNet]) -> PrefixSet {
+        let mut lengths: Vec<u8> = prefixes.iter().map(IpNet::prefix_len).collect();
+        lengths.sort_unstable();
+        lengths.dedup();
+        PrefixSet {
+            prefixes: prefixes.iter().copied().collect(),
+            lengths,
+        }
+    }
+
+    fn contains(&self, addr: IpAddr) -> bool {
+        // Prefixes are stored truncated: the address's network at each
+        // length is looked up. A length longer than the address family's
+        // belongs to the other family.
+        self.lengths
+            .iter()
+            .any(|&len| IpNet::new(addr, len).is_ok_and(|n| self.prefixes.contains(&n.trunc())))
+    }
+}
+
+/// The prefixes for a message: the first few, so that the line stays
+/// readable when a switch has thousands.
 fn list(prefixes: &[IpNet]) -> String {
+    const SHOWN: usize = 8;
     if prefixes.is_empty() {
         return "it has none".to_string();
     }
-    prefixes
+    let mut out = prefixes
         .iter()
+        .take(SHOWN)
         .map(|p| p.to_string())
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(", ");
+    if prefixes.len() > SHOWN {
+        out.push_str(&format!(" and {} more", prefixes.len() - SHOWN));
+    }
+    out
 }
 
 pub(crate) fn build_ports(switches: &[Switch], links: &[Link], hosts: &[Host]) -> Vec<Vec<Port>> {

@@ -1,7 +1,17 @@
 //! Per-switch route tables: for every remote prefix, the candidate egress
 //! ports with their path attributes and C_path.
+//!
+//! [`switch_tables`] builds one switch's tables from one search from that
+//! switch: time and memory in proportion to the network (switches, links,
+//! prefixes), not to its square. The C_path scales are network-wide, so that
+//! every switch scores paths alike: [`path_cost_model`] takes the ones not
+//! given from every switch's candidates, the one step whose time grows
+//! with the square of the network (one search per destination switch;
+//! memory one search). A caller that builds many switches computes the
+//! scales once ([`resolve_scales`]) and passes them on; then each switch
+//! costs one search.
 
-use crate::{SwitchId, Topology};
+use crate::{Peer, SwitchId, Topology};
 use ipnet::IpNet;
 use lcmp_policy::path_cost::PathCostError;
 use lcmp_policy::select::TooManyCandidates;
@@ -98,24 +108,54 @@ fn attributes(c: &crate::PortPaths, metric: PathMetric) -> (u64, u64) {
 
 /// The C_path model of a topology: scales not set in `params` come from
 /// every candidate path of every switch (so the delay cap is the next power
-/// of two at or above the longest candidate path).
+/// of two at or above the longest candidate path). With both scales set
+/// nothing is searched.
 pub fn path_cost_model(
     topo: &Topology,
     params: PathCostParams,
     metric: PathMetric,
 ) -> Result<PathCostModel, TableError> {
-    let mut paths = Vec::new();
-    for s in topo.switches() {
-        for r in topo.routes(s.id) {
-            paths.extend(r.candidates.iter().map(|c| attributes(c, metric)));
-        }
-    }
-    if paths.is_empty() {
-        // No remote prefixes (a single switch): C_path is never used, any
-        // scale will do.
-        paths.push((1, 1));
-    }
-    PathCostModel::for_paths(params, paths).map_err(TableError::PathCost)
+    let extremes = if params.max_delay_us.is_some() && params.max_capacity_bps.is_some() {
+        None
+    } else {
+        longest_and_widest(topo, metric)
+    };
+    // No candidates (a single switch, or both scales given): C_path is
+    // never used or the scales are set, any values will do.
+    let extremes = extremes.unwrap_or((1, 1));
+    PathCostModel::for_paths(params, [extremes]).map_err(TableError::PathCost)
+}
+
+/// `params` with both scales set, to those [`path_cost_model`] derives:
+/// the model of the result equals the model of `params` in every score,
+/// and building it searches nothing. For a caller that builds the tables
+/// of many switches (one model per switch would search from every switch
+/// for each).
+pub fn resolve_scales(
+    topo: &Topology,
+    params: PathCostParams,
+    metric: PathMetric,
+) -> Result<PathCostParams, TableError> {
+    let model = path_cost_model(topo, params, metric)?;
+    Ok(PathCostParams {
+        max_delay_us: Some(model.delay_cap_us()),
+        max_capacity_bps: Some(model.max_capacity_bps()),
+        ..params
+    })
+}
+
+/// The largest delay and the largest capacity (as `metric` reads them) of
+/// the candidates of every switch; `None` if there are none. Kept as two
+/// running maxima: collecting the candidates of every switch took memory
+/// in the square of the switch count.
+fn longest_and_widest(topo: &Topology, metric: PathMetric) -> Option<(u64, u64)> {
+    let mut extremes: Option<(u64, u64)> = None;
+    topo.for_each_candidate(|_, _, c| {
+        let (d, b) = attributes(c, metric);
+        let (d0, b0) = extremes.unwrap_or((0, 0));
+        extremes = Some((d0.max(d), b0.max(b)));
+    });
+    extremes
 }
 
 /// The route tables of `switch`: one per remote prefix (candidates on
@@ -165,9 +205,14 @@ pub fn switch_tables(
             set,
         });
     }
-    // Hosts attached to this switch: one host route per address, straight
-    // out of the host's port.
-    for h in topo.hosts().iter().filter(|h| h.switch == switch) {
+    // Hosts attached to this switch (from its ports, in port order, which is
+    // host order): one host route per address, straight out of the host's
+    // port.
+    let hosts = topo.ports(switch).iter().filter_map(|p| match p.peer {
+        Peer::Host { host } => Some(topo.host(host)),
+        Peer::Switch { .. } => None,
+    });
+    for h in hosts {
         for a in &h.addresses {
             let path = CandidatePath {
                 port: h.port,

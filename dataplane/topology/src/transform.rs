@@ -15,7 +15,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnet::IpNet;
 
 use crate::error::TopologyError;
-use crate::model::{build_ports, Host, HostId, SwitchId, Topology, MAX_PORTS};
+use crate::limits::{MAX_HOSTS, MAX_HOST_ADDRESSES};
+use crate::model::{build_ports, Host, HostId, Peer, SwitchId, Topology, MAX_PORTS};
 use crate::units::{format_bytes, format_delay, format_rate};
 
 /// The lowest rate [`Topology::scaled`] produces: 1 kbit/s. Scaling a rate
@@ -147,8 +148,10 @@ impl Topology {
     /// default rate but has no links; a generated name is already used by a
     /// switch or host; a prefix is too small to hold `per_switch` hosts
     /// (IPv4 subnets larger than /31 also keep their broadcast address
-    /// free); a generated address is already used (overlapping prefixes); or
-    /// a switch would get more than [`MAX_PORTS`] ports.
+    /// free); a generated address is already used (overlapping prefixes); a
+    /// switch would get more than [`MAX_PORTS`] ports; or the topology more
+    /// hosts or host addresses than a file may have
+    /// ([`limits`](crate::limits)).
     pub fn with_generated_hosts(
         &self,
         per_switch: usize,
@@ -187,10 +190,16 @@ impl Topology {
             .iter()
             .flat_map(|h| h.addresses.iter().map(|a| a.addr()))
             .collect();
+        // The file's caps hold for the result too (it is written out with
+        // `to_toml` and parsed again).
+        let (mut hosts, mut addresses) = (self.hosts.len(), used.len());
 
         for sw in &self.switches {
             if sw.prefixes.is_empty()
-                || self.hosts.iter().any(|h| h.switch == sw.id)
+                || self
+                    .ports(sw.id)
+                    .iter()
+                    .any(|p| matches!(p.peer, Peer::Host { .. }))
                 || only.is_some_and(|o| !o.contains(&sw.id))
             {
                 continue;
@@ -241,6 +250,23 @@ impl Topology {
                 }
             }
 
+            hosts += per_switch;
+            addresses += per_switch * sw.prefixes.len();
+            for (count, cap, what) in [
+                (hosts, MAX_HOSTS, "hosts"),
+                (addresses, MAX_HOST_ADDRESSES, "host addresses"),
+            ] {
+                if count > cap {
+                    return Err(self.transform_error(
+                        Some(field),
+                        format!(
+                            "{per_switch} generated hosts on switch {:?} make more than \
+                             {cap} {what}, the most a topology may have",
+                            sw.name
+                        ),
+                    ));
+                }
+            }
             for i in 1..=per_switch {
                 let name = format!("{}h{i}", sw.name);
                 if !names.insert(name.clone()) {

@@ -5,7 +5,8 @@
 //! a value that is not a whole number of the base unit (`"1.5ns"`) is an
 //! error rather than being rounded. The unit may be separated from the
 //! number by spaces. A bare number without a unit is rejected: it is too
-//! easy to mean the wrong unit.
+//! easy to mean the wrong unit. A text of more than 100 characters is no
+//! quantity (and is not repeated whole in the message).
 //!
 //! Units are case-sensitive, because case carries meaning: `b` is bits and
 //! `B` bytes, `m` is milli and `M` mega. Only unambiguous spellings are
@@ -29,6 +30,8 @@
 //! case-sensitive; write "25ms"`.
 
 use std::fmt;
+
+use crate::error::{echo, ECHO_CHARS};
 
 /// A unit string that could not be parsed; its `Display` is the complete
 /// message, e.g. `"20Gbs" is not a rate (expected e.g. "200Gbps")`.
@@ -127,6 +130,7 @@ pub fn parse_delay(text: &str) -> Result<u64, UnitError> {
 /// case-sensitive. A space between number and unit (`"20 s"`) is refused
 /// with the spelling to write, as is a bare number.
 pub fn parse_duration(text: &str) -> Result<u64, UnitError> {
+    too_long(text, &DURATION)?;
     let trimmed = text.trim();
     if trimmed.contains(char::is_whitespace) {
         let fixed: String = trimmed.split_whitespace().collect();
@@ -140,6 +144,7 @@ pub fn parse_duration(text: &str) -> Result<u64, UnitError> {
 /// [`parse_duration`], or a bare number of seconds (`"20"`, `"1.5"`): for
 /// options that have always been documented in seconds.
 pub fn parse_duration_or_secs(text: &str) -> Result<u64, UnitError> {
+    too_long(text, &DURATION)?;
     let trimmed = text.trim();
     let bare = !trimmed.is_empty() && trimmed.chars().all(|c| c.is_ascii_digit() || c == '.');
     if bare {
@@ -315,7 +320,23 @@ fn buffer_hint(unit: &str) -> Option<Hint> {
     })
 }
 
+/// No quantity takes more than [`ECHO_CHARS`] characters; a longer text
+/// (from a hostile or broken file) is refused with an excerpt, so that no
+/// message repeats it whole.
+fn too_long(text: &str, q: &Quantity) -> Result<(), UnitError> {
+    if text.chars().nth(ECHO_CHARS).is_none() {
+        return Ok(());
+    }
+    Err(UnitError(format!(
+        "{} is not {} (expected e.g. {})",
+        echo(text),
+        q.what,
+        q.example
+    )))
+}
+
 fn parse(text: &str, q: &Quantity) -> Result<u64, UnitError> {
+    too_long(text, q)?;
     let malformed = || {
         UnitError(format!(
             "{text:?} is not {} (expected e.g. {})",

@@ -9,7 +9,8 @@ use std::process::{Command, Stdio};
 fn import_into_a_closed_pipe_ends_quietly() {
     // 250 switches on a grid, each linked to the next three: about 120 KB
     // of TOML, more than a pipe holds (64 KiB), so the program is still
-    // writing when the read end closes after the first line.
+    // writing when the read end closes after the first line. The links
+    // have capacities: no link is named on stderr for the default rate.
     let n = 250;
     let nodes: Vec<String> = (0..n)
         .map(|i| {
@@ -22,7 +23,12 @@ fn import_into_a_closed_pipe_ends_quietly() {
         .collect();
     let links: Vec<String> = (0..n)
         .flat_map(|i| {
-            (1..=3).map(move |k| format!(r#"{{"source": "n{i}", "target": "n{}"}}"#, (i + k) % n))
+            (1..=3).map(move |k| {
+                format!(
+                    r#"{{"source": "n{i}", "target": "n{}", "capacity": 10000000000}}"#,
+                    (i + k) % n
+                )
+            })
         })
         .collect();
     let file = std::env::temp_dir().join(format!("lcmp-pipe-{}.json", std::process::id()));

@@ -423,9 +423,11 @@ fn name_length_limits() {
         &host(&too_long),
         14,
         "host[0].name",
+        // Messages show at most 100 characters of a value.
         &format!(
-            "{too_long:?} is not a valid host name (232 bytes, at most 231: its network \
-             namespace lcmptb-<testbed>-<host> must fit in 255 bytes)"
+            "\"{}\"... (232 bytes) is not a valid host name (232 bytes, at most 231: its \
+             network namespace lcmptb-<testbed>-<host> must fit in 255 bytes)",
+            "h".repeat(100)
         ),
     );
 }
@@ -536,4 +538,31 @@ fn a_pinned_policy_is_read_back_and_an_unknown_one_named() {
     assert_eq!(e.line(), Some(15));
     assert_eq!(e.field(), Some("switch[2].policy"));
     assert!(e.to_string().contains("fastest"), "{e}");
+}
+
+#[test]
+fn a_huge_value_is_cut_in_the_message() {
+    // A 1 MB switch name and a 1 MB rate: the message shows 100
+    // characters of each and its size, not the megabyte.
+    let name = "n".repeat(1 << 20);
+    check(
+        &format!("[[switch]]\nname = \"{name}\"\n"),
+        14,
+        "switch[2].name",
+        &format!(
+            "\"{}\"... (1048576 bytes) is not a valid switch name (1048576 bytes, at most 67: \
+             its control socket /run/lcmp-testbed/<testbed>/<switch>.sock must fit in 107 bytes)",
+            "n".repeat(100)
+        ),
+    );
+    let rate = "1".repeat(1 << 20);
+    check(
+        &LINK.replace("1Gbps", &rate),
+        16,
+        "link[0].rate",
+        &format!(
+            "\"{}\"... (1048576 bytes) is not a rate (expected e.g. \"200Gbps\")",
+            "1".repeat(100)
+        ),
+    );
 }

@@ -339,3 +339,203 @@ fn shipped_geant2009_figures() {
     let l = t.links().iter().find(|l| (l.a, l.b) == (ny, chi)).unwrap();
     assert_eq!(l.delay_ns, 5_728_000);
 }
+
+/// Two nodes one degree apart and one edge with `data` (GraphML `<data>`
+/// elements), the edge on line 10.
+fn one_edge_graphml(data: &str) -> String {
+    format!(
+        r#"<graphml>
+  <key id="lat" for="node" attr.name="Latitude"/>
+  <key id="lon" for="node" attr.name="Longitude"/>
+  <key id="l" for="node" attr.name="label"/>
+  <key id="s" for="edge" attr.name="LinkSpeed"/>
+  <key id="u" for="edge" attr.name="LinkSpeedUnits"/>
+  <graph>
+    <node id="0"><data key="l">Oslo</data><data key="lat">0</data><data key="lon">0</data></node>
+    <node id="1"><data key="l">Bergen</data><data key="lat">0</data><data key="lon">1</data></node>
+    <edge source="0" target="1">{data}</edge>
+  </graph>
+</graphml>"#
+    )
+}
+
+#[test]
+fn a_speed_the_data_gives_must_be_a_link_rate() {
+    // The probe's values, each of which used to become the default rate
+    // with only a count in the header.
+    let speed = |s: &str, u: &str| {
+        err(
+            &one_edge_graphml(&format!(
+                r#"<data key="s">{s}</data><data key="u">{u}</data>"#
+            )),
+            "x.graphml",
+        )
+    };
+    let edge = "x.graphml: edge \"Oslo\" - \"Bergen\" (line 10)";
+    let fix = "fix it, or remove it to use the default rate";
+    assert_eq!(
+        speed("0", "G"),
+        format!("{edge}: LinkSpeed \"0\" G is zero; {fix}")
+    );
+    assert_eq!(
+        speed("-5", "G"),
+        format!("{edge}: LinkSpeed \"-5\" G is negative; {fix}")
+    );
+    assert_eq!(
+        speed("NaN", "G"),
+        format!("{edge}: LinkSpeed \"NaN\" G is not a finite number; {fix}")
+    );
+    // 1e30 Tbit/s = 1e42 bit/s.
+    assert_eq!(
+        speed("1e30", "T"),
+        format!("{edge}: LinkSpeed \"1e30\" T is above 100Tbps; {fix}")
+    );
+    assert_eq!(
+        speed("10", "Q"),
+        format!(
+            "{edge}: LinkSpeed \"10\" \"Q\" has no known unit (LinkSpeedUnits is K, M, G or T); \
+             {fix}"
+        )
+    );
+    // 0.5 Kbit/s, and 200 Tbit/s.
+    assert_eq!(
+        speed("0.5", "K"),
+        format!("{edge}: LinkSpeed \"0.5\" K is below 1Kbps; {fix}")
+    );
+    assert_eq!(
+        speed("200", "T"),
+        format!("{edge}: LinkSpeed \"200\" T is above 100Tbps; {fix}")
+    );
+    // Node-link JSON: the edge is named by its index in the list.
+    let json = |capacity: &str| {
+        err(
+            &format!(
+                r#"{{"nodes": [{{"id": 0, "name": "Oslo", "lat": 0, "lon": 0}},
+                              {{"id": 1, "name": "Bergen", "lat": 0, "lon": 1}}],
+                   "edges": [{{"source": 0, "target": 1}},
+                             {{"source": 1, "target": 0, "capacity": {capacity}}}]}}"#
+            ),
+            "x.json",
+        )
+    };
+    assert_eq!(
+        json("\"lots\""),
+        format!(
+            "x.json: edge \"Bergen\" - \"Oslo\" (edges[1]): capacity \"lots\" is not a number; \
+             {fix}"
+        )
+    );
+    assert_eq!(
+        json("-5"),
+        format!(
+            "x.json: edge \"Bergen\" - \"Oslo\" (edges[1]): capacity \"-5\" is negative; {fix}"
+        )
+    );
+    // A value is repeated escaped and cut: a terminal escape (ESC [ 2 J, 4
+    // bytes) and 200 digits, 204 bytes; the first 100 characters shown.
+    let long = format!("\\u001b[2J{}", "9".repeat(200));
+    let message = json(&format!("\"{long}\""));
+    assert_eq!(
+        message,
+        format!(
+            "x.json: edge \"Bergen\" - \"Oslo\" (edges[1]): capacity \"\\u{{1b}}[2J{}\"... (204 \
+             bytes) is not a number; {fix}",
+            "9".repeat(96)
+        )
+    );
+}
+
+#[test]
+fn a_link_without_a_speed_gets_the_default_and_is_named() {
+    // 13 edges around a ring of 13 nodes, the seventh with a capacity.
+    let nodes: Vec<String> = (0..13)
+        .map(|i| format!(r#"{{"id": {i}, "lat": 0, "lon": {}}}"#, f64::from(i) / 10.0))
+        .collect();
+    let links: Vec<String> = (0..13)
+        .map(|i| {
+            let capacity = if i == 6 {
+                r#", "capacity": "1Gbps""#
+            } else {
+                ""
+            };
+            format!(r#"{{"source": {i}, "target": {}{capacity}}}"#, (i + 1) % 13)
+        })
+        .collect();
+    let text = format!(
+        r#"{{"nodes": [{}], "links": [{}]}}"#,
+        nodes.join(","),
+        links.join(",")
+    );
+    let got = import(&text, None, "ring.json", &ImportOptions::default()).unwrap();
+    assert_eq!((got.rate_from_data, got.rate_default), (1, 12));
+    let note = |i: usize| {
+        format!(
+            "ring.json: edge \"{i}\" - \"{}\" (links[{i}]): no speed in the data: default 10Gbps",
+            (i + 1) % 13
+        )
+    };
+    let want: Vec<String> = [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12].map(note).into();
+    assert_eq!(got.defaulted, want);
+    // On stderr: the first 10, then how many more.
+    let mut shown = want[..10].to_vec();
+    shown.push("... and 2 more links at the default rate".into());
+    assert_eq!(got.default_rate_notes(), shown);
+
+    // The command names them on stderr: square.graphml's third edge (line
+    // 45) has only the label "Lit Fibre".
+    let (_, path) = fixture("square.graphml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lcmp-topology"))
+        .args(["import", &path])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        format!(
+            "{path}: edge \"Alpha One\" - \"7 Sisters\" (line 45): LinkLabel \"Lit Fibre\" is no \
+             rate: default 10Gbps\n"
+        )
+    );
+}
+
+#[test]
+fn a_30_mb_label_is_cut_in_the_output() {
+    // The probe's 30 MB label made a 63 MB topology (the label in the
+    // switch's comment and in each link's), which the 16 MiB limit on
+    // network files then refused.
+    let label = "A".repeat(30 << 20);
+    let text = format!(
+        r#"{{"nodes": [{{"id": 0, "name": "{label}", "lat": 0, "lon": 0}},
+                      {{"id": 1, "name": "Red\u001b[31m", "lat": 0, "lon": 1}}],
+           "links": [{{"source": 0, "target": 1}}, {{"source": 1, "target": 0}}]}}"#
+    );
+    let got = import(&text, None, "big.json", &ImportOptions::default()).unwrap();
+    // The name takes 12 bytes of the label; comments 100 characters of it.
+    let names: Vec<&str> = got
+        .topology
+        .switches()
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names, ["aaaaaaaaaaaa", "red31m"]);
+    let cut = format!("\"{}\"... (31457280 bytes)", "A".repeat(100));
+    assert!(got.toml.contains(&format!(
+        "# node \"0\", label {cut}, latitude 0, longitude 0\n"
+    )));
+    assert!(got
+        .toml
+        .contains(&format!("# {cut} - \"Red\\u{{1b}}[31m\": 111.2 km;")));
+    assert!(got.toml.len() < 4_000, "{} bytes", got.toml.len());
+    // The stderr notes are cut too.
+    assert_eq!(
+        got.default_rate_notes()[0],
+        format!("big.json: edge {cut} - \"Red\\u{{1b}}[31m\" (links[0]): no speed in the data: default 10Gbps")
+    );
+    // And the file is one a network file reader takes.
+    assert_eq!(
+        lcmp_topology::network::Network::parse(&got.toml, "big.toml")
+            .unwrap()
+            .kind(),
+        "dci"
+    );
+}

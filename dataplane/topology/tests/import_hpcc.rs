@@ -727,6 +727,37 @@ fn bad_links() {
 }
 
 #[test]
+fn rates_no_link_runs_at_and_long_tokens() {
+    // 200 Tbit/s and 999 bit/s parse, but no link runs at them.
+    assert_eq!(
+        err(&tiny_with(13, "8 9 200Tbps 25ms 0")),
+        "tiny.txt:13: rate 200Tbps on link 8 - 9 is outside 1Kbps .. 100Tbps: no link runs at it"
+    );
+    assert_eq!(
+        err(&tiny_with(13, "8 9 999bps 25ms 0")),
+        "tiny.txt:13: rate 999bps on link 8 - 9 is outside 1Kbps .. 100Tbps: no link runs at it"
+    );
+    // A token is repeated cut to 100 characters, with its size.
+    let x = "x".repeat(5_000);
+    assert_eq!(
+        err(&tiny_with(13, &format!("8 {x} 200Gbps 25ms 0"))),
+        format!(
+            "tiny.txt:13: \"{}\"... (5000 bytes) is not a node id",
+            "x".repeat(100)
+        )
+    );
+    let rate = "9".repeat(5_000);
+    assert_eq!(
+        err(&tiny_with(13, &format!("8 9 {rate}Gbps 25ms 0"))),
+        format!(
+            "tiny.txt:13: rate: \"{}\"... (5004 bytes) is not a rate (expected e.g. \
+             \"200Gbps\")",
+            "9".repeat(100)
+        )
+    );
+}
+
+#[test]
 fn every_node_in_exactly_one_dc() {
     // DC1's spine also linked to DC2's DCI switch.
     assert_eq!(

@@ -51,13 +51,18 @@ Output, one switch per node and one link per edge:
   6371 km) x --km-delay-us (default 5 us/km, light in fibre), rounded to the
   nearest microsecond;
 - rate from the data where it has one, else --default-rate; the header says
-  how many links used the default;
+  how many links used the default, and each is named on stderr (the first
+  10, then a count);
 - every port buffer --buffer, written as [defaults] buffer;
 - parallel edges stay parallel links; in a directed graph an edge and its
   reverse are one link; self-loops are dropped (named in the header).
 
 Errors: a file that is not GraphML / node-link JSON, a node without
-coordinates, a disconnected graph, an empty graph.
+coordinates, a disconnected graph, an empty graph, a speed the data gives
+that is no usable rate (not a number, an unknown unit, zero, negative,
+outside 1Kbps .. 100Tbps: the edge and the value are named; remove the value
+to use --default-rate), a file over 64 MiB. Labels and ids are repeated in
+comments and messages cut to 100 characters.
 
 --format hpcc (auto: the first line that is not a comment is four numbers)
 reads the HPCC ns-3 simulator's topology format, as the LCMP artifact's
@@ -154,7 +159,7 @@ fn main() -> ExitCode {
 
 fn run_import(args: &ImportArgs, matches: Option<&ArgMatches>) -> Result<(), String> {
     let path = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file).map_err(|e| format!("{path}: {e}"))?;
+    let text = lcmp_topology::read_text(&args.file, import::MAX_INPUT_BYTES)?;
     let format = match args.format {
         FormatArg::Auto if hpcc::looks_like(&text) => return run_hpcc(args, matches, &path, &text),
         FormatArg::Auto => None,
@@ -178,6 +183,9 @@ fn run_import(args: &ImportArgs, matches: Option<&ArgMatches>) -> Result<(), Str
         }
         _ => e.to_string(),
     })?;
+    for note in imported.default_rate_notes() {
+        eprintln!("{note}");
+    }
     match &args.out {
         None => out!("{}", imported.toml),
         Some(out) => {

@@ -13,6 +13,7 @@ use roxmltree::{Document, Node as XmlNode};
 use super::geo::LatLon;
 use super::speed::edge_speed;
 use super::{Edge, Format, Graph, ImportError, Node};
+use crate::error::echo;
 
 /// Graph attributes the Zoo sets that are worth a header line.
 const META: [&str; 4] = ["label", "Network", "NetworkDate", "Source"];
@@ -84,7 +85,7 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
             return Err(not(format!("a <node> has no id (line {})", line(&doc, el))));
         };
         if index.insert(id, nodes.len()).is_some() {
-            return Err(not(format!("node id {id:?} is used twice")));
+            return Err(not(format!("node id {} is used twice", echo(id))));
         }
         let a = attrs(el, "node");
         let label = a
@@ -109,8 +110,9 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
                 .ok_or_else(|| not(format!("an <edge> has no {attr} (line {})", line(&doc, el))))?;
             index.get(id).copied().ok_or_else(|| {
                 not(format!(
-                    "an <edge> (line {}) has {attr} {id:?}, which is no node",
-                    line(&doc, el)
+                    "an <edge> (line {}) has {attr} {}, which is no node",
+                    line(&doc, el),
+                    echo(id)
                 ))
             })
         };
@@ -120,6 +122,7 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
             a,
             b,
             speed: edge_speed(|k| attrs.get(k).cloned()),
+            at: format!("line {}", line(&doc, el)),
         });
     }
     Ok(Graph {
@@ -157,11 +160,17 @@ fn position(
     };
     let number = |what: &str, v: &str, limit: f64| -> Result<f64, ImportError> {
         let x: f64 = v.trim().parse().map_err(|_| {
-            ImportError::new(format!("{path}: node {id:?}: {what} {v:?} is not a number"))
+            ImportError::new(format!(
+                "{path}: node {}: {what} {} is not a number",
+                echo(id),
+                echo(v)
+            ))
         })?;
         if !x.is_finite() || x.abs() > limit {
             return Err(ImportError::new(format!(
-                "{path}: node {id:?}: {what} {v} is outside -{limit}..{limit} degrees"
+                "{path}: node {}: {what} {} is outside -{limit}..{limit} degrees",
+                echo(id),
+                echo(v.trim())
             )));
         }
         Ok(x)

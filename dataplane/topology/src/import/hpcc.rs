@@ -30,7 +30,9 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use super::speed::{MAX_RATE_BPS, MIN_RATE_BPS};
 use super::ImportError;
+use crate::error::echo;
 use crate::units::{format_bytes, format_delay, format_rate, parse_delay, parse_rate};
 use crate::Topology;
 
@@ -250,7 +252,7 @@ fn read(text: &str, path: &str) -> Result<File, ImportError> {
         match token.parse::<usize>() {
             Ok(id) if id < nodes => Ok(id),
             Ok(id) => Err(err(line, format!("node {id} is not a node ({range})"))),
-            Err(_) => Err(err(line, format!("{token:?} is not a node id"))),
+            Err(_) => Err(err(line, format!("{} is not a node id", echo(token)))),
         }
     };
 
@@ -333,6 +335,16 @@ fn read(text: &str, path: &str) -> Result<File, ImportError> {
             return Err(err(line, format!("link from node {a} to itself")));
         }
         let rate_bps = parse_rate(rate).map_err(|e| err(line, format!("rate: {e}")))?;
+        if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&rate_bps) {
+            return Err(err(
+                line,
+                format!(
+                    "rate {rate} on link {a} - {b} is outside {} .. {}: no link runs at it",
+                    format_rate(MIN_RATE_BPS),
+                    format_rate(MAX_RATE_BPS)
+                ),
+            ));
+        }
         let delay_ns = parse_delay(delay).map_err(|e| err(line, format!("delay: {e}")))?;
         match error_rate.parse::<f64>() {
             Ok(0.0) => {}
@@ -340,7 +352,7 @@ fn read(text: &str, path: &str) -> Result<File, ImportError> {
                 return Err(err(
                     line,
                     format!(
-                        "error rate {error_rate} on link {a} - {b}: packet loss is not modelled; \
+                        "error rate {r} on link {a} - {b}: packet loss is not modelled; \
                          only 0 is accepted"
                     ),
                 ))
@@ -348,7 +360,10 @@ fn read(text: &str, path: &str) -> Result<File, ImportError> {
             _ => {
                 return Err(err(
                     line,
-                    format!("error rate {error_rate:?} is not a number from 0 to 1"),
+                    format!(
+                        "error rate {} is not a number from 0 to 1",
+                        echo(error_rate)
+                    ),
                 ))
             }
         }

@@ -14,11 +14,18 @@
 //!   ([`geo::haversine_km`]) at a per-km figure (default 5 us/km, light in
 //!   fibre), rounded to whole microseconds;
 //! - rate from the data where present ([`speed::edge_speed`]), else a
-//!   default, counted in the header;
+//!   default, counted in the header and named per link
+//!   ([`Imported::default_rate_notes`]); a speed the data gives that is no
+//!   usable rate (not a number, an unknown unit, zero, negative, beyond
+//!   1 kbit/s .. 100 Tbit/s) is an error naming the edge and the value;
 //! - one port buffer for every link, in `[defaults]`.
 //!
 //! A node without coordinates, a disconnected graph, an empty graph and
 //! more nodes than the address plan holds are errors.
+//!
+//! Values from the data that the output or a message repeats (ids,
+//! labels, attributes) are quoted, escaped and cut to 100 characters: a
+//! 30 MB label makes neither a 30 MB comment nor a 30 MB message.
 //!
 //! [`hpcc`] converts the HPCC ns-3 simulator's topology files (the LCMP
 //! artifact's) with their intra-DC fabric; it has its own options and
@@ -34,6 +41,7 @@ pub mod speed;
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
+use crate::error::echo;
 use crate::units::{format_bytes, format_delay, format_rate};
 use crate::Topology;
 use geo::LatLon;
@@ -41,6 +49,11 @@ use speed::Speed;
 
 /// Most switches the address plan `10.<k>.0.0/16`, k = 1 ..= 255, holds.
 pub const MAX_SWITCHES: usize = 255;
+
+/// The largest file `lcmp-topology import` reads: 64 MiB, far above any
+/// real topology (the Zoo's largest GraphML is under 1 MB), so that
+/// `/dev/zero` is an error and not an endless read.
+pub const MAX_INPUT_BYTES: u64 = 64 << 20;
 
 /// Default delay per km of great-circle distance: 5 us, light in fibre
 /// (refractive index ~1.5, 200 000 km/s).
@@ -159,6 +172,9 @@ pub struct Edge {
     pub b: usize,
     /// Its capacity per the data.
     pub speed: Speed,
+    /// Where it is in the file, for messages: `line 40` (GraphML),
+    /// `links[3]` (node-link JSON).
+    pub at: String,
 }
 
 /// Reads `text` (from `source`, for messages) as `format`.
@@ -204,6 +220,9 @@ pub struct Imported {
     pub rate_from_data: usize,
     /// Links that got the default rate.
     pub rate_default: usize,
+    /// One line per link that got the default rate, naming it (see
+    /// [`Imported::default_rate_notes`]).
+    pub defaulted: Vec<String>,
     /// Self-loops dropped (labels of their nodes).
     pub self_loops: Vec<String>,
     /// Edges merged into their reverse (directed graphs).
@@ -213,6 +232,26 @@ pub struct Imported {
     /// The largest smallest-delay path between two switches, ns, and the
     /// two switch names (the first pair in node order reaching it).
     pub diameter: (u64, String, String),
+}
+
+/// Most links [`Imported::default_rate_notes`] names one by one.
+pub const NOTES_SHOWN: usize = 10;
+
+impl Imported {
+    /// Lines for stderr naming the links that got the default rate, so
+    /// that no default goes unnoticed: `x.json: edge "A" - "B" (links[3]):
+    /// no speed in the data: default 10Gbps`, at most [`NOTES_SHOWN`], then
+    /// `... and 4 more links at the default rate`.
+    pub fn default_rate_notes(&self) -> Vec<String> {
+        let mut notes: Vec<String> = self.defaulted.iter().take(NOTES_SHOWN).cloned().collect();
+        if self.defaulted.len() > NOTES_SHOWN {
+            notes.push(format!(
+                "... and {} more links at the default rate",
+                self.defaulted.len() - NOTES_SHOWN
+            ));
+        }
+        notes
+    }
 }
 
 /// Reads and converts `text`, the contents of file `path`; `format`
@@ -266,9 +305,11 @@ pub fn convert(
             Some(p) => positions.push(p),
             None => {
                 return Err(ImportError::new(format!(
-                    "{path}: node {:?} (label {:?}) has no coordinates ({}); the delay of its \
+                    "{path}: node {} (label {}) has no coordinates ({}); the delay of its \
                      links cannot be derived",
-                    node.id, node.label, graph.coordinate_keys
+                    echo(&node.id),
+                    echo(&node.label),
+                    graph.coordinate_keys
                 )))
             }
         }
@@ -282,7 +323,24 @@ pub fn convert(
     let mut pair_count: HashMap<(usize, usize), usize> = HashMap::new();
     let mut links = Vec::new();
     let (mut rate_from_data, mut rate_default) = (0, 0);
+    let mut defaulted = Vec::new();
+    let edge = |e: &Edge| {
+        format!(
+            "{path}: edge {} - {} ({})",
+            echo(&graph.nodes[e.a].label),
+            echo(&graph.nodes[e.b].label),
+            e.at
+        )
+    };
     for e in &graph.edges {
+        // Bad data is an error wherever it is, also on an edge dropped or
+        // merged below.
+        if let Speed::Bad { from, why } = &e.speed {
+            return Err(ImportError::new(format!(
+                "{}: {from} {why}; fix it, or remove it to use the default rate",
+                edge(e)
+            )));
+        }
         if e.a == e.b {
             self_loops.push(graph.nodes[e.a].label.clone());
             continue;
@@ -303,21 +361,18 @@ pub fn convert(
         *seen += 1;
         let km = geo::haversine_km(positions[e.a], positions[e.b]);
         let rate_bps = match &e.speed {
-            Speed::Known { bps, from } => {
-                if *bps < crate::MIN_SCALED_RATE_BPS {
-                    return Err(ImportError::new(format!(
-                        "{path}: edge {:?} - {:?}: {from} is {}, below 1Kbps (numbers are \
-                         bits per second)",
-                        graph.nodes[e.a].label,
-                        graph.nodes[e.b].label,
-                        format_rate(*bps)
-                    )));
-                }
+            Speed::Known { bps, .. } => {
                 rate_from_data += 1;
                 *bps
             }
+            Speed::Bad { .. } => unreachable!("refused at the top of the loop"),
             Speed::Unknown { .. } => {
                 rate_default += 1;
+                defaulted.push(format!(
+                    "{}: {}",
+                    edge(e),
+                    e.speed.describe(opts.default_rate_bps)
+                ));
                 opts.default_rate_bps
             }
         };
@@ -356,7 +411,7 @@ pub fn convert(
     );
     w!("# Regenerate rather than edit.");
     for (k, v) in &graph.meta {
-        w!("# Graph attribute {k} = {v:?}");
+        w!("# Graph attribute {k} = {}", echo(v));
     }
     w!("#");
     w!("# {n} switches, one per node, each a DC switch delivering 10.<k>.0.0/16 (k = 1..{n}");
@@ -371,14 +426,18 @@ pub fn convert(
     if self_loops.is_empty() {
         w!("# Self-loops dropped: none.");
     } else {
+        let mut at: Vec<String> = self_loops
+            .iter()
+            .take(NOTES_SHOWN)
+            .map(|l| echo(l))
+            .collect();
+        if self_loops.len() > NOTES_SHOWN {
+            at.push(format!("and {} more", self_loops.len() - NOTES_SHOWN));
+        }
         w!(
             "# Self-loops dropped: {} (at {}).",
             self_loops.len(),
-            self_loops
-                .iter()
-                .map(|l| format!("{l:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            at.join(", ")
         );
     }
     w!(
@@ -411,9 +470,9 @@ pub fn convert(
         w!();
         w!("[[switch]]");
         w!(
-            "# node {:?}, label {:?}, latitude {}, longitude {}",
-            node.id,
-            node.label,
+            "# node {}, label {}, latitude {}, longitude {}",
+            echo(&node.id),
+            echo(&node.label),
             p.lat,
             p.lon
         );
@@ -424,9 +483,9 @@ pub fn convert(
         w!();
         w!("[[link]]");
         w!(
-            "# {:?} - {:?}: {:.1} km; {}",
-            graph.nodes[l.a].label,
-            graph.nodes[l.b].label,
+            "# {} - {}: {:.1} km; {}",
+            echo(&graph.nodes[l.a].label),
+            echo(&graph.nodes[l.b].label),
             l.km,
             l.note
         );
@@ -444,6 +503,7 @@ pub fn convert(
         topology,
         rate_from_data,
         rate_default,
+        defaulted,
         self_loops,
         reverse_merged,
         parallel,
@@ -490,7 +550,7 @@ fn check_connected(graph: &Graph, links: &[OutLink], path: &str) -> Result<(), I
     let sizes: Vec<String> = components.iter().map(|c| c.0.to_string()).collect();
     let firsts: Vec<String> = components
         .iter()
-        .map(|c| format!("{:?}", graph.nodes[c.1].label))
+        .map(|c| echo(&graph.nodes[c.1].label))
         .collect();
     Err(ImportError::new(format!(
         "{path}: the graph is not connected: {} components of {} nodes (one node of each: {}); \

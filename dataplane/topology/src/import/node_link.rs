@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::geo::LatLon;
 use super::speed::edge_speed;
 use super::{Edge, Format, Graph, ImportError, Node};
+use crate::error::echo;
 
 pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
     let not =
@@ -41,8 +42,9 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
             .transpose()
     };
     let json_nodes = list("nodes")?.ok_or_else(|| not("no \"nodes\" array".to_string()))?;
-    let json_links = match (list("links")?, list("edges")?) {
-        (Some(l), None) | (None, Some(l)) => l,
+    let (json_links, links_key) = match (list("links")?, list("edges")?) {
+        (Some(l), None) => (l, "links"),
+        (None, Some(l)) => (l, "edges"),
         (None, None) => return Err(not("no \"links\" (or \"edges\") array".to_string())),
         (Some(_), Some(_)) => {
             return Err(not(
@@ -68,7 +70,7 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
             .and_then(scalar)
             .ok_or_else(|| not(format!("nodes[{i}] has no \"id\" (string or number)")))?;
         if index.insert(id.clone(), nodes.len()).is_some() {
-            return Err(not(format!("node id {id:?} is used twice")));
+            return Err(not(format!("node id {} is used twice", echo(&id))));
         }
         let label = ["name", "label"]
             .iter()
@@ -88,22 +90,25 @@ pub(super) fn read(text: &str, path: &str) -> Result<Graph, ImportError> {
     for (i, v) in json_links.iter().enumerate() {
         let obj = v
             .as_object()
-            .ok_or_else(|| not(format!("links[{i}] is not an object")))?;
+            .ok_or_else(|| not(format!("{links_key}[{i}] is not an object")))?;
         let end = |key: &str| -> Result<usize, ImportError> {
             let id = obj
                 .get(key)
                 .and_then(scalar)
-                .ok_or_else(|| not(format!("links[{i}] has no {key:?}")))?;
-            index
-                .get(&id)
-                .copied()
-                .ok_or_else(|| not(format!("links[{i}].{key} {id:?} is no node's id")))
+                .ok_or_else(|| not(format!("{links_key}[{i}] has no {key:?}")))?;
+            index.get(&id).copied().ok_or_else(|| {
+                not(format!(
+                    "{links_key}[{i}].{key} {} is no node's id",
+                    echo(&id)
+                ))
+            })
         };
         let (a, b) = (end("source")?, end("target")?);
         edges.push(Edge {
             a,
             b,
             speed: edge_speed(|k| obj.get(k).and_then(scalar)),
+            at: format!("{links_key}[{i}]"),
         });
     }
     Ok(Graph {
@@ -128,11 +133,16 @@ fn scalar(v: &Value) -> Option<String> {
 /// The node's coordinates from `pos` ([lon, lat], topohub), or
 /// `Latitude`/`Longitude`, or `lat`/`lon`.
 fn position(obj: &Map<String, Value>, id: &str, path: &str) -> Result<Option<LatLon>, ImportError> {
-    let bad = |why: String| ImportError::new(format!("{path}: node {id:?}: {why}"));
+    let bad = |why: String| ImportError::new(format!("{path}: node {}: {why}", echo(id)));
     let (lat, lon, what) = if let Some(pos) = obj.get("pos") {
         match pos.as_array().map(Vec::as_slice) {
             Some([lon, lat]) => (lat, lon, "pos"),
-            _ => return Err(bad(format!("pos {pos} is not [longitude, latitude]"))),
+            _ => {
+                return Err(bad(format!(
+                    "pos {} is not [longitude, latitude]",
+                    echo(&pos.to_string())
+                )))
+            }
         }
     } else if let (Some(lat), Some(lon)) = (obj.get("Latitude"), obj.get("Longitude")) {
         (lat, lon, "Latitude/Longitude")
@@ -142,9 +152,12 @@ fn position(obj: &Map<String, Value>, id: &str, path: &str) -> Result<Option<Lat
         return Ok(None);
     };
     let degrees = |v: &Value, limit: f64, name: &str| -> Result<f64, ImportError> {
-        let x = v
-            .as_f64()
-            .ok_or_else(|| bad(format!("{what}: {name} {v} is not a number")))?;
+        let x = v.as_f64().ok_or_else(|| {
+            bad(format!(
+                "{what}: {name} {} is not a number",
+                echo(&v.to_string())
+            ))
+        })?;
         if x.abs() > limit {
             return Err(bad(format!(
                 "{what}: {name} {x} is outside -{limit}..{limit} degrees (not geographic \
