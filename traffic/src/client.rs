@@ -7,10 +7,17 @@
 //! tick), draws the flow's size and destination, and hands the flow to the
 //! tokio runtime. At most `max_concurrent` flows hold a socket; an arrival
 //! that finds no free slot waits for one, counted as `deferred`, and its
-//! FCT then runs from its arrival time. Arrivals stop at `duration`; active
-//! flows get up to `drain` more, and whatever is still open then is
-//! recorded as `unfinished`. Every flow is written to the CSV.
+//! FCT then runs from its arrival time. At most [`MAX_WAITING`] flows wait;
+//! an arrival that finds that many is `skipped`. Arrivals stop at
+//! `duration`; active flows get up to `drain` more, and whatever is still
+//! open then is recorded as `unfinished`. Every flow is written to the CSV,
+//! as it ends ([`FlowLog`]).
+//!
+//! Memory is bounded by the flows open (in a slot or waiting), never by
+//! the length of the run: arrivals are drawn one at a time
+//! ([`FlowSource`]), and a flow's row goes to disk when it ends.
 
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::net::SocketAddr;
@@ -24,7 +31,7 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpSocket;
 use tokio::runtime::Handle;
 use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, Notify};
 
 use crate::cdf::Cdf;
 use crate::flows::{self, Arrivals, FlowSource};
@@ -40,8 +47,20 @@ const RESERVED_FDS: u64 = 64;
 const MAX_SECS: f64 = 1e9;
 /// Longest progress interval: one day.
 const MAX_PROGRESS_MS: u64 = 86_400_000;
-/// Flows a run may expect to start (each keeps a CSV record in memory).
-const MAX_EXPECTED_FLOWS: f64 = 1e8;
+/// The highest mean arrival rate of a run, flows/s. The arrival thread
+/// times arrivals to the microsecond, and starting a flow (drawing it,
+/// building its record, handing it over) takes about as long, so a client
+/// cannot start more; a rate above it is refused up front, naming the flag,
+/// rather than run as a backlog that only grows.
+pub const MAX_FLOWS_PER_S: f64 = 1e6;
+/// Flows a TCP client holds waiting for a free slot. An arrival that finds
+/// this many waiting is skipped: written at once as failed (error
+/// "skipped: ..."), counted as `skipped`. Shedding keeps the run to
+/// --duration + --drain and every FCT a measure of the network; a longer
+/// queue would only time the client's own backlog, and an unbounded one
+/// ran out of memory. Bursts of a schedule up to this size still wait
+/// (64 bytes each: 16 MiB when full).
+pub const MAX_WAITING: usize = 1 << 18;
 
 /// A receiver: `NAME=ADDR:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,17 +214,22 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
                 ));
             }
             let cdf = Cdf::load(workload).map_err(|e| format!("bad --workload: {e}"))?;
-            let lambda = match load {
-                Load::FlowsPerSecond(r) => r,
+            let (lambda, asked) = match load {
+                Load::FlowsPerSecond(r) => (r, format!("--flows-per-s {r} is")),
                 Load::BitsPerSecond(bps) => {
-                    bps / (8.0 * flows::mean_scaled_size(&cdf, config.size_scale))
+                    let mean = flows::mean_scaled_size(&cdf, config.size_scale);
+                    let lambda = bps / (8.0 * mean);
+                    let asked = format!(
+                        "--rate-bps {bps} means ~{lambda:.3e} flows/s of {mean:.0} bytes on average,"
+                    );
+                    (lambda, asked)
                 }
             };
-            // Every flow keeps a record until the end; refuse to exhaust memory.
-            let expected_flows = lambda * duration_s;
-            if expected_flows > MAX_EXPECTED_FLOWS {
+            // The length of a run is not limited: memory holds only the
+            // flows open, and rows are written as flows end.
+            if lambda > MAX_FLOWS_PER_S {
                 return Err(format!(
-                    "this rate and duration would start ~{expected_flows:.3e} flows; at most {MAX_EXPECTED_FLOWS:.0e} per run"
+                    "{asked} more than a client can start: at most {MAX_FLOWS_PER_S} flows/s (one per microsecond, the arrival timer's resolution); lower it or split the load over several clients (each its own --seed and --id-base)"
                 ));
             }
             let max_size = flows::scale_size(cdf.max_size(), config.size_scale);
@@ -348,12 +372,12 @@ fn fit_concurrency(wanted: usize) -> usize {
         Ok(limit) => limit,
         Err(e) => {
             eprintln!("lcmp-traffic client: cannot read RLIMIT_NOFILE ({e}); keeping --max-concurrent {wanted}");
-            return wanted.min(Semaphore::MAX_PERMITS);
+            return wanted;
         }
     };
     let room = usize::try_from(limit.saturating_sub(RESERVED_FDS))
         .unwrap_or(usize::MAX)
-        .clamp(1, Semaphore::MAX_PERMITS);
+        .max(1);
     if room < wanted {
         eprintln!(
             "lcmp-traffic client: --max-concurrent lowered from {wanted} to {room}: the open-file limit is {limit}"
@@ -372,6 +396,9 @@ pub struct Summary {
     pub failed: u64,
     pub unfinished: u64,
     pub deferred: u64,
+    /// Arrivals the client could not hold (see [`MAX_WAITING`]); also
+    /// counted in `failed`.
+    pub skipped: u64,
     pub warmup: u64,
     pub bytes_completed: u64,
     /// Latest start of an arrival behind its scheduled time.
@@ -387,43 +414,280 @@ impl Summary {
     /// Counts `records` by outcome (both transports' runs end here).
     pub fn tally(&mut self, records: &[FlowRecord]) {
         for r in records {
-            match r.status {
-                FlowStatus::Ok => {
-                    self.completed += 1;
-                    self.bytes_completed += r.size_bytes;
-                }
-                FlowStatus::Failed => self.failed += 1,
-                FlowStatus::Unfinished => self.unfinished += 1,
-            }
-            self.warmup += u64::from(r.warmup);
+            self.count(r);
         }
     }
+
+    /// Counts one record by outcome (not in `flows`).
+    pub fn count(&mut self, r: &FlowRecord) {
+        match r.status {
+            FlowStatus::Ok => {
+                self.completed += 1;
+                self.bytes_completed += r.size_bytes;
+            }
+            FlowStatus::Failed => self.failed += 1,
+            FlowStatus::Unfinished => self.unfinished += 1,
+        }
+        self.warmup += u64::from(r.warmup);
+    }
+}
+
+/// Rows a [`FlowLog`] holds back to keep arrival order (~400 bytes each,
+/// ~26 MB when full).
+pub const MAX_REORDER: usize = 1 << 16;
+
+/// `flows.csv` written as flows end, for both transports, so that memory
+/// holds only the flows still open, however long the run. Rows stay in
+/// arrival order: a row that ends before an earlier flow waits for it,
+/// up to [`MAX_REORDER`] rows; past that (an early flow hung while that
+/// many later ones ended) the held rows are written and from then on
+/// every row as its flow ends. The first write error is kept and reported
+/// by [`FlowLog::finish`]; nothing is written after it.
+pub struct FlowLog {
+    csv: csv::Writer<BufWriter<File>>,
+    /// Rows written or held, and their outcomes.
+    tally: Summary,
+    error: Option<io::Error>,
+    /// Rows waiting for an earlier flow, by arrival sequence number.
+    held: BTreeMap<u64, FlowRecord>,
+    /// The sequence number of the next row in arrival order; `None` once
+    /// rows go out as their flows end.
+    next: Option<u64>,
+}
+
+impl FlowLog {
+    /// Starts the file with the header, so that a run without flows still
+    /// has one. Rows are numbered from 0 in arrival order.
+    pub fn new(out: File) -> FlowLog {
+        let mut w = BufWriter::new(out);
+        let error = csv_header().and_then(|h| w.write_all(&h)).err();
+        FlowLog {
+            csv: csv::WriterBuilder::new().has_headers(false).from_writer(w),
+            tally: Summary::default(),
+            error,
+            held: BTreeMap::new(),
+            next: Some(0),
+        }
+    }
+
+    /// The row of the `seq`-th arrival (each written once), counted now and
+    /// written once the rows before it are.
+    pub fn write(&mut self, seq: u64, r: FlowRecord) {
+        self.tally.flows += 1;
+        self.tally.count(&r);
+        let Some(next) = self.next else {
+            self.emit(&r);
+            return;
+        };
+        if seq != next {
+            self.held.insert(seq, r);
+            if self.held.len() > MAX_REORDER {
+                self.next = None;
+                for r in std::mem::take(&mut self.held).into_values() {
+                    self.emit(&r);
+                }
+            }
+            return;
+        }
+        self.emit(&r);
+        let mut next = next + 1;
+        while let Some(r) = self.held.remove(&next) {
+            self.emit(&r);
+            next += 1;
+        }
+        self.next = Some(next);
+    }
+
+    fn emit(&mut self, r: &FlowRecord) {
+        if self.error.is_none() {
+            self.error = self.csv.serialize(r).err().map(io::Error::other);
+        }
+    }
+
+    /// Whether a write has failed (the run's output is lost).
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// Writes the rows still held, flushes and syncs the file; the counts
+    /// of the rows written.
+    pub fn finish(mut self) -> io::Result<Summary> {
+        for r in std::mem::take(&mut self.held).into_values() {
+            self.emit(&r);
+        }
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        self.csv
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))?
+            .into_inner()
+            .map_err(|e| io::Error::other(e.to_string()))?
+            .sync_all()?;
+        Ok(self.tally)
+    }
+}
+
+/// A flow not yet written: what its row needs beyond the client's names
+/// (the [`FlowRecord`], several times larger, is built only to write the
+/// row), since up to [`MAX_WAITING`] of them wait for a slot.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    id: u64,
+    dst: usize,
+    size: u64,
+    start_ns: u64,
+    warmup: bool,
+}
+
+/// A flow waiting for a slot: 64 bytes, 16 MiB for [`MAX_WAITING`].
+struct Waiting {
+    seq: u64,
+    open: Open,
+    /// The flow's arrival: its FCT runs from here.
+    since: Instant,
+}
+
+/// The flows not yet written, the connection slots and the file, under one
+/// lock so that a flow is always in exactly one place: waiting, running,
+/// or written.
+struct Book {
+    /// The flows holding a slot, by arrival sequence number, with their
+    /// connection's local address once connected.
+    running: HashMap<u64, (Open, Option<SocketAddr>)>,
+    /// In arrival order.
+    waiting: VecDeque<Waiting>,
+    /// Free slots (`--max-concurrent` minus the running flows).
+    free: usize,
+    /// `None` once the final snapshot was taken: flows that end later are
+    /// not written (they were written as unfinished).
+    log: Option<FlowLog>,
+}
+
+/// What the arrival thread did with an arrival.
+enum Admit {
+    Run(Flow),
+    Wait,
+    Skip,
+    /// The CSV cannot be written: the run's output is lost.
+    Stop,
 }
 
 /// State shared by the arrival thread, the flow tasks and the coordinator.
 struct Shared {
-    /// Index = flow sequence number; pushed in arrival order.
-    records: Mutex<Vec<FlowRecord>>,
+    name: String,
+    dsts: Vec<Destination>,
+    book: Mutex<Book>,
     started: AtomicU64,
     completed: AtomicU64,
     failed: AtomicU64,
     deferred: AtomicU64,
+    skipped: AtomicU64,
     /// Signalled whenever a flow ends.
     flow_ended: Notify,
-    slots: Arc<Semaphore>,
     cc: Option<String>,
 }
 
 impl Shared {
-    fn records(&self) -> MutexGuard<'_, Vec<FlowRecord>> {
-        // A panicking holder cannot leave a record half-written in a way
-        // that matters more than losing the whole CSV.
-        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    fn book(&self) -> MutexGuard<'_, Book> {
+        // Every update under the lock is one step, so a panicking holder
+        // leaves it consistent; losing the CSV would be worse.
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn active(&self) -> u64 {
         let ended = self.completed.load(Relaxed) + self.failed.load(Relaxed);
         self.started.load(Relaxed).saturating_sub(ended)
+    }
+
+    /// The row of an open flow, unfinished.
+    fn record(&self, o: &Open, src: Option<SocketAddr>) -> FlowRecord {
+        let dst = &self.dsts[o.dst];
+        FlowRecord::arrived(
+            o.id,
+            &self.name,
+            &dst.name,
+            src.map_or_else(String::new, |a| a.to_string()),
+            dst.addr.to_string(),
+            o.size,
+            o.start_ns,
+            o.warmup,
+        )
+    }
+
+    fn flow(&self, seq: u64, o: &Open) -> Flow {
+        Flow {
+            seq,
+            dst: self.dsts[o.dst].addr,
+            header: Header {
+                flow_id: o.id,
+                size: o.size,
+            },
+        }
+    }
+
+    /// A slot for the arrival `seq`, else a place in the queue, else its
+    /// row as skipped.
+    fn admit(&self, seq: u64, open: Open, since: Instant) -> Admit {
+        let mut book = self.book();
+        let book = &mut *book;
+        let Some(log) = book.log.as_mut().filter(|l| !l.failed()) else {
+            return Admit::Stop;
+        };
+        if book.free > 0 {
+            book.free -= 1;
+            book.running.insert(seq, (open, None));
+            Admit::Run(self.flow(seq, &open))
+        } else if book.waiting.len() < MAX_WAITING {
+            book.waiting.push_back(Waiting { seq, open, since });
+            Admit::Wait
+        } else {
+            let mut r = self.record(&open, None);
+            r.status = FlowStatus::Failed;
+            r.error = format!(
+                "skipped: {MAX_WAITING} flows were already waiting for a free --max-concurrent slot; the client cannot keep up with this arrival rate"
+            );
+            log.write(seq, r);
+            Admit::Skip
+        }
+    }
+
+    /// Writes the row of the flow `seq` with its outcome and hands its slot
+    /// to the longest-waiting flow, returned with its arrival time; `None`
+    /// when none waits, or once the final snapshot was taken.
+    fn end(
+        &self,
+        seq: u64,
+        result: &Result<(Duration, Option<u64>), String>,
+    ) -> Option<(Flow, Instant)> {
+        let mut book = self.book();
+        let book = &mut *book;
+        let log = book.log.as_mut()?;
+        if let Some((o, src)) = book.running.remove(&seq) {
+            let mut r = self.record(&o, src);
+            match result {
+                Ok((fct, min_rtt)) => {
+                    r.status = FlowStatus::Ok;
+                    r.fct_ns = Some(u64::try_from(fct.as_nanos()).unwrap_or(u64::MAX));
+                    r.min_rtt_us = *min_rtt;
+                }
+                Err(e) => {
+                    r.status = FlowStatus::Failed;
+                    r.error.clone_from(e);
+                }
+            }
+            log.write(seq, r);
+        }
+        match book.waiting.pop_front() {
+            Some(w) => {
+                book.running.insert(w.seq, (w.open, None));
+                Some((self.flow(w.seq, &w.open), w.since))
+            }
+            None => {
+                book.free += 1;
+                None
+            }
+        }
     }
 }
 
@@ -480,25 +744,32 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
     let mut term = signal(SignalKind::terminate()).map_err(|e| format!("SIGTERM handler: {e}"))?;
     let mut int = signal(SignalKind::interrupt()).map_err(|e| format!("SIGINT handler: {e}"))?;
     let shared = Arc::new(Shared {
-        records: Mutex::new(Vec::new()),
+        name: config.name.clone(),
+        dsts: config.dsts.clone(),
+        book: Mutex::new(Book {
+            running: HashMap::new(),
+            waiting: VecDeque::new(),
+            free: max_concurrent,
+            log: Some(FlowLog::new(out)),
+        }),
         started: AtomicU64::new(0),
         completed: AtomicU64::new(0),
         failed: AtomicU64::new(0),
         deferred: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
         flow_ended: Notify::new(),
-        slots: Arc::new(Semaphore::new(max_concurrent)),
         cc: config.cc.clone(),
     });
     let stop = Arc::new(AtomicBool::new(false));
     let (done_tx, mut done_rx) = oneshot::channel();
     let t0 = Instant::now();
     let arrival_thread = {
-        let (shared, stop, config) = (shared.clone(), stop.clone(), config.clone());
+        let (shared, stop) = (shared.clone(), stop.clone());
         let handle = Handle::current();
         thread::Builder::new()
             .name("arrivals".into())
             .spawn(move || {
-                let lag = arrival_loop(&shared, &config, source, &handle, t0, &stop);
+                let lag = arrival_loop(&shared, source, &handle, t0, &stop);
                 let _ = done_tx.send(());
                 lag
             })
@@ -526,8 +797,9 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
     // here (the runtime's entry thread, not a worker) blocks only briefly.
     let max_arrival_lag = arrival_thread.join().unwrap_or_default();
 
-    // Drain.
-    if interrupted.is_none() {
+    // Drain; pointless once the CSV cannot be written.
+    let log_failed = || shared.book().log.as_ref().is_none_or(FlowLog::failed);
+    if interrupted.is_none() && !log_failed() {
         let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(config.drain_s);
         while shared.active() > 0 {
             tokio::select! {
@@ -542,18 +814,32 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
     let elapsed = t0.elapsed();
 
     // Flows that end from here on are not counted: the CSV is this snapshot.
-    let records = std::mem::take(&mut *shared.records());
-    let mut summary = Summary {
-        flows: records.len() as u64,
+    let (running, waiting, log) = {
+        let mut book = shared.book();
+        let running = std::mem::take(&mut book.running);
+        (running, std::mem::take(&mut book.waiting), book.log.take())
+    };
+    let mut log = log.expect("the snapshot is taken once");
+    let mut open: Vec<(u64, Open, Option<SocketAddr>)> = running
+        .into_iter()
+        .map(|(seq, (o, src))| (seq, o, src))
+        .chain(waiting.into_iter().map(|w| (w.seq, w.open, None)))
+        .collect();
+    open.sort_unstable_by_key(|&(seq, _, _)| seq);
+    for (seq, o, src) in &open {
+        log.write(*seq, shared.record(o, *src));
+    }
+    let tally = log
+        .finish()
+        .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
+    let summary = Summary {
         deferred: shared.deferred.load(Relaxed),
+        skipped: shared.skipped.load(Relaxed),
         max_arrival_lag,
         elapsed,
         interrupted,
-        ..Summary::default()
+        ..tally
     };
-    summary.tally(&records);
-    write_csv(out, &records)
-        .map_err(|e| format!("cannot write --out {}: {e}", config.out.display()))?;
     print_line(&done_line(&summary));
     Ok(summary)
 }
@@ -561,58 +847,45 @@ async fn drive(plan: Plan) -> Result<Summary, String> {
 /// Starts the flows at their arrival times; returns the largest lag.
 fn arrival_loop(
     shared: &Arc<Shared>,
-    config: &ClientConfig,
     mut source: FlowSource,
     handle: &Handle,
     t0: Instant,
     stop: &AtomicBool,
 ) -> Duration {
     let mut max_lag = Duration::ZERO;
+    let mut seq = 0u64;
     while let Some(f) = source.next_flow() {
-        let offset = f.offset;
-        let at = t0 + offset;
+        let at = t0 + f.offset;
         if !sleep_until(at, stop) {
             break;
         }
         max_lag = max_lag.max(at.elapsed());
-        let (size, id) = (f.size, f.id);
-        let dst = &config.dsts[f.dst];
-        let record = FlowRecord::arrived(
-            id,
-            &config.name,
-            &dst.name,
-            String::new(),
-            dst.addr.to_string(),
-            size,
-            u64::try_from(offset.as_nanos()).unwrap_or(u64::MAX),
-            f.warmup,
-        );
-        let index = {
-            let mut records = shared.records();
-            records.push(record);
-            records.len() - 1
+        let this = seq;
+        seq += 1;
+        let open = Open {
+            id: f.id,
+            dst: f.dst,
+            size: f.size,
+            start_ns: u64::try_from(f.offset.as_nanos()).unwrap_or(u64::MAX),
+            warmup: f.warmup,
         };
-        shared.started.fetch_add(1, Relaxed);
-        let flow = Flow {
-            index,
-            dst: dst.addr,
-            header: Header { flow_id: id, size },
-        };
-        let task_shared = shared.clone();
-        match shared.slots.clone().try_acquire_owned() {
-            Ok(permit) => {
-                handle.spawn(run_flow(task_shared, flow, permit, None));
+        match shared.admit(this, open, at) {
+            Admit::Run(flow) => {
+                shared.started.fetch_add(1, Relaxed);
+                handle.spawn(run_slot(shared.clone(), flow, None));
             }
-            Err(_) => {
+            Admit::Wait => {
+                shared.started.fetch_add(1, Relaxed);
                 shared.deferred.fetch_add(1, Relaxed);
-                handle.spawn(async move {
-                    // The semaphore is never closed; if it were, the flow
-                    // would stay unfinished.
-                    if let Ok(permit) = task_shared.slots.clone().acquire_owned().await {
-                        run_flow(task_shared, flow, permit, Some(at)).await;
-                    }
-                });
             }
+            Admit::Skip => {
+                // Failed as well, so that `active` stays started minus
+                // ended.
+                shared.started.fetch_add(1, Relaxed);
+                shared.failed.fetch_add(1, Relaxed);
+                shared.skipped.fetch_add(1, Relaxed);
+            }
+            Admit::Stop => break,
         }
     }
     max_lag
@@ -634,43 +907,31 @@ fn sleep_until(deadline: Instant, stop: &AtomicBool) -> bool {
 }
 
 struct Flow {
-    index: usize,
+    /// Arrival sequence number: the flow's key in the book.
+    seq: u64,
     dst: SocketAddr,
     header: Header,
 }
 
-async fn run_flow(
-    shared: Arc<Shared>,
-    flow: Flow,
-    permit: OwnedSemaphorePermit,
-    waiting_since: Option<Instant>,
-) {
-    let result = attempt(&shared, &flow, waiting_since).await;
-    // The socket is closed by now; the slot can go to the next flow.
-    drop(permit);
-    {
-        let mut records = shared.records();
-        // Absent once the final snapshot was taken: the flow counts as
-        // unfinished there.
-        if let Some(r) = records.get_mut(flow.index) {
-            match &result {
-                Ok((fct, min_rtt)) => {
-                    r.status = FlowStatus::Ok;
-                    r.fct_ns = Some(u64::try_from(fct.as_nanos()).unwrap_or(u64::MAX));
-                    r.min_rtt_us = *min_rtt;
-                }
-                Err(e) => {
-                    r.status = FlowStatus::Failed;
-                    r.error.clone_from(e);
-                }
-            }
-        }
+/// One connection slot: runs `flow`, then the longest-waiting flow, until
+/// none waits. One task per busy slot, not per flow, so a waiting flow
+/// costs only its [`Waiting`] entry.
+async fn run_slot(shared: Arc<Shared>, mut flow: Flow, mut waiting_since: Option<Instant>) {
+    loop {
+        let result = attempt(&shared, &flow, waiting_since).await;
+        // The socket is closed by now: the slot can go to the next flow.
+        let next = shared.end(flow.seq, &result);
+        match result {
+            Ok(_) => shared.completed.fetch_add(1, Relaxed),
+            Err(_) => shared.failed.fetch_add(1, Relaxed),
+        };
+        shared.flow_ended.notify_one();
+        let Some((f, since)) = next else {
+            return;
+        };
+        flow = f;
+        waiting_since = Some(since);
     }
-    match result {
-        Ok(_) => shared.completed.fetch_add(1, Relaxed),
-        Err(_) => shared.failed.fetch_add(1, Relaxed),
-    };
-    shared.flow_ended.notify_one();
 }
 
 /// One flow; `Ok((fct, min_rtt_us))` or a readable error.
@@ -693,8 +954,8 @@ async fn attempt(
     let origin = waiting_since.unwrap_or_else(Instant::now);
     let mut stream = socket.connect(flow.dst).await.map_err(connect_error)?;
     if let Ok(local) = stream.local_addr() {
-        if let Some(r) = shared.records().get_mut(flow.index) {
-            r.src = local.to_string();
+        if let Some((_, src)) = shared.book().running.get_mut(&flow.seq) {
+            *src = Some(local);
         }
     }
     send_flow(&mut stream, flow.header)
@@ -716,14 +977,6 @@ fn connect_error(e: io::Error) -> String {
     } else {
         format!("connect: {e}")
     }
-}
-
-pub(crate) fn write_csv(out: File, records: &[FlowRecord]) -> io::Result<()> {
-    let mut w = BufWriter::new(out);
-    write_records(&mut w, records)?;
-    w.into_inner()
-        .map_err(|e| io::Error::other(e.to_string()))?
-        .sync_all()
 }
 
 /// Writes `records` as `flows.csv` (the header even when there are none),
@@ -778,10 +1031,11 @@ fn print_progress(shared: &Shared, t0: Instant) {
     let failed = shared.failed.load(Relaxed);
     let started = shared.started.load(Relaxed);
     print_line(&format!(
-        "{{\"t_s\":{:.3},\"started\":{started},\"completed\":{completed},\"failed\":{failed},\"active\":{},\"deferred\":{}}}",
+        "{{\"t_s\":{:.3},\"started\":{started},\"completed\":{completed},\"failed\":{failed},\"active\":{},\"deferred\":{},\"skipped\":{}}}",
         t0.elapsed().as_secs_f64(),
         started.saturating_sub(completed + failed),
         shared.deferred.load(Relaxed),
+        shared.skipped.load(Relaxed),
     ));
 }
 
@@ -792,13 +1046,14 @@ pub fn done_line(s: &Summary) -> String {
         .as_ref()
         .map_or(String::new(), |r| format!(",\"rocev2\":{r}"));
     format!(
-        "{{\"done\":true,\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"unfinished\":{},\"deferred\":{},\"warmup\":{},\"bytes_completed\":{},\"max_arrival_lag_ms\":{:.3},\"interrupted\":{}{rocev2}}}",
+        "{{\"done\":true,\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"unfinished\":{},\"deferred\":{},\"skipped\":{},\"warmup\":{},\"bytes_completed\":{},\"max_arrival_lag_ms\":{:.3},\"interrupted\":{}{rocev2}}}",
         s.elapsed.as_secs_f64(),
         s.flows,
         s.completed,
         s.failed,
         s.unfinished,
         s.deferred,
+        s.skipped,
         s.warmup,
         s.bytes_completed,
         s.max_arrival_lag.as_secs_f64() * 1e3,
@@ -927,13 +1182,72 @@ mod tests {
             "lcmp-traffic-unit-empty-{}.csv",
             std::process::id()
         ));
-        write_csv(File::create(&path).unwrap(), &[]).unwrap();
+        let counts = FlowLog::new(File::create(&path).unwrap()).finish().unwrap();
+        assert_eq!(counts, Summary::default());
         let text = std::fs::read_to_string(&path).unwrap();
         let _ = std::fs::remove_file(&path);
         assert_eq!(
             text,
             "id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup,path,switch_path,reverse_switch_path\n"
         );
+    }
+
+    /// A row that ends before an earlier flow waits for it, so rows come in
+    /// arrival order; once MAX_REORDER rows wait behind one open flow they
+    /// are written, and from then on rows go out as flows end.
+    #[test]
+    fn flow_log_keeps_arrival_order_within_its_bound() {
+        let path = std::env::temp_dir().join(format!(
+            "lcmp-traffic-unit-order-{}.csv",
+            std::process::id()
+        ));
+        let row = |id: u64, status| {
+            let mut r =
+                FlowRecord::arrived(id, "h1", "h2", String::new(), "d".into(), 10, 0, false);
+            r.status = status;
+            r
+        };
+        let ids = |path: &PathBuf| -> Vec<u64> {
+            csv::Reader::from_path(path)
+                .unwrap()
+                .deserialize::<FlowRecord>()
+                .map(|r| r.unwrap().id)
+                .collect()
+        };
+        // Ends 2, 0, 3, 1.
+        let mut log = FlowLog::new(File::create(&path).unwrap());
+        log.write(2, row(12, FlowStatus::Ok));
+        log.write(0, row(10, FlowStatus::Failed));
+        log.write(3, row(13, FlowStatus::Ok));
+        log.write(1, row(11, FlowStatus::Unfinished));
+        let counts = log.finish().unwrap();
+        assert_eq!(ids(&path), vec![10, 11, 12, 13]);
+        assert_eq!(
+            (
+                counts.flows,
+                counts.completed,
+                counts.failed,
+                counts.unfinished
+            ),
+            (4, 2, 1, 1)
+        );
+        assert_eq!(counts.bytes_completed, 20);
+
+        // Flow 0 stays open while 1..=MAX_REORDER + 1 end: the held rows
+        // go out at the overflow, then 0 when it ends, then 70_000 at once.
+        let mut log = FlowLog::new(File::create(&path).unwrap());
+        let last = MAX_REORDER as u64 + 1;
+        for seq in 1..=last {
+            log.write(seq, row(seq, FlowStatus::Ok));
+        }
+        log.write(0, row(0, FlowStatus::Ok));
+        log.write(70_000, row(70_000, FlowStatus::Ok));
+        log.write(last + 1, row(last + 1, FlowStatus::Ok));
+        assert_eq!(log.finish().unwrap().flows, last + 3);
+        let mut want: Vec<u64> = (1..=last).collect();
+        want.extend([0, 70_000, last + 1]);
+        assert_eq!(ids(&path), want);
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
@@ -947,7 +1261,7 @@ mod tests {
         };
         assert_eq!(
             done_line(&s),
-            "{\"done\":true,\"t_s\":1.500,\"started\":3,\"completed\":2,\"failed\":1,\"unfinished\":0,\"deferred\":0,\"warmup\":0,\"bytes_completed\":0,\"max_arrival_lag_ms\":0.000,\"interrupted\":false}"
+            "{\"done\":true,\"t_s\":1.500,\"started\":3,\"completed\":2,\"failed\":1,\"unfinished\":0,\"deferred\":0,\"skipped\":0,\"warmup\":0,\"bytes_completed\":0,\"max_arrival_lag_ms\":0.000,\"interrupted\":false}"
         );
     }
 }

@@ -404,6 +404,70 @@ mod tests {
         }
     }
 
+    /// The first flows of one seed, recorded from the generator before the
+    /// clients stopped keeping every record (issue 29): experiments are
+    /// replayed from seeds, so these must never change.
+    #[test]
+    fn a_seed_gives_the_recorded_flows() {
+        let arrivals = Arrivals::Poisson {
+            cdf: Cdf::builtin("websearch").unwrap(),
+            lambda: 1000.0,
+            duration_s: 1.0,
+        };
+        let mut src = FlowSource::new(arrivals, 42, 7, 0.002, 1.0, 3);
+        let got: Vec<(u64, usize, u64, u128, bool)> = (0..6)
+            .map(|_| {
+                let f = src.next_flow().unwrap();
+                (f.id, f.dst, f.size, f.offset.as_nanos(), f.warmup)
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (7, 0, 31_534, 211_562, true),
+                (8, 1, 153, 1_206_499, true),
+                (9, 0, 64_335, 1_896_257, true),
+                // 2.109888 ms: past the 2 ms warm-up.
+                (10, 0, 3_147_980, 2_109_888, false),
+                (11, 0, 57_278, 3_275_749, false),
+                (12, 2, 4_956_921, 4_764_502, false),
+            ]
+        );
+    }
+
+    /// The probe's parameters (issue 29): 1e9 flows/s for 100 ms, 1000T
+    /// of websearch (~7.3e7 flows/s) for 1 s, 1e5 flows/s for 1000 s, each
+    /// ~1e8 flows. The source draws one flow per call, so the first ten
+    /// thousand come at once and the rest is still to come: nothing is
+    /// built ahead.
+    #[test]
+    fn huge_runs_are_drawn_one_flow_at_a_time() {
+        let cdf = Cdf::builtin("websearch").unwrap();
+        let websearch_1000t = 1e15 / (8.0 * cdf.mean());
+        for (lambda, duration_s) in [(1e9, 0.1), (websearch_1000t, 1.0), (1e5, 1000.0)] {
+            let arrivals = Arrivals::Poisson {
+                cdf: cdf.clone(),
+                lambda,
+                duration_s,
+            };
+            let mut src = FlowSource::new(arrivals, 1, 0, 0.0, 1.0, 2);
+            let total = lambda * duration_s;
+            assert!(total > 7e7, "{total}");
+            assert_eq!(src.expected_remaining(), total);
+            let mut last = Duration::ZERO;
+            for k in 0..10_000 {
+                let f = src.next_flow().unwrap();
+                assert_eq!(f.id, k);
+                assert!(f.offset >= last && f.offset.as_secs_f64() < duration_s);
+                last = f.offset;
+            }
+            // 10_000 drawn: about that many fewer remain (the mean rate
+            // times the time left after the last one).
+            let left = src.expected_remaining();
+            assert!((total - left - 1e4).abs() < 500.0, "{lambda}: {left}");
+        }
+    }
+
     #[test]
     fn poisson_source_matches_the_tcp_clients_streams() {
         let cdf = Cdf::builtin("websearch").unwrap();

@@ -72,13 +72,20 @@ enum Command {
     /// Start flows at Poisson arrival times and write one CSV row per flow.
     ///
     /// Flows arrive for --duration seconds; each picks a --dst uniformly and a
-    /// size from the --workload CDF (both seeded). Then the client waits at
-    /// most --drain seconds for active flows and writes every flow to --out.
+    /// size from the --workload CDF (both seeded). Each flow's row is written
+    /// to --out when it ends; after arrivals the client waits at most --drain
+    /// seconds for active flows, and writes those still open as unfinished.
+    ///
+    /// A client starts at most 1000000 flows/s (a higher --flows-per-s or
+    /// --rate-bps is refused). Arrivals it cannot hold (tcp: 262144 already
+    /// waiting for a --max-concurrent slot; rocev2: 65536 flows in flight)
+    /// are skipped: written as failed, error "skipped: ...", and counted.
     ///
     /// Progress: every --progress-ms one JSON line on stdout,
-    /// {"t_s":..,"started":..,"completed":..,"failed":..,"active":..,"deferred":..},
+    /// {"t_s":..,"started":..,"completed":..,"failed":..,"active":..,"deferred":..,"skipped":..},
     /// and, once the CSV is complete, one line with "done":true and the
-    /// totals (started, completed, failed, unfinished, deferred, warmup, ...).
+    /// totals (started, completed, failed, unfinished, deferred, skipped,
+    /// warmup, ...).
     ///
     /// Exit status: 0 when the run completed (whatever the flows' outcome); 2
     /// for bad input (one line on stderr, nothing started, no file written);
@@ -196,11 +203,11 @@ struct ClientArgs {
         allow_negative_numbers = true
     )]
     size_scale: f64,
-    /// Mean flow arrival rate (Poisson), flows per second.
+    /// Mean flow arrival rate (Poisson), flows per second; at most 1e6.
     #[arg(long, value_name = "R", allow_negative_numbers = true)]
     flows_per_s: Option<f64>,
     /// Offered payload rate, bits per second (suffixes k, M, G: 2.5G);
-    /// flows/s = rate / (8 * mean (scaled) flow size).
+    /// flows/s = rate / (8 * mean (scaled) flow size), at most 1e6.
     #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
     rate_bps: Option<f64>,
     /// How long flows arrive: a bare number is seconds, or with a unit
@@ -238,7 +245,9 @@ struct ClientArgs {
     /// CSV file for the flows (every flow: ok, failed or unfinished) with a
     /// header row. Columns:
     /// id,sender,receiver,src,dst,size_bytes,start_ns,fct_ns,min_rtt_us,status,error,warmup
-    /// (start_ns: arrival since the start; fct_ns empty unless ok).
+    /// (start_ns: arrival since the start; fct_ns empty unless ok). Rows are
+    /// written as flows end, in arrival order (unless 65536 flows end while
+    /// an earlier one is still open: from then on as flows end).
     #[arg(long, value_name = "FILE.csv")]
     out: PathBuf,
     /// TCP congestion control for every flow (TCP_CONGESTION); must be in
@@ -247,8 +256,9 @@ struct ClientArgs {
     #[arg(long, value_name = "NAME")]
     cc: Option<String>,
     /// At most N flows in flight (each holds a socket); an arrival beyond it
-    /// waits for a slot and is counted as deferred. Lowered to fit the
-    /// open-file limit, with a note on stderr. tcp only; default 4096.
+    /// waits for a slot and is counted as deferred (at most 262144 wait; an
+    /// arrival beyond them is skipped). Lowered to fit the open-file limit,
+    /// with a note on stderr. tcp only; default 4096.
     #[arg(long, value_name = "N")]
     max_concurrent: Option<usize>,
     /// Progress line interval, milliseconds (0: only the final line).
@@ -557,6 +567,15 @@ fn rocev2_server_main(args: ServerArgs) -> ExitCode {
         nak_interval_ns,
         idle_timeout: Duration::from_secs_f64(args.idle_timeout),
     };
+    // Opened now: an unwritable --stats is found before the run, not at
+    // its end with the counters lost.
+    let stats_file = match &args.stats {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some((path, f)),
+            Err(e) => return usage(format!("cannot write --stats {}: {e}", path.display())),
+        },
+        None => None,
+    };
     // Blocked before anything else: the server is this one thread.
     let signals = match Signals::new() {
         Ok(s) => s,
@@ -575,8 +594,8 @@ fn rocev2_server_main(args: ServerArgs) -> ExitCode {
     match roce_server::run(&config, sockets, signals) {
         Ok(stats) => {
             eprintln!("lcmp-traffic server: {}", stats.summary());
-            if let Some(path) = &args.stats {
-                if let Err(e) = std::fs::write(path, stats.json() + "\n") {
+            if let Some((path, mut file)) = stats_file {
+                if let Err(e) = file.write_all((stats.json() + "\n").as_bytes()) {
                     eprintln!(
                         "lcmp-traffic server: cannot write --stats {}: {e}",
                         path.display()

@@ -583,6 +583,27 @@ fn schedule_scale_and_transport_errors() {
         stderr.contains("--time-scale is a rocev2 option"),
         "{stderr}"
     );
+    // An unwritable --stats is refused before the server runs (it was found
+    // at its end, the counters lost).
+    let r = Command::new(BIN)
+        .args([
+            "server",
+            "--transport",
+            "rocev2",
+            "--listen",
+            "127.0.0.1",
+            "--stats",
+            "/nonexistent-dir/stats.json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "lcmp-traffic server: cannot write --stats /nonexistent-dir/stats.json: \
+         No such file or directory (os error 2)"
+    );
 }
 
 /// A TCP run from a schedule, with sizes scaled: ids and sizes from the file.

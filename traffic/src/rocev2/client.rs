@@ -13,7 +13,12 @@
 //! leaves then unless the host NIC is busy, the simulator's startTime) to
 //! the ACK of its last packet. min_rtt_us: the smallest data -> ACK time of
 //! the packets timed (one at a time, never a retransmitted one).
+//!
+//! Memory: at most [`MAX_ACTIVE_QPS`] flows in flight, and a flow's row is
+//! written when it ends ([`FlowLog`]), so nothing grows with the length
+//! of the run.
 
+use std::collections::HashMap;
 use std::fs::File;
 
 use lcmp_topology::Scaling;
@@ -28,12 +33,18 @@ use super::pattern;
 use super::sender::{Departure, NewFlow, SenderConfig, SenderCore, SenderStats};
 use super::wire::{self, Aeth, Endpoints, Message, ECN_ECT0, MAX_PAYLOAD, ROCEV2_PORT};
 use super::{qpn_of, udp_sport_of};
-use crate::client::{done_line, print_line, write_csv, Destination, Summary};
+use crate::client::{done_line, print_line, Destination, FlowLog, Summary};
 use crate::flows::FlowSource;
 use crate::record::{FlowRecord, FlowStatus};
 
 /// Datagrams handled per turn before the loop looks at the others again.
 const BATCH: usize = 256;
+/// Flows a client has in flight (one QP each). An arrival that finds this
+/// many is skipped: written at once as failed (error "skipped: ..."),
+/// counted as `skipped`, as the TCP client sheds what it cannot hold
+/// ([`crate::client::MAX_WAITING`]). Far above what a host's NIC keeps busy
+/// (experiments run tens), and with their records well under 100 MB.
+pub const MAX_ACTIVE_QPS: usize = 1 << 16;
 
 /// The rocev2 options as given: rates in simulator units (bit/s) and
 /// intervals in the simulator's time, run as the testbed's `scaling` runs
@@ -177,6 +188,7 @@ struct LoopStats {
     started: u64,
     completed: u64,
     failed: u64,
+    skipped: u64,
     malformed: u64,
     send_drops: u64,
 }
@@ -229,7 +241,10 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos()));
     let mut core = SenderCore::new(config);
-    let mut records: Vec<FlowRecord> = Vec::new();
+    let mut log = FlowLog::new(out);
+    // The flows in flight, by arrival sequence number (their tag).
+    let mut open: HashMap<u64, FlowRecord> = HashMap::new();
+    let mut seq = 0u64;
     let mut st = LoopStats::default();
     let mut max_lag = Duration::ZERO;
     let mut interrupted = None;
@@ -278,10 +293,12 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                 }) => {
                     let nak = matches!(aeth, Aeth::Nak { .. });
                     if let Some(done) = core.on_ack(now, qp, psn, nak, becn) {
-                        if let Some(rec) = records.get_mut(done.tag) {
+                        let tag = done.tag as u64;
+                        if let Some(mut rec) = open.remove(&tag) {
                             rec.status = FlowStatus::Ok;
                             rec.fct_ns = Some(done.fct_ns);
                             rec.min_rtt_us = done.min_rtt_ns.map(|n| (n + 500) / 1000);
+                            log.write(tag, rec);
                         }
                         st.completed += 1;
                     }
@@ -317,23 +334,40 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                 at,
                 f.warmup,
             );
+            st.started += 1;
+            next = source.next_flow();
+            let this = seq;
+            seq += 1;
+            if core.active() >= MAX_ACTIVE_QPS {
+                rec.status = FlowStatus::Failed;
+                rec.error = format!(
+                    "skipped: {MAX_ACTIVE_QPS} flows were already in flight, the most a rocev2 client holds; the client cannot keep up with this arrival rate"
+                );
+                st.failed += 1;
+                st.skipped += 1;
+                log.write(this, rec);
+                continue;
+            }
             let added = core.add_flow(NewFlow {
                 qpn,
                 size: f.size,
                 arrival_ns: at,
-                tag: records.len(),
+                tag: this as usize,
                 dst: addr,
                 sport,
                 va: f.id,
             });
-            if let Err(e) = added {
-                rec.status = FlowStatus::Failed;
-                rec.error = e;
-                st.failed += 1;
+            match added {
+                Ok(()) => {
+                    open.insert(this, rec);
+                }
+                Err(e) => {
+                    rec.status = FlowStatus::Failed;
+                    rec.error = e;
+                    st.failed += 1;
+                    log.write(this, rec);
+                }
             }
-            st.started += 1;
-            records.push(rec);
-            next = source.next_flow();
         }
         if next.is_none() && drain_deadline.is_none() {
             drain_deadline = Some(now.saturating_add((drain_s * 1e9) as u64));
@@ -356,9 +390,10 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                     Some(libc::ENOBUFS | libc::EAGAIN) => st.send_drops += 1,
                     _ => {
                         if let Some(tag) = core.abort(d.qpn) {
-                            if let Some(rec) = records.get_mut(tag) {
+                            if let Some(mut rec) = open.remove(&(tag as u64)) {
                                 rec.status = FlowStatus::Failed;
                                 rec.error = format!("send: {e}");
+                                log.write(tag as u64, rec);
                             }
                             st.failed += 1;
                         }
@@ -375,6 +410,10 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
             if core.active() == 0 || now >= d {
                 break;
             }
+        }
+        if log.failed() {
+            // The output is lost: going on is pointless.
+            break;
         }
         if busy {
             continue;
@@ -394,16 +433,22 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
     }
     let elapsed = t0.elapsed();
     let stats = core.stats();
-    let mut summary = Summary {
-        flows: records.len() as u64,
+    let mut open: Vec<(u64, FlowRecord)> = open.into_iter().collect();
+    open.sort_unstable_by_key(|&(seq, _)| seq);
+    for (seq, rec) in open {
+        log.write(seq, rec);
+    }
+    let tally = log
+        .finish()
+        .map_err(|e| format!("cannot write --out {out_path}: {e}"))?;
+    let summary = Summary {
+        skipped: st.skipped,
         max_arrival_lag: max_lag,
         elapsed,
         interrupted,
         rocev2: Some(totals_json(&stats, st.malformed, st.send_drops)),
-        ..Summary::default()
+        ..tally
     };
-    summary.tally(&records);
-    write_csv(out, &records).map_err(|e| format!("cannot write --out {out_path}: {e}"))?;
     print_line(&done_line(&summary));
     Ok(summary)
 }
@@ -433,12 +478,13 @@ fn send(
 
 fn print_progress(st: &LoopStats, active: usize, now_ns: u64) {
     print_line(&format!(
-        "{{\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"active\":{},\"deferred\":0}}",
+        "{{\"t_s\":{:.3},\"started\":{},\"completed\":{},\"failed\":{},\"active\":{},\"deferred\":0,\"skipped\":{}}}",
         now_ns as f64 / 1e9,
         st.started,
         st.completed,
         st.failed,
         active,
+        st.skipped,
     ));
 }
 
