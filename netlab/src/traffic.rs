@@ -221,8 +221,9 @@ pub fn iperf3_client(
 }
 
 /// The result in `iperf3 -J` output `stdout` (`stderr` only goes into the
-/// error when that is not iperf3's JSON).
-fn parse_iperf3(stdout: &str, stderr: &str) -> Result<IperfResult> {
+/// error when that is not iperf3's JSON). Judge a run by this, not by the
+/// exit status: iperf3 3.12 with `-J` exits 0 on "Connection refused".
+pub fn parse_iperf3(stdout: &str, stderr: &str) -> Result<IperfResult> {
     let v: IperfJson = serde_json::from_str(stdout).map_err(|e| {
         Error::new(format!(
             "iperf3 output: {e}: {}{stderr}",

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use lcmp_netlab::traffic::{parse_iperf3, IperfResult};
 use lcmp_netlab::{Bg, Error, Result};
 use serde_json::Value;
 
@@ -110,6 +111,35 @@ impl<'a> Testbed<'a> {
         Ok(s)
     }
 
+    /// Every switch process's nonzero drop counters and the ports' link
+    /// state, one line, for a run that forwarded nothing.
+    fn drops_line(&self) -> String {
+        let Ok(st) = read_json(&self.dir().join("state.json")) else {
+            return "no state.json".into();
+        };
+        let mut parts = Vec::new();
+        for p in st["procs"].as_array().into_iter().flatten() {
+            let Some(j) = p["stats"]
+                .as_str()
+                .and_then(|f| read_json(Path::new(f)).ok())
+            else {
+                continue;
+            };
+            let name = p["name"].as_str().unwrap_or("?");
+            for (k, v) in j["drops"].as_object().into_iter().flatten() {
+                if v.as_u64().unwrap_or(0) > 0 {
+                    parts.push(format!("{name} {k} {v}"));
+                }
+            }
+            for (k, v) in j["counters"].as_object().into_iter().flatten() {
+                if k.starts_with("rx_") || k.starts_with("tx_") {
+                    parts.push(format!("{name} {k} {v}"));
+                }
+            }
+        }
+        parts.join(", ")
+    }
+
     /// Waits until switch `sw` rewrites its stats file (every 200 ms), so
     /// counters read afterwards include the end of the transfer.
     fn wait_stats_rewrite(&self, sw: &str) -> Result<()> {
@@ -122,8 +152,11 @@ impl<'a> Testbed<'a> {
 
     /// iperf3 from a to b (10.0.2.2); the server is up once a client
     /// connects, so the client retries until then. Returns the client's
-    /// JSON and the sample taken just before the successful attempt.
-    fn iperf(&self, client: &[&str]) -> Result<(Value, Sample)> {
+    /// result and the sample taken just before the successful attempt.
+    /// Success is judged from the JSON, never the exit status: iperf3 3.12
+    /// with -J exits 0 on "Connection refused", which once read as a
+    /// transfer that moved nothing (the "memory-link stall" of issue 29).
+    fn iperf(&self, client: &[&str]) -> Result<(IperfResult, Sample)> {
         let bin = self.bin.to_string_lossy();
         let _server = Bg::start(
             &self.exec_args(&bin, "b", &["iperf3", "-s", "-1"]),
@@ -139,23 +172,15 @@ impl<'a> Testbed<'a> {
                 &self.exec_args(&bin, "a", &cmd),
                 Duration::from_secs(120),
             )?;
-            if out.status.success() {
-                let v: Value = serde_json::from_str(&out.stdout)
-                    .map_err(|e| Error::new(format!("iperf3 -J output: {e}")))?;
-                return Ok((v, before));
+            match parse_iperf3(&out.stdout, &out.stderr) {
+                Ok(r) => return Ok((r, before)),
+                Err(e) => last_err = e.to_string(),
             }
-            last_err = out
-                .stdout
-                .lines()
-                .chain(out.stderr.lines())
-                .find(|l| l.contains("error"))
-                .unwrap_or("")
-                .to_string();
             // Condition: the server's socket; a short back-off between tries.
             std::thread::sleep(Duration::from_millis(100));
         }
         Err(Error::new(format!(
-            "iperf3 a -> b never connected: {last_err}"
+            "iperf3 a -> b never completed: {last_err}"
         )))
     }
 }
@@ -290,18 +315,17 @@ fn chain_case(bin: &Path, s: &TbSettings, dir: &Path, mode: Mode) -> Result<Opti
     let cpu_end = tb.sample()?.cpu_s;
     tb.wait_stats_rewrite("c1")?;
     let after = tb.sample()?;
-    tb.down();
     let gbit = (after.tx_bytes.saturating_sub(before.tx_bytes)) as f64 * 8.0 / 1e9;
     // Under a megabit: the transfer did not run (e.g. a starved client).
-    let goodput = iperf["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0);
-    if gbit < 1e-3 {
+    let stalled = (gbit < 1e-3).then(|| tb.drops_line());
+    tb.down();
+    let goodput = iperf.bits_per_second;
+    if let Some(counters) = stalled {
         log(&format!(
-            "WARNING: 5-hop chain, {how}: nothing forwarded (switch tx bytes {} before, {} after; iperf3 goodput {:.0} Mbit/s)",
+            "WARNING: 5-hop chain, {how}: nothing forwarded (switch tx bytes {} before, {} after; iperf3 goodput {:.0} Mbit/s; {counters})",
             before.tx_bytes,
             after.tx_bytes,
-            goodput / 1e6
+            goodput / 1e6,
         ));
         return Ok(None);
     }
@@ -367,10 +391,7 @@ fn dense_case(bin: &Path, s: &TbSettings, mode: Mode) -> Result<Option<Dense>> {
         return Ok(None);
     }
     let per = |x: u64, y: u64| round(y.saturating_sub(x) as f64 / gbit, 2);
-    let goodput = iperf["end"]["sum_received"]["bits_per_second"]
-        .as_f64()
-        .unwrap_or(0.0)
-        / 1e9;
+    let goodput = iperf.bits_per_second / 1e9;
     let r = [
         round(goodput, 3),
         per(b.tx_ring_full, a.tx_ring_full),
