@@ -218,6 +218,150 @@ fn a_trace_replays_on_the_virtual_clock_exactly_and_deterministically() {
 }
 
 #[test]
+fn check_prints_the_runs_and_builds_nothing() {
+    let o = testbed(&[
+        "experiment",
+        "--config",
+        fixture("virtual-2dc.toml").to_str().unwrap(),
+        "--check",
+    ]);
+    assert_success(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The fixture: five flows, 926 + 60,000 + 20,000 + 3,000 + 100,000
+    // bytes, the last starting 100.002 ms after the first; two policies.
+    for want in [
+        "experiment \"virt\": engine virtual, transport rocev2, policies lcmp, ecmp",
+        "from s1 (1 hosts) to s2 (1 hosts)",
+        "scaling: none",
+        "(hpcc-fct): 5 flows, 183926 bytes, arriving over 0.100 s",
+        "2 runs:\n  virtual-trace-lcmp-seed1  (load ",
+        "\n  virtual-trace-ecmp-seed1  (load ",
+        "checked: nothing was built or run",
+    ] {
+        assert!(text.contains(want), "{want:?} not in {text}");
+    }
+    // A trace whose flow comes from a host the experiment does not send
+    // from: the problem in one line, exit 2, as a run would refuse it.
+    let dir = scratch("check");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("back.txt");
+    std::fs::write(&trace, "1\n16 0 3 100 926 2.0\n").unwrap();
+    let o = testbed(&[
+        "experiment",
+        "--config",
+        fixture("virtual-2dc.toml").to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "hpcc-flow",
+        "--check",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("host b sends, but the experiment sends from s1's hosts only"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_flag_the_config_file_would_override_is_refused() {
+    // Once, --time-scale beside --config was dropped without a word (and
+    // --check passed with --time-scale 1e-300).
+    for flag in [
+        ["--time-scale", "10"],
+        ["--name", "other"],
+        ["--seeds", "3"],
+        ["--switch-arg", "--no-ecn"],
+    ] {
+        let o = testbed(&[
+            "experiment",
+            "--config",
+            fixture("virtual-2dc.toml").to_str().unwrap(),
+            flag[0],
+            flag[1],
+            "--check",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {err}");
+        assert!(
+            err.lines().next().unwrap_or("").starts_with(&format!(
+                "error: the argument '--config <CONFIG>' cannot be used with '{}",
+                flag[0]
+            )),
+            "{flag:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_trace_beside_a_config_replaces_the_files_trace_and_its_references() {
+    // The fixture's network with another trace, in the simulator's flow
+    // list format and opened by comment lines as the artifact's all-pairs
+    // lists are: host 0 is a (DC1's first), host 16 is b (DC2's first).
+    let dir = scratch("override");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("two.txt");
+    std::fs::write(
+        &trace,
+        "# src dst pg dport size start_time\n2\n0 16 3 100 926 2.0\n0 16 3 100 3000 2.5\n",
+    )
+    .unwrap();
+    // The fixture's experiment, with the simulator's FCTs of its own trace
+    // as LCMP's reference.
+    let config = dir.join("with-reference.toml");
+    let fixture_text = std::fs::read_to_string(fixture("virtual-2dc.toml")).unwrap();
+    let mut text = String::new();
+    for line in fixture_text.lines() {
+        match line.split_once(" = ") {
+            Some(("topology", _)) => text += &format!("topology = {:?}\n", topology()),
+            Some(("trace", _)) => text += &format!("trace = {:?}\n", fixture("virtual-trace.txt")),
+            _ => text += &format!("{line}\n"),
+        }
+    }
+    text += &format!("[reference]\nlcmp = {:?}\n", fixture("virtual-trace.txt"));
+    std::fs::write(&config, text).unwrap();
+    let out = dir.join("out");
+    let o = testbed(&[
+        "experiment",
+        "--config",
+        config.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "hpcc-flow",
+        "--policies",
+        "lcmp",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_success(&o);
+    let runs: Vec<_> = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let f = flows(&runs[0].join("flows.csv"));
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert_eq!(
+        (f[0]["size_bytes"].as_str(), f[1]["size_bytes"].as_str()),
+        ("926", "3000")
+    );
+    assert_eq!(f[1]["start_ns"], "500000000");
+    // Each alone in the network: the first is the hand-worked lone flow
+    // over p3, LCMP's choice on an idle network.
+    assert_eq!(f[0]["path"], "p3");
+    assert_eq!(f[0]["fct_ns"], lone_flow_fct_ns("p3").to_string());
+    // The file's reference was of its own trace: nothing compared.
+    assert!(out.join("summary.json").is_file());
+    assert!(!out.join("fidelity.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn poisson_arrivals_run_on_the_virtual_clock_alike_every_time() {
     let t = topology();
     let run = |out: &Path| {
@@ -397,12 +541,13 @@ fn help_names_the_engines_and_what_each_is_for() {
 fn the_trace_replays_on_the_wall_clock_no_faster_than_the_virtual_clock() {
     let out = scratch("wall");
     let trace = fixture("virtual-trace.txt");
+    let name = format!("w{}", std::process::id() % 100_000);
     let o = testbed(&[
         "experiment",
         "--engine",
         "wall",
         "--name",
-        &format!("w{}", std::process::id() % 100_000),
+        &name,
         "--transport",
         "rocev2",
         "--topology",
@@ -464,5 +609,7 @@ fn the_trace_replays_on_the_wall_clock_no_faster_than_the_virtual_clock() {
         let dir = out.join("runs/virtual-trace-lcmp-seed1");
         assert_eq!(json(&dir.join(format!("switch-{sw}.json")))["switch"], sw);
     }
+    // The control sockets' directory (made as root) went with the run.
+    assert!(!Path::new("/run/lcmp-testbed").join(&name).exists());
     let _ = std::fs::remove_dir_all(&out);
 }

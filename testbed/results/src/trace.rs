@@ -172,9 +172,13 @@ fn seconds_to_ns(s: &str) -> Option<u64> {
 }
 
 /// Non-empty lines with their 1-based numbers.
+/// The non-blank lines of `text` with their 1-based numbers, split into
+/// fields; lines starting with `#` are comments (the artifact's all-pairs
+/// flow lists open with two).
 fn lines(text: &str) -> impl Iterator<Item = (usize, Vec<&str>)> {
     text.lines()
         .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with('#'))
         .map(|(i, l)| (i + 1, l.split_whitespace().collect::<Vec<_>>()))
         .filter(|(_, f)| !f.is_empty())
 }
@@ -607,6 +611,29 @@ mod tests {
         assert_eq!(t.flows[2].start_ns, 2_500_000_000);
         let starts: Vec<u64> = t.relative().flows.iter().map(|f| f.start_ns).collect();
         assert_eq!(starts, [0, 36_848, 500_000_000]);
+    }
+
+    #[test]
+    fn comment_lines_are_skipped_and_lines_keep_their_numbers() {
+        // The artifact's traffic_WebSearch_8DC-*util.txt open so.
+        let text = "# \u{6d41}\u{6e90}IP \u{76ee}\u{7684}IP pg dport size start\n\
+                    # src dst pg dport size start_time\n2\n\
+                    25 123 3 100 66130 2.000001009\n\
+                    106 60 3 100 44195 2.000003456\n";
+        let t = parse(text, TraceFormat::HpccFlow, "t.txt").unwrap();
+        assert_eq!(t.flows.len(), 2);
+        assert_eq!((t.flows[0].src_host, t.flows[0].dst_host), (25, 123));
+        assert_eq!(t.flows[1].size_bytes, 44195);
+        assert_eq!(t.flows[1].start_ns, 2_000_003_456);
+        // Errors still name the line as the file numbers it.
+        assert_eq!(
+            err(parse(
+                "# a\n# b\n1\n1 2 3 100 10\n",
+                TraceFormat::HpccFlow,
+                "t.txt"
+            )),
+            "t.txt:4: expected 6 fields (src dst pg dport size start_s), found 5"
+        );
     }
 
     #[test]

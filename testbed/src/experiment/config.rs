@@ -506,12 +506,26 @@ fn default_load_def() -> LoadDefinition {
 )]
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
-    /// Flags given beside it are an error.
-    #[arg(long, conflicts_with_all = ["from", "to", "workload", "load", "trace", "transport", "size_scale", "reference"])]
+    /// Beside it --policies, --engine, --links, --switch-processes, --pfc
+    /// and --trace (with its file's references dropped) override the file;
+    /// any other flag that describes the experiment is an error (the
+    /// file's field is what runs).
+    #[arg(long, conflicts_with_all = [
+        "name", "topology", "hosts_per_dc", "scale", "buffer_scale", "time_scale", "alpha",
+        "beta", "cc", "initcwnd", "from", "to", "workload", "load", "transport", "size_scale",
+        "reference", "rocev2_args", "seeds", "duration", "warmup", "drain", "load_definition",
+        "switch_args",
+    ])]
     pub config: Option<PathBuf>,
     /// Output directory.
+    #[arg(long, required_unless_present = "check")]
+    pub out: Option<PathBuf>,
+    /// Check the experiment as a run would before building anything (the
+    /// file, its topology, workloads, trace and references, the engine's
+    /// options) and print the runs it would make; build and write nothing.
+    /// Needs no root. Exit 0 when it would run, 2 with the problem if not.
     #[arg(long)]
-    pub out: PathBuf,
+    pub check: bool,
     /// Testbed name for the experiment.
     #[arg(long, default_value = "exp")]
     pub name: String,
@@ -532,8 +546,9 @@ pub struct ExperimentArgs {
     /// Replay the flows of this trace (source, destination, size, start)
     /// instead of Poisson arrivals; every policy replays the same flows on
     /// fresh switches. Host id i is host i % 16 + 1 of DC i / 16 + 1 (give
-    /// --hosts-per-dc 16 for the LCMP artifact's traces).
-    #[arg(long, value_name = "FILE", requires = "trace_format")]
+    /// --hosts-per-dc 16 for the LCMP artifact's traces). Beside --config
+    /// it replaces the file's trace (same format unless --trace-format).
+    #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Format of --trace: hpcc-fct (the simulator's FCT output, `sip dip
     /// sport dport size start_ns fct_ns standalone_ns`) or hpcc-flow (its
@@ -644,6 +659,15 @@ impl ExperimentArgs {
                 c.engine = engine;
             }
             c.pfc |= self.pfc;
+            if let Some(trace) = &self.trace {
+                // Another trace: the file's references are of its own
+                // trace's flows, nothing to compare this one with.
+                c.trace = Some(trace.clone());
+                c.reference.clear();
+            }
+            if let Some(format) = self.trace_format {
+                c.trace_format = Some(format.name().to_string());
+            }
             if let Some(policies) = &self.policies {
                 // A reference of a policy not run has nothing to compare.
                 c.reference.retain(|p, _| policies.contains(p));

@@ -119,16 +119,108 @@ fn trace_schedules(
     Ok(Some((t, schedules)))
 }
 
+/// What `experiment --check` prints: `cfg` checked as a run checks it
+/// before building anything (numbers, topology, engine options, workloads,
+/// the trace against the testbed's hosts), then the runs it would make.
+/// Builds and writes nothing; needs no root.
+pub fn check(cfg: &ExperimentConfig) -> Result<String> {
+    use std::fmt::Write;
+    let topo = cfg.validate()?;
+    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
+    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
+    let senders = hosts_behind(&topo, from);
+    let receivers = hosts_behind(&topo, to);
+    let replay = trace_schedules(cfg, &topo, &senders, &receivers)?;
+    let switches = switch_settings(cfg, "ecmp");
+    let base_spec = |policy: &str, seed: u64| run_spec(cfg, &switches, policy, seed, None);
+    let (specs, trace_echo) = plan_runs(cfg, &topo, &senders, replay.as_ref(), None, &base_spec)?;
+    let mut o = String::new();
+    let topology = cfg
+        .topology
+        .as_ref()
+        .map_or("the built-in 8-DC network".to_string(), |p| {
+            p.display().to_string()
+        });
+    let _ = writeln!(
+        o,
+        "experiment {:?}: engine {}, transport {}, policies {}",
+        cfg.name,
+        cfg.engine.name(),
+        cfg.transport.name(),
+        cfg.policies.join(", ")
+    );
+    let _ = writeln!(
+        o,
+        "topology {topology}: {} switches, {} hosts; from {} ({} hosts) to {} ({} hosts)",
+        topo.switches().len(),
+        topo.hosts().len(),
+        cfg.from,
+        senders.len(),
+        cfg.to,
+        receivers.len()
+    );
+    let _ = writeln!(o, "scaling: {}", cfg.scaling());
+    match &replay {
+        Some((t, _)) => {
+            let bytes: u64 = t.flows.iter().map(|f| f.size_bytes).sum();
+            let _ = writeln!(
+                o,
+                "trace {} ({}): {} flows, {} bytes, arriving over {:.3} s, offered load {:.3}",
+                t.file,
+                t.format.name(),
+                t.flows.len(),
+                bytes,
+                trace_echo["span_s"].as_f64().unwrap_or(0.0),
+                trace_echo["offered_load"].as_f64().unwrap_or(0.0)
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "workloads {}; loads {:?}; {} s of arrivals, {} s warm-up, drain at most {} s",
+                cfg.workloads.join(", "),
+                cfg.loads,
+                cfg.duration_s,
+                cfg.warmup(),
+                cfg.drain_s
+            );
+        }
+    }
+    for (policy, files) in &cfg.reference {
+        // The simulator's FCT files: read as the fidelity reads them.
+        let mut names = Vec::new();
+        for f in std::iter::once(files.file()).chain(files.rerun()) {
+            let t = trace::load(f, trace::TraceFormat::HpccFct).map_err(Error::new)?;
+            names.push(format!("{} ({} flows)", f.display(), t.flows.len()));
+        }
+        let _ = writeln!(o, "reference {policy}: {}", names.join(", "));
+    }
+    let _ = writeln!(o, "{} runs:", specs.len());
+    for (load, spec) in &specs {
+        let _ = writeln!(o, "  {}  (load {load})", spec.id);
+    }
+    o.push_str("checked: nothing was built or run\n");
+    Ok(o)
+}
+
 /// Runs the experiment the command line describes.
 pub fn run_cli(args: &ExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
     let cfg = args.to_config()?;
-    let summary = run(&cfg, &args.out, say)?;
+    if args.check {
+        print!("{}", check(&cfg)?);
+        return Ok(());
+    }
+    let out = args
+        .out
+        .as_deref()
+        .expect("clap requires --out without --check");
+    let summary = run(&cfg, out, say)?;
     print!("{}", report::result_table(&summary));
     println!(
         "\nreport: {}\nsummary: {}\nplots: {}",
-        args.out.join("report.md").display(),
-        args.out.join("summary.json").display(),
-        args.out.join("plots").display()
+        out.join("report.md").display(),
+        out.join("summary.json").display(),
+        out.join("plots").display()
     );
     Ok(())
 }
@@ -372,7 +464,7 @@ impl framework::Experiment for FctExperiment<'_> {
             topo,
             &self.senders,
             self.replay.as_ref(),
-            out,
+            Some(out),
             &base_spec,
         )?;
         self.setup = Some(Setup {
@@ -633,19 +725,22 @@ fn plan_runs(
     topo: &Topology,
     senders: &[String],
     replay: Option<&(trace::Trace, Schedules)>,
-    out: &Path,
+    out: Option<&Path>,
     base_spec: &dyn Fn(&str, u64) -> run::RunSpec,
 ) -> Result<(Vec<(f64, run::RunSpec)>, serde_json::Value)> {
     let mut specs = Vec::new();
     let mut trace_echo = serde_json::Value::Null;
     if let Some((t, schedules)) = replay {
-        let dir = out.join("trace");
-        std::fs::create_dir_all(&dir)?;
+        // No directory: a plan to show (`--check`), no schedule files.
         let mut files = std::collections::BTreeMap::new();
-        for (sender, rows) in schedules {
-            let f = dir.join(format!("schedule-{sender}.csv"));
-            trace::write_schedule(&f, rows).map_err(Error::new)?;
-            files.insert(sender.clone(), f);
+        if let Some(out) = out {
+            let dir = out.join("trace");
+            std::fs::create_dir_all(&dir)?;
+            for (sender, rows) in schedules {
+                let f = dir.join(format!("schedule-{sender}.csv"));
+                trace::write_schedule(&f, rows).map_err(Error::new)?;
+                files.insert(sender.clone(), f);
+            }
         }
         // The schedules' starts: dilated, as the capacity below is divided.
         let span_ns = schedules

@@ -21,7 +21,7 @@
 //! `summary.json` says which engine ran and each run's virtual and wall
 //! time.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lcmp_control::Snapshot;
@@ -86,7 +86,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let switches = super::switch_settings(cfg, "ecmp");
     let base_spec = |policy: &str, seed: u64| super::run_spec(cfg, &switches, policy, seed, None);
     let (specs, trace_echo) =
-        super::plan_runs(cfg, &topo, &senders, replay.as_ref(), out, &base_spec)?;
+        super::plan_runs(cfg, &topo, &senders, replay.as_ref(), Some(out), &base_spec)?;
 
     let wall = cfg.engine == config::Engine::Wall;
     if wall {
@@ -218,6 +218,29 @@ struct Timing {
     frame_hops: u64,
 }
 
+/// The testbed's directory of control sockets on the wall clock, made
+/// for a run and removed after it on every way out (the switches remove
+/// their sockets as they stop; a directory that was there is left).
+struct SocketDir(Option<PathBuf>);
+
+impl SocketDir {
+    /// `None` when `dir` cannot be made (no root).
+    fn create(dir: &Path) -> Option<SocketDir> {
+        let made = !dir.exists();
+        std::fs::create_dir_all(dir).ok()?;
+        Some(SocketDir(made.then(|| dir.to_path_buf())))
+    }
+}
+
+impl Drop for SocketDir {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.0 {
+            // Only if empty: a socket left means a switch still runs.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
 /// What every run on a one-process engine shares.
 struct VirtualBed<'a> {
     /// On the wall clock: the testbed's name, whose control sockets the
@@ -265,8 +288,8 @@ impl VirtualBed<'_> {
             Some(testbed) => {
                 let socket = |switch: &str| lcmp_control::paths::testbed_socket(testbed, switch);
                 // Without root /run is not ours: the run goes on unreachable.
-                let reachable =
-                    std::fs::create_dir_all(socket("x").parent().expect("a directory")).is_ok();
+                let dir = SocketDir::create(socket("x").parent().expect("a directory"));
+                let reachable = dir.is_some();
                 lcmp_engine::network::run_wall(
                     virtual_run,
                     &WallOptions {
