@@ -92,8 +92,9 @@ impl Cdf {
                 return Err(err(
                     Some(line_no),
                     format!(
-                        "expected `<size bytes> <cumulative percent>`, found {} field(s): {line:?}",
-                        fields.len()
+                        "expected `<size bytes> <cumulative percent>`, found {} field(s): {}",
+                        fields.len(),
+                        lcmp_topology::echo(line)
                     ),
                 ));
             }
@@ -102,7 +103,10 @@ impl Cdf {
                     Ok(v) if v.is_finite() => Ok(v),
                     _ => Err(err(
                         Some(line_no),
-                        format!("cannot parse {what} {text:?} as a number"),
+                        format!(
+                            "cannot parse {what} {} as a number",
+                            lcmp_topology::echo(text)
+                        ),
                     )),
                 }
             };
@@ -169,14 +173,17 @@ impl Cdf {
         if let Some(cdf) = Cdf::builtin(name_or_path) {
             return Ok(cdf);
         }
-        let text = std::fs::read_to_string(name_or_path).map_err(|e| CdfError {
-            source: name_or_path.to_string(),
-            line: None,
-            message: format!(
-                "cannot read workload file ({e}); built-in workloads: {}",
-                BUILTIN.map(|(short, _, _)| short).join(", ")
-            ),
-        })?;
+        let text =
+            lcmp_topology::read_data_file(std::path::Path::new(name_or_path)).map_err(|e| {
+                CdfError {
+                    source: name_or_path.to_string(),
+                    line: None,
+                    message: format!(
+                        "cannot read workload file ({e}); built-in workloads: {}",
+                        BUILTIN.map(|(short, _, _)| short).join(", ")
+                    ),
+                }
+            })?;
         Cdf::parse(&text, name_or_path)
     }
 
@@ -316,6 +323,25 @@ mod tests {
         assert_eq!(e.line, Some(3));
         assert!(e.message.contains("outside 0..100"), "{e}");
         assert_eq!(parse_err("0 -1\n10 100\n").line, Some(1));
+    }
+
+    #[test]
+    fn a_long_bad_line_is_echoed_short_and_escaped() {
+        // A 50 MB line made a 52 MB message (the line is trimmed: its
+        // last space goes).
+        let long = format!("0 0\n{}\n", "7 ".repeat(25_000_000));
+        let e = parse_err(&long);
+        assert_eq!(e.line, Some(2));
+        assert_eq!(
+            e.message,
+            format!(
+                "expected `<size bytes> <cumulative percent>`, found 25000000 field(s): \"{}\"... \
+                 (49999999 bytes)",
+                "7 ".repeat(50)
+            )
+        );
+        let e = parse_err("0 0\n1\u{1b}[2J 100\n");
+        assert_eq!(e.message, "cannot parse size \"1\\u{1b}[2J\" as a number");
     }
 
     #[test]

@@ -171,7 +171,7 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
             if !(config.warmup_s.is_finite() && config.warmup_s >= 0.0) {
                 return Err(format!("--warmup must be >= 0, got {}", config.warmup_s));
             }
-            let text = std::fs::read_to_string(path)
+            let text = lcmp_topology::read_data_file(path)
                 .map_err(|e| format!("cannot read --schedule {}: {e}", path.display()))?;
             let list = flows::parse_schedule(
                 &text,

@@ -61,6 +61,11 @@ pub struct ScheduledFlow {
     pub start_ns: u64,
 }
 
+/// The latest start a schedule may give, a week: an experiment's flows
+/// start within seconds to hours; a start of 2^64 - 1 ns would have the
+/// client wait 584 years.
+pub const MAX_SCHEDULE_START_NS: u64 = 7 * 86_400 * 1_000_000_000;
+
 /// Parses a schedule; `source` names it in errors (one line each).
 pub fn parse_schedule(
     text: &str,
@@ -113,6 +118,11 @@ pub fn parse_schedule(
         if size == 0 || size > MAX_FLOW_SIZE {
             return Err(err(format!(
                 "size_bytes must be in [1, {MAX_FLOW_SIZE}], got {size}"
+            )));
+        }
+        if start_ns > MAX_SCHEDULE_START_NS {
+            return Err(err(format!(
+                "start_ns {start_ns} is more than a week ({MAX_SCHEDULE_START_NS} ns) after the start"
             )));
         }
         if !ids.insert(id) {
@@ -395,6 +405,11 @@ mod tests {
             (
                 "id,receiver,size_bytes,start_ns\n1,a,1,-5\n",
                 "s.csv:2: start_ns",
+            ),
+            (
+                "id,receiver,size_bytes,start_ns\n1,a,1,18446744073709551615\n",
+                "s.csv:2: start_ns 18446744073709551615 is more than a week \
+                 (604800000000000 ns) after the start",
             ),
         ];
         for (text, want) in cases {

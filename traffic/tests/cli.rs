@@ -282,6 +282,19 @@ fn bad_input_exits_2_with_one_line() {
             base(&["--workload", bad_cdf.to_str().unwrap()], &["--workload"]),
             "bad.txt:3:",
         ),
+        // Endless inputs are read up to the cap (they read ~2 GB, then
+        // "out of memory").
+        (
+            base(&["--workload", "/dev/zero"], &["--workload"]),
+            "larger than 256 MiB (the limit for a data file)",
+        ),
+        (
+            base(
+                &["--schedule", "/dev/zero"],
+                &["--workload", "--rate-bps", "--duration"],
+            ),
+            "cannot read --schedule /dev/zero: larger than 256 MiB (the limit for a data file)",
+        ),
         (base(&["--cc", "no-such-cc"], &[]), "available"),
         (base(&[], &["--rate-bps"]), "--rate-bps"),
         (base(&["--flows-per-s", "5"], &[]), "cannot be used"),

@@ -89,13 +89,13 @@ impl TopologyError {
 
 /// Most characters of a value from the input that a message or a
 /// generated file repeats.
-pub(crate) const ECHO_CHARS: usize = 100;
+pub const ECHO_CHARS: usize = 100;
 
 /// `s` quoted and escaped as `{:?}` does (control bytes as `\u{1b}`, so
 /// that a value cannot break a line or drive a terminal), cut to
 /// [`ECHO_CHARS`] characters with its full size: a 30 MB value must not
-/// make a 30 MB message or file.
-pub(crate) fn echo(s: &str) -> String {
+/// make a 30 MB message or file. The one way every tool repeats input.
+pub fn echo(s: &str) -> String {
     match s.char_indices().nth(ECHO_CHARS) {
         None => format!("{s:?}"),
         Some((cut, _)) => format!("{:?}... ({} bytes)", &s[..cut], s.len()),

@@ -72,6 +72,7 @@ pub mod units;
 
 pub use candidates::{PortPaths, PrefixPaths};
 pub use error::TopologyError;
+pub use error::{echo, ECHO_CHARS};
 pub use ipnet::IpNet;
 pub use model::{
     Dc, DcId, Host, HostId, Link, LinkId, Peer, Port, Switch, SwitchId, Topology,
@@ -90,9 +91,27 @@ pub fn read_text(path: &std::path::Path, limit: u64) -> Result<String, String> {
     read_bounded(path, limit).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The largest data file a tool reads: a workload CDF, a flow schedule, a
+/// trace, the simulator's FCTs (the 8-DC trace is 0.6 MB; a schedule of a
+/// million flows ~40 MB); `/dev/zero` must not be read until memory runs
+/// out.
+pub const MAX_DATA_BYTES: u64 = 256 << 20;
+
+/// Reads a data file ([`MAX_DATA_BYTES`] at most) as UTF-8 text; the
+/// error does not name the file (the caller says which input it was).
+pub fn read_data_file(path: &std::path::Path) -> std::io::Result<String> {
+    read_bounded_as(path, MAX_DATA_BYTES, "a data file")
+}
+
 /// [`read_text`] with the error as an `io::Error` that does not name the
 /// file (for error types that add it themselves).
 pub(crate) fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    read_bounded_as(path, limit, "a network file")
+}
+
+/// At most `limit` bytes of UTF-8 text from `path`; `kind` names the limit
+/// in the error.
+fn read_bounded_as(path: &std::path::Path, limit: u64, kind: &str) -> std::io::Result<String> {
     use std::io::Read;
     let file = std::fs::File::open(path)?;
     let mut bytes = Vec::new();
@@ -106,7 +125,7 @@ pub(crate) fn read_bounded(path: &std::path::Path, limit: u64) -> std::io::Resul
             format!("{limit} bytes")
         };
         return Err(std::io::Error::other(format!(
-            "larger than {size} (the limit for a network file)"
+            "larger than {size} (the limit for {kind})"
         )));
     }
     String::from_utf8(bytes).map_err(|e| {

@@ -664,7 +664,7 @@ fn replayed_trace(
         return trace::load(path, format);
     }
     let path = Path::new(file);
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = lcmp_topology::read_data_file(path).map_err(|e| {
         // The runner keeps the path as it was given, relative to the
         // directory it ran in: say so, or the bare path reads as a fault of
         // a --reference (often the same file, given another way).

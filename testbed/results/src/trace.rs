@@ -343,7 +343,8 @@ pub fn parse(text: &str, format: TraceFormat, file_name: &str) -> Result<Trace> 
 /// Reads and parses the trace file at `path`.
 pub fn load(path: &Path, format: TraceFormat) -> Result<Trace> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| Error::new(format!("{name}: {e}")))?;
+    let text =
+        lcmp_topology::read_data_file(path).map_err(|e| Error::new(format!("{name}: {e}")))?;
     parse(&text, format, &name)
 }
 
@@ -611,6 +612,17 @@ mod tests {
         assert_eq!(t.flows[2].start_ns, 2_500_000_000);
         let starts: Vec<u64> = t.relative().flows.iter().map(|f| f.start_ns).collect();
         assert_eq!(starts, [0, 36_848, 500_000_000]);
+    }
+
+    #[test]
+    fn an_endless_trace_is_read_up_to_the_cap() {
+        // /dev/zero as --trace or --reference read ~2 GB, then "out of
+        // memory".
+        let e = load(Path::new("/dev/zero"), TraceFormat::HpccFct).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/dev/zero: larger than 256 MiB (the limit for a data file)"
+        );
     }
 
     #[test]
