@@ -174,14 +174,20 @@ struct PathsArgs {
     )]
     path_shift: u32,
     /// Delay where the delay score saturates, microseconds (rounded up to a
-    /// power of two). Default: the longest candidate path of the topology.
-    #[arg(long)]
+    /// power of two), 1..=2^63. Default: the longest candidate path of the
+    /// topology.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_DELAY_CAP_US))]
     max_delay_us: Option<u64>,
     /// Capacity of the top capacity class, Gbit/s. Default: the largest
     /// candidate capacity of the topology.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_CAPACITY_GBPS))]
     max_capacity_gbps: Option<u64>,
 }
+
+/// The largest `--max-delay-us`: the largest power of two in a u64, so
+/// that every value rounds up to a cap at or above it (the cost model
+/// would keep 2^63 below a larger one).
+const MAX_DELAY_CAP_US: u64 = 1 << 63;
 
 /// The largest `--max-capacity-gbps` whose bit/s fit in a u64.
 const MAX_CAPACITY_GBPS: u64 = u64::MAX / 1_000_000_000;

@@ -128,7 +128,9 @@ impl Managed {
         let c = self.client.as_mut().expect("connected above");
         match c.call(request) {
             Ok(r) => Ok(r),
-            Err(lcmp_control::ClientError::Refused(e)) => Err(e.message),
+            // Refused: the connection stays up. Shown as the client shows
+            // it (the switch's text echoed), never raw into the log.
+            Err(e @ lcmp_control::ClientError::Refused(_)) => Err(e.to_string()),
             Err(e) => {
                 // A broken connection (switch restarted): reconnect next time.
                 self.client = None;
@@ -163,5 +165,46 @@ pub(crate) fn write_json(path: &Path, state: &impl Serialize) {
     let json = serde_json::to_vec_pretty(state).expect("state serializes");
     if let Err(e) = std::fs::write(&tmp, json).and_then(|_| std::fs::rename(&tmp, path)) {
         warn!("cannot write {}: {e}", path.display());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixListener;
+
+    use lcmp_control::proto::{encode_response, Body, ErrorKind, ErrorReply};
+
+    use super::*;
+
+    /// A refusal carrying a terminal escape reaches the log escaped, and
+    /// the connection is kept for the next call.
+    #[test]
+    fn a_refusal_is_echoed_and_keeps_the_connection() {
+        let dir = std::env::temp_dir().join(format!("lcmp-managed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = dir.join("s1.sock");
+        let listener = UnixListener::bind(&socket).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            for id in 1..=2 {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let body = Body::Error(ErrorReply::new(ErrorKind::Invalid, "\x1b[31mred"));
+                w.write_all(&encode_response(id, body)).unwrap();
+            }
+        });
+        let mut m = Managed::new("s1", socket, vec![]);
+        for _ in 0..2 {
+            let e = m
+                .call(&Request::Status, Duration::from_secs(10))
+                .unwrap_err();
+            assert_eq!(e, "the switch refused: \"\\u{1b}[31mred\"");
+            assert!(m.client.is_some());
+        }
+        server.join().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -29,10 +29,11 @@ pub fn kept_at_idle(route: &RouteTable, lcmp: &LcmpParams) -> Vec<PortId> {
 
 pub use lcmp_topology::units::human_rate as rate;
 
-/// A delay given in microseconds (see
-/// [`lcmp_topology::units::human_delay`]).
+/// A delay given in microseconds, in ms to the microsecond as
+/// [`lcmp_topology::units::human_delay`] writes it; from the microseconds,
+/// so that a cap beyond u64 nanoseconds (up to 2^63 us) is shown exactly.
 pub fn delay(us: u64) -> String {
-    lcmp_topology::units::human_delay(us.saturating_mul(1000))
+    format!("{} ms", lcmp_topology::units::decimal(us, 1_000, 3))
 }
 
 /// The report header: the scales C_path uses and the policy weights.
@@ -107,5 +108,8 @@ mod tests {
         assert_eq!(rate(500_000_000), "500 Mbit/s");
         assert_eq!(delay(50_000), "50 ms");
         assert_eq!(delay(10), "0.01 ms");
+        assert_eq!(delay(0), "0 ms");
+        // 2^63 us: past u64 nanoseconds, which showed 18446744073709.552 ms.
+        assert_eq!(delay(1 << 63), "9223372036854775.808 ms");
     }
 }

@@ -144,7 +144,11 @@ impl Agent {
                         }
                     }
                 }
-                Ok(other) => warn!(switch = %sw.name, "unexpected reply {other:?}"),
+                Ok(other) => warn!(
+                    switch = %sw.name,
+                    "unexpected {} reply to link_state",
+                    crate::ctl::reply_kind(&other)
+                ),
                 Err(e) => sw.unreachable(&e),
             }
         }

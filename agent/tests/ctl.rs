@@ -203,6 +203,12 @@ fn answer(request: &Request) -> Body {
             dropped: 0,
             done: false,
         })),
+        // Not a capture reply, and 10 kB of it.
+        Request::CaptureStart { port, .. } if port == "wrong" => ok(Reply::Applied(Applied {
+            message: format!("\x1b[2J{}", "z".repeat(10_000)),
+            changed: false,
+            flows_to_move: 0,
+        })),
         Request::CaptureStart { port, .. } => Body::Error(ErrorReply::new(
             ErrorKind::UnknownPort,
             format!("no port {port:?}"),
@@ -223,6 +229,12 @@ fn answer(request: &Request) -> Body {
             done: true,
             ..Default::default()
         })),
+        // A refusal as a broken switch might send it: a terminal escape
+        // and 10 kB of text.
+        Request::SetAdmin { port, .. } if port == "hostile" => Body::Error(ErrorReply::new(
+            ErrorKind::Invalid,
+            format!("\x1b[2J{}", "z".repeat(10_000)),
+        )),
         Request::SetAdmin { port, .. } => Body::Error(ErrorReply::new(
             ErrorKind::UnknownPort,
             format!("no port {port:?} on dc1"),
@@ -369,7 +381,7 @@ h1->dc1    netem        netem on h1's interface
     let stderr = text(&out.stderr);
     assert!(
         stderr.starts_with(&format!(
-            "lcmp-ctl: {}: not an agent plan this lcmp-ctl reads (missing field `mechanism`",
+            "lcmp-ctl: {}: not an agent plan this lcmp-ctl reads (\"missing field `mechanism`",
             sw.dir.join("agent.json").display()
         )) && stderr.lines().count() == 1,
         "{stderr}"
@@ -388,9 +400,21 @@ fn a_refused_request_prints_the_switch_message_and_fails() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         text(&out.stderr),
-        "lcmp-ctl: dc1: no port \"eth9\" on dc1\n"
+        "lcmp-ctl: dc1: the switch refused: \"no port \\\"eth9\\\" on dc1\"\n"
     );
     assert_eq!(out.stdout, b"");
+    // The switch's text is echoed: the escape shown, not sent to the
+    // terminal, and cut at 100 characters (the escape, "[2J" and 96 z) with
+    // its size (1 + 3 + 10,000 bytes).
+    let out = sw.ctl(&["link", "hostile", "down"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "lcmp-ctl: dc1: the switch refused: \"\\u{{1b}}[2J{}\"... (10004 bytes)\n",
+            "z".repeat(96)
+        )
+    );
 }
 
 #[test]
@@ -533,7 +557,17 @@ fn capture_of_an_unknown_port_or_of_nothing_is_one_line() {
     let file = sw.dir.join("x.pcapng");
     let out = sw.ctl(&["capture", "p9", "--out", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(text(&out.stderr), "lcmp-ctl: dc1: no port \"p9\"\n");
+    assert_eq!(
+        text(&out.stderr),
+        "lcmp-ctl: dc1: the switch refused: \"no port \\\"p9\\\"\"\n"
+    );
+    // A reply of another kind is named by its kind, not repeated.
+    let out = sw.ctl(&["capture", "wrong", "--out", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "lcmp-ctl: dc1: bad reply from the switch: a applied reply to a capture_start request\n"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_lcmp-ctl"))
         .args(["capture", "p0", "--out", "/dev/null", "--count", "0"])
         .output()

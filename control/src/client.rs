@@ -12,6 +12,8 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use lcmp_topology::echo;
+
 use crate::proto::{encode_request, Body, ErrorReply, Reply, Request, ResponseEnvelope};
 
 /// Longest reply line read, bytes (its newline aside). The largest reply is
@@ -31,9 +33,10 @@ pub enum ClientError {
     /// The connection failed mid-call, or the call ran out of time (kind
     /// [`io::ErrorKind::TimedOut`]).
     Io(io::Error),
-    /// The switch answered something that is not a reply.
+    /// The switch answered something that is not a reply; the text is
+    /// this client's, with any of the switch's already echoed.
     Protocol(String),
-    /// The switch refused the request.
+    /// The switch refused the request (its message is shown echoed).
     Refused(ErrorReply),
 }
 
@@ -50,7 +53,9 @@ impl std::fmt::Display for ClientError {
             },
             ClientError::Io(e) => write!(f, "control connection failed: {e}"),
             ClientError::Protocol(m) => write!(f, "bad reply from the switch: {m}"),
-            ClientError::Refused(e) => write!(f, "{}", e.message),
+            // The switch's words, not ours: a broken or hostile switch must
+            // not drive the terminal or flood the line.
+            ClientError::Refused(e) => write!(f, "the switch refused: {}", echo(&e.message)),
         }
     }
 }
@@ -105,8 +110,9 @@ impl Client {
             .inspect_err(|_| {
                 let _ = self.writer.shutdown(Shutdown::Both);
             })?;
-        let r: ResponseEnvelope =
-            serde_json::from_slice(&line).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        // serde's message repeats what it could not read (an unknown kind).
+        let r: ResponseEnvelope = serde_json::from_slice(&line)
+            .map_err(|e| ClientError::Protocol(echo(&e.to_string())))?;
         if r.id != id && r.id != 0 {
             return Err(ClientError::Protocol(format!(
                 "reply to request {} while waiting for {id}",

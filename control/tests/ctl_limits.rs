@@ -10,7 +10,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use lcmp_control::proto::{encode_response, Applied};
-use lcmp_control::{Body, Client, ClientError, Reply, Request};
+use lcmp_control::{Body, Client, ClientError, ErrorKind, ErrorReply, Reply, Request};
 
 /// The client's reply cap, 64 MiB: 64 * 1,048,576 bytes.
 const CAP: usize = 67_108_864;
@@ -194,4 +194,62 @@ fn a_reply_dripped_a_byte_at_a_time_ends_at_the_call_deadline() {
     assert!(started.elapsed() < Duration::from_secs(5));
     // A few bytes at most (one per 200 ms of the 300 ms), not the 300.
     assert!(fake.delivered() < 10);
+}
+
+/// Text from the switch is echoed as `lcmp_topology::echo` does: quoted,
+/// control bytes escaped, cut to 100 characters with the size. A refusal
+/// that clears the screen and a 10 kB one, and a reply whose kind is an
+/// escape sequence and 10 kB long (serde names the unknown kind).
+#[test]
+fn text_from_the_switch_is_escaped_and_cut_in_errors() {
+    // The client's error when the switch answers `line` (no newline).
+    let error_for = |tag: &str, mut line: Vec<u8>| {
+        line.push(b'\n');
+        let fake = Fake::start(tag, move |s| pour(s, &line, b' ', line.len()));
+        fake.connect(Duration::from_secs(10))
+            .call(&Request::Status)
+            .unwrap_err()
+    };
+    let refusal = |message: String| {
+        let mut line =
+            encode_response(1, Body::Error(ErrorReply::new(ErrorKind::Invalid, message)));
+        line.pop();
+        let e = error_for("refusal", line);
+        assert!(matches!(e, ClientError::Refused(_)), "{e:?}");
+        e.to_string()
+    };
+    assert_eq!(
+        refusal("\x1b[2J\x1b[31mred\r\nsecond line".into()),
+        "the switch refused: \"\\u{1b}[2J\\u{1b}[31mred\\r\\nsecond line\""
+    );
+    // "the switch refused: " (20) + the first 100 x quoted (102) +
+    // "... (10000 bytes)" (17): 139 characters.
+    let long = refusal("x".repeat(10_000));
+    assert_eq!(
+        long,
+        format!(
+            "the switch refused: \"{}\"... (10000 bytes)",
+            "x".repeat(100)
+        )
+    );
+    assert_eq!(long.len(), 139);
+
+    let kind = format!("\x1b[31m{}", "y".repeat(10_000));
+    let line = serde_json::to_vec(&serde_json::json!({
+        "v": 1, "id": 1, "ok": { "kind": kind }
+    }))
+    .unwrap();
+    let e = error_for("badkind", line);
+    assert!(matches!(e, ClientError::Protocol(_)), "{e:?}");
+    let shown = e.to_string();
+    // serde's "unknown variant `" (17 characters), the escape (5) and 78
+    // y make the 100 echoed.
+    let want = format!(
+        "bad reply from the switch: \"unknown variant `\\u{{1b}}[31m{}\"... (",
+        "y".repeat(78)
+    );
+    assert!(shown.starts_with(&want), "{shown}");
+    assert!(shown.ends_with(" bytes)"), "{shown}");
+    assert!(!shown.chars().any(char::is_control), "{shown:?}");
+    assert!(shown.len() <= 200, "{} characters", shown.len());
 }

@@ -10,41 +10,47 @@ use lcmp_traffic::flows::{Arrivals, FlowSource, ScheduledFlow};
 use lcmp_traffic::record::FlowStatus;
 use lcmp_traffic::rocev2::client::RoceOptions;
 
+/// A network of `switches` (name, prefix delivered if any), `links`
+/// between them (a, b, rate) and `hosts` (name, switch, address); every
+/// link and host link 10 us, hosts at 8 Gbit/s (1 byte/ns), buffers 1 MB.
+fn network(
+    switches: &[(&str, Option<&str>)],
+    links: &[(&str, &str, &str)],
+    hosts: &[(&str, &str, &str)],
+) -> String {
+    let mut toml = String::from("[defaults]\nbuffer = \"1MB\"\n");
+    for (name, prefix) in switches {
+        toml += &format!("[[switch]]\nname = \"{name}\"\n");
+        if let Some(p) = prefix {
+            toml += &format!("prefixes = [\"{p}\"]\n");
+        }
+    }
+    for (a, b, rate) in links {
+        toml +=
+            &format!("[[link]]\na = \"{a}\"\nb = \"{b}\"\nrate = \"{rate}\"\ndelay = \"10us\"\n");
+    }
+    for (name, switch, address) in hosts {
+        toml += &format!(
+            "[[host]]\nname = \"{name}\"\nswitch = \"{switch}\"\naddresses = [\"{address}\"]\n\
+             rate = \"8Gbps\"\ndelay = \"10us\"\n"
+        );
+    }
+    toml
+}
+
 /// a and c on s1, b on s2; every link 8 Gbit/s (1 byte/ns) and 10 us;
 /// buffers 1 MB. s1's ports: p0 to s2 (the link), p1 a, p2 c.
-const TWO_TO_ONE: &str = r#"
-[defaults]
-buffer = "1MB"
-[[switch]]
-name = "s1"
-prefixes = ["10.0.1.0/24"]
-[[switch]]
-name = "s2"
-prefixes = ["10.0.2.0/24"]
-[[link]]
-a = "s1"
-b = "s2"
-rate = "8Gbps"
-delay = "10us"
-[[host]]
-name = "a"
-switch = "s1"
-addresses = ["10.0.1.2/24"]
-rate = "8Gbps"
-delay = "10us"
-[[host]]
-name = "c"
-switch = "s1"
-addresses = ["10.0.1.3/24"]
-rate = "8Gbps"
-delay = "10us"
-[[host]]
-name = "b"
-switch = "s2"
-addresses = ["10.0.2.2/24"]
-rate = "8Gbps"
-delay = "10us"
-"#;
+fn two_to_one_network() -> String {
+    network(
+        &[("s1", Some("10.0.1.0/24")), ("s2", Some("10.0.2.0/24"))],
+        &[("s1", "s2", "8Gbps")],
+        &[
+            ("a", "s1", "10.0.1.2/24"),
+            ("c", "s1", "10.0.1.3/24"),
+            ("b", "s2", "10.0.2.2/24"),
+        ],
+    )
+}
 
 /// Each of `senders` sends one 2 MB flow to b (10.0.2.2) at time 0 over
 /// `network`, DCQCN without ECN (so at line rate throughout), switches
@@ -89,7 +95,7 @@ fn two_mb_each_to_b(network: &str, senders: &[&str], pfc: bool) -> VirtualOutcom
 
 /// a and c each send 2 MB to b at time 0.
 fn two_to_one(pfc: bool) -> VirtualOutcome {
-    two_mb_each_to_b(TWO_TO_ONE, &["a", "c"], pfc)
+    two_mb_each_to_b(&two_to_one_network(), &["a", "c"], pfc)
 }
 
 #[test]
@@ -156,44 +162,21 @@ fn without_pfc_the_same_burst_overflows_the_buffer() {
 
 /// a on s1, s1 - s2 - s3 in a chain, b on s3; every link 8 Gbit/s and
 /// 10 us but s2 - s3 at 4 Gbit/s (2 ns/byte); buffers 1 MB.
-const CHAIN: &str = r#"
-[defaults]
-buffer = "1MB"
-[[switch]]
-name = "s1"
-prefixes = ["10.0.1.0/24"]
-[[switch]]
-name = "s2"
-[[switch]]
-name = "s3"
-prefixes = ["10.0.2.0/24"]
-[[link]]
-a = "s1"
-b = "s2"
-rate = "8Gbps"
-delay = "10us"
-[[link]]
-a = "s2"
-b = "s3"
-rate = "4Gbps"
-delay = "10us"
-[[host]]
-name = "a"
-switch = "s1"
-addresses = ["10.0.1.2/24"]
-rate = "8Gbps"
-delay = "10us"
-[[host]]
-name = "b"
-switch = "s3"
-addresses = ["10.0.2.2/24"]
-rate = "8Gbps"
-delay = "10us"
-"#;
+fn chain_network() -> String {
+    network(
+        &[
+            ("s1", Some("10.0.1.0/24")),
+            ("s2", None),
+            ("s3", Some("10.0.2.0/24")),
+        ],
+        &[("s1", "s2", "8Gbps"), ("s2", "s3", "4Gbps")],
+        &[("a", "s1", "10.0.1.2/24"), ("b", "s3", "10.0.2.2/24")],
+    )
+}
 
 #[test]
 fn a_paused_switch_stops_and_pauses_its_own_senders_in_turn() {
-    let out = two_mb_each_to_b(CHAIN, &["a"], true);
+    let out = two_mb_each_to_b(&chain_network(), &["a"], true);
     let snap = |name: &str| &out.switches.iter().find(|(n, _)| n == name).unwrap().1;
     // a sends at 8 Gbit/s into s2's 4 Gbit/s link: s2's share from s1
     // fills ((1,000,000 - 45,000 headroom - 8,192 reserves) / 9 = 105,201

@@ -92,6 +92,37 @@ fn client_bounded(args: &[&str]) -> Ran {
     }
 }
 
+/// Runs a client (bounded) of `n` one-byte flows, all at time 0, to the
+/// receiver of `dst` ("name=addr:port") from a schedule file, with the
+/// `extra` flags, nothing drained nor reported; the run and its flow file.
+fn burst(test: &str, n: u64, dst: &str, extra: &[&str]) -> (Ran, PathBuf) {
+    let dir = scratch(test);
+    let receiver = dst.split_once('=').expect("dst is name=address").0;
+    let sched = dir.join("burst.csv");
+    let mut text = String::from("id,receiver,size_bytes,start_ns\n");
+    for id in 0..n {
+        text.push_str(&format!("{id},{receiver},1,0\n"));
+    }
+    std::fs::write(&sched, text).unwrap();
+    let out = dir.join("flows.csv");
+    let mut args = vec![
+        "--name",
+        "h1",
+        "--dst",
+        dst,
+        "--schedule",
+        sched.to_str().unwrap(),
+        "--drain",
+        "0",
+        "--progress-ms",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    (client_bounded(&args), out)
+}
+
 fn read_csv(path: &Path) -> Vec<FlowRecord> {
     csv::Reader::from_path(path)
         .unwrap()
@@ -166,33 +197,10 @@ fn hostile_rates_are_refused_in_one_line() {
 /// disk, not in memory.
 #[test]
 fn a_tcp_client_that_cannot_keep_up_skips_flows_in_bounded_memory() {
-    let dir = scratch("tcp-skip");
     let hole = TcpListener::bind("127.0.0.1:0").unwrap();
     let n = 1 + MAX_WAITING + 1000;
-    let sched = dir.join("burst.csv");
-    let mut text = String::from("id,receiver,size_bytes,start_ns\n");
-    for id in 0..n {
-        text.push_str(&format!("{id},hole,1,0\n"));
-    }
-    std::fs::write(&sched, text).unwrap();
-    let out = dir.join("flows.csv");
     let dst = format!("hole={}", hole.local_addr().unwrap());
-    let r = client_bounded(&[
-        "--name",
-        "h1",
-        "--dst",
-        &dst,
-        "--schedule",
-        sched.to_str().unwrap(),
-        "--max-concurrent",
-        "1",
-        "--drain",
-        "0",
-        "--progress-ms",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (r, out) = burst("tcp-skip", n, &dst, &["--max-concurrent", "1"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let done = r.stdout.lines().last().unwrap_or_default();
     let want = format!(
@@ -223,31 +231,13 @@ fn a_rocev2_client_keeps_at_most_65536_flows_in_flight() {
         eprintln!("skipped: needs root (a raw socket)");
         return;
     }
-    let dir = scratch("roce-skip");
     let n = MAX_ACTIVE_QPS + 10;
-    let sched = dir.join("burst.csv");
-    let mut text = String::from("id,receiver,size_bytes,start_ns\n");
-    for id in 0..n {
-        text.push_str(&format!("{id},nobody,1,0\n"));
-    }
-    std::fs::write(&sched, text).unwrap();
-    let out = dir.join("flows.csv");
-    let r = client_bounded(&[
-        "--transport",
-        "rocev2",
-        "--name",
-        "h1",
-        "--dst",
+    let (r, out) = burst(
+        "roce-skip",
+        n,
         "nobody=127.0.0.77:4791",
-        "--schedule",
-        sched.to_str().unwrap(),
-        "--drain",
-        "0",
-        "--progress-ms",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        &["--transport", "rocev2"],
+    );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let done = r.stdout.lines().last().unwrap_or_default();
     let want = format!(

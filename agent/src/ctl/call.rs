@@ -75,7 +75,9 @@ fn call(target: &Target, request: &Request, timeout: Duration) -> Result<Reply, 
         .map_err(describe)
 }
 
-fn reply_kind(reply: &Reply) -> &'static str {
+/// The reply's kind as the protocol names it, for messages that must not
+/// repeat the reply itself.
+pub(crate) fn reply_kind(reply: &Reply) -> &'static str {
     match reply {
         Reply::Status(_) => "status",
         Reply::Ports(_) => "ports",

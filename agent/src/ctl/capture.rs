@@ -31,6 +31,7 @@ use pcap_file::pcapng::blocks::interface_description::{
 use pcap_file::pcapng::PcapNgWriter;
 use pcap_file::DataLink;
 
+use super::call::reply_kind;
 use super::{CtlError, Target};
 
 /// How often the switch's buffer is drained. It holds 16 MiB: at this
@@ -161,9 +162,12 @@ fn fetch(
 ) -> Result<CaptureReply, CtlError> {
     match client.call(request) {
         Ok(Reply::Capture(r)) => Ok(r),
+        // Its kind, not the reply: a reply is the switch's text, and can
+        // be megabytes.
         Ok(other) => Err(CtlError::Failed(format!(
-            "{}: bad reply from the switch to {}: {other:?}",
+            "{}: bad reply from the switch: a {} reply to a {} request",
             target.name,
+            reply_kind(&other),
             request.verb()
         ))),
         Err(e) => Err(CtlError::Failed(format!("{}: {e}", target.name))),

@@ -25,6 +25,7 @@ mod select;
 mod table;
 mod units;
 
+pub(crate) use call::reply_kind;
 pub use call::{query, Outcome, DEFAULT_TIMEOUT_MS};
 pub use capture::{capture, CaptureOptions, CaptureSummary};
 pub use command::Command;

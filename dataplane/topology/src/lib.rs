@@ -72,7 +72,7 @@ pub mod units;
 
 pub use candidates::{PortPaths, PrefixPaths};
 pub use error::TopologyError;
-pub use error::{echo, ECHO_CHARS};
+pub use error::{echo, line_of, TomlError, ECHO_CHARS, MAX_KEY_PARTS};
 pub use ipnet::IpNet;
 pub use model::{
     Dc, DcId, Host, HostId, Link, LinkId, Peer, Port, Switch, SwitchId, Topology,

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use ipnet::IpNet;
+use lcmp_policy::select::MAX_CANDIDATES;
 
 use crate::error::{echo, Reporter, TopologyError};
 use crate::raw::{self, RawFile, Str};
@@ -665,6 +666,8 @@ impl<'a> Builder<'a> {
 
         // [[link]]
         let mut links: Vec<Link> = Vec::new();
+        // Per pair of switches, its links so far and where the first is.
+        let mut pair_links: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
         for (i, l) in raw.link.iter().enumerate() {
             let l = l.get_ref();
             let f = |name: &str| format!("link[{i}].{name}");
@@ -675,6 +678,26 @@ impl<'a> Builder<'a> {
                     &l.b,
                     f("b"),
                     format!("link from {:?} to itself", l.a.get_ref()),
+                ));
+            }
+            // Each parallel link is a candidate next hop of the routes
+            // across it: more than a route holds would be refused only
+            // when tables are built (`lcmp-agent paths`, the switch).
+            let (n, first) = pair_links
+                .entry((a.0.min(b.0), a.0.max(b.0)))
+                .or_insert((0, l.a.span().start));
+            *n += 1;
+            if *n > MAX_CANDIDATES {
+                return Err(self.err(
+                    &l.a,
+                    format!("link[{i}]"),
+                    format!(
+                        "more than {MAX_CANDIDATES} links between {:?} and {:?} (the first at \
+                         line {}); a route has at most {MAX_CANDIDATES} candidate next hops",
+                        l.a.get_ref(),
+                        l.b.get_ref(),
+                        self.rep.line_of(*first)
+                    ),
                 ));
             }
             let rate_bps = self.unit(&l.rate, f("rate"), units::parse_rate)?;

@@ -30,7 +30,7 @@ use serde::Deserialize;
 
 use crate::rotor::RotorError;
 use crate::rotor_net::RotorNetwork;
-use crate::{Topology, TopologyError};
+use crate::{TomlError, Topology, TopologyError};
 
 pub use crate::{read_text, MAX_FILE_BYTES};
 
@@ -96,14 +96,7 @@ impl Network {
             message,
         };
         let s: Sections = toml::from_str(text).map_err(|e| {
-            let line = e.span().map(|s| {
-                text.as_bytes()[..s.start.min(text.len())]
-                    .iter()
-                    .filter(|&&b| b == b'\n')
-                    .count()
-                    + 1
-            });
-            let message = e.message().trim_end().to_string();
+            let TomlError { line, message, .. } = TomlError::new(text, &e);
             match line {
                 Some(l) => NetworkError::File {
                     file: format!("{source}:{l}"),
@@ -194,6 +187,21 @@ mod tests {
         // a kind: `rotor` nested under a switch is the DCI parser's error.
         let e = message("[[switch]]\nname = \"s1\"\nrotor = 1\n");
         assert!(e.contains("switch[0]"), "{e}");
+    }
+
+    /// toml gives no line for a key of more than 80 parts: found, for a
+    /// file of either kind and for a rotor network read as one.
+    #[test]
+    fn a_key_nested_too_deep_is_located() {
+        let deep = format!("{} = 1\n", vec!["a"; 81].join("."));
+        let what = "a dotted key of more than 80 parts; the TOML reader nests at most 80";
+        // DCI's 12 lines, then the key.
+        assert_eq!(
+            message(&format!("{DCI}{deep}")),
+            format!("n.toml:13: {what}")
+        );
+        let e = RotorNetwork::parse(&format!("[rotor]\n{deep}"), "r.toml").unwrap_err();
+        assert_eq!(e.0, format!("r.toml:2: {what}"));
     }
 
     #[test]

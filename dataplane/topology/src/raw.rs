@@ -7,7 +7,7 @@ use serde::Deserialize;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use crate::error::{Reporter, TopologyError};
+use crate::error::{key_name, Reporter, TomlError, TopologyError};
 
 pub(crate) type Str = Spanned<String>;
 
@@ -76,9 +76,12 @@ pub(crate) struct RawLink {
 /// key, missing key, wrong type) into located errors.
 pub(crate) fn read(rep: &Reporter<'_>) -> Result<RawFile, TopologyError> {
     toml::from_str(rep.text).map_err(|e| {
-        let span = e.span();
+        let TomlError {
+            span,
+            line,
+            mut message,
+        } = TomlError::new(rep.text, &e);
         let mut field = span.as_ref().and_then(|s| field_at(rep.text, s.start));
-        let mut message = e.message().trim_end().to_string();
         // serde's "missing field `delay`" is reported at the enclosing table;
         // name the field itself instead.
         let missing = message
@@ -92,9 +95,15 @@ pub(crate) fn read(rep: &Reporter<'_>) -> Result<RawFile, TopologyError> {
             });
             message = "required field is missing".to_string();
         }
+        // The other kind of network file, not a topology with a bad key.
+        if field.as_deref() == Some("rotor") && message.starts_with("unknown field `rotor`,") {
+            message = "a rotor network file, not a DCI topology; rotor networks run with \
+                       `lcmp-testbed up`, `lcmp-switch rotor` and `lcmp-agent run`"
+                .to_string();
+        }
         TopologyError::Invalid {
             file: rep.file.to_string(),
-            line: span.map(|s| rep.line_of(s.start)),
+            line,
             field,
             message,
         }
@@ -134,7 +143,7 @@ fn locate_in_table(table: &DeTable<'_>, offset: usize, path: &mut String) {
             if !path.is_empty() {
                 path.push('.');
             }
-            path.push_str(key.get_ref());
+            path.push_str(&key_name(key.get_ref()));
             if !on_key {
                 locate_in_value(value.get_ref(), offset, path);
             }

@@ -35,6 +35,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::rotor::{RotorError, Schedule, ScheduleKind};
+use crate::TomlError;
 
 /// How ToRs route on the emulated graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,8 +159,13 @@ struct File {
 impl RotorNetwork {
     /// Parses and validates a file's text; errors name `origin`.
     pub fn parse(text: &str, origin: &str) -> Result<Self, RotorError> {
-        let f: File =
-            toml::from_str(text).map_err(|e| RotorError(format!("{origin}: {}", e.message())))?;
+        let f: File = toml::from_str(text).map_err(|e| {
+            let TomlError { line, message, .. } = TomlError::new(text, &e);
+            RotorError(match line {
+                Some(l) => format!("{origin}:{l}: {message}"),
+                None => format!("{origin}: {message}"),
+            })
+        })?;
         f.rotor
             .validate()
             .map_err(|e| RotorError(format!("{origin}: {e}")))?;
@@ -469,6 +475,6 @@ mod tests {
         assert!(bad(&|n| n.kind = "ring".into()).contains("one of de-bruijn"));
         assert!(bad(&|n| n.hosts_per_tor = 0).contains("hosts_per_tor"));
         let e = RotorNetwork::parse("[rotor]\ntors = 2\n", "y.toml").unwrap_err();
-        assert!(e.0.starts_with("y.toml: missing field"), "{e}");
+        assert!(e.0.starts_with("y.toml:1: missing field"), "{e}");
     }
 }

@@ -399,8 +399,9 @@ impl Topology {
                 self.transform_error(
                     Some(field),
                     format!(
-                        "delay {} dilated by {t} is too large ({what})",
-                        format_delay(ns)
+                        "delay {} dilated by {} is too large ({what})",
+                        format_delay(ns),
+                        factor_text(t)
                     ),
                 )
             })
@@ -434,7 +435,7 @@ impl Topology {
                 format!(
                     "{} scaled by {} is too large ({what})",
                     format_rate(bps),
-                    factor.s
+                    factor_text(factor.s)
                 ),
             )
         })?;
@@ -467,7 +468,7 @@ impl Topology {
                 format!(
                     "buffer {} scaled by {} is too large ({what})",
                     format_bytes(bytes),
-                    factor.s
+                    factor_text(factor.s)
                 ),
             )
         })?;
@@ -596,6 +597,19 @@ fn quote(s: &str) -> String {
 fn array(nets: &[IpNet]) -> String {
     let items: Vec<String> = nets.iter().map(|n| quote(&n.to_string())).collect();
     format!("[{}]", items.join(", "))
+}
+
+/// A scale factor as messages show it: as written for ordinary values,
+/// in exponent form when that is shorter (1e-300 has 300 digits written
+/// out).
+fn factor_text(s: f64) -> String {
+    let plain = s.to_string();
+    let exp = format!("{s:e}");
+    if plain.len() > exp.len() + 4 {
+        exp
+    } else {
+        plain
+    }
 }
 
 #[cfg(test)]

@@ -566,3 +566,97 @@ fn a_huge_value_is_cut_in_the_message() {
         ),
     );
 }
+
+/// A route has at most 16 candidate next hops
+/// (`lcmp_policy::select::MAX_CANDIDATES`): a 17th link between one pair
+/// of switches is refused where it is written, in either direction. It
+/// used to pass here and fail later, in `lcmp-agent paths` or the switch.
+#[test]
+fn more_than_16_links_between_two_switches_are_refused() {
+    let sixteen = LINK.repeat(16);
+    let t = Topology::parse(&format!("{BASE}{sixteen}"), FILE).unwrap();
+    assert_eq!(t.links().len(), 16);
+    // Link k's `a` is on line 14 + 5k: link[16]'s on line 94. It runs
+    // s2 - s1, the other way.
+    let reversed = "[[link]]\na = \"s2\"\nb = \"s1\"\nrate = \"1Gbps\"\ndelay = \"1ms\"\n";
+    check(
+        &format!("{sixteen}{reversed}"),
+        94,
+        "link[16]",
+        "more than 16 links between \"s2\" and \"s1\" (the first at line 14); \
+         a route has at most 16 candidate next hops",
+    );
+}
+
+/// A rotor network file is named as one, with the commands that read it;
+/// it read "unknown field `rotor`".
+#[test]
+fn a_rotor_network_file_is_not_taken_for_a_bad_topology() {
+    let s = lcmp_topology::rotor::complete(4, 2).unwrap();
+    let text =
+        lcmp_topology::rotor_net::RotorNetwork::from_schedule(&s, 1_000_000, 100_000).to_toml();
+    // Three comment lines, then [rotor] on line 4.
+    assert_eq!(text.lines().nth(3), Some("[rotor]"));
+    let e = Topology::parse(&text, FILE).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{FILE}:4: rotor: a rotor network file, not a DCI topology; rotor networks run \
+             with `lcmp-testbed up`, `lcmp-switch rotor` and `lcmp-agent run`"
+        )
+    );
+}
+
+/// toml refuses a dotted key of more than 80 parts without a position
+/// ("recursion limit"): the line is found, in a key and in a table header,
+/// past a comment line full of dots. 80 parts are read (and the key is
+/// then unknown), which pins the limit the message states.
+#[test]
+fn a_key_nested_too_deep_names_its_line() {
+    let key = |parts: usize| vec!["a"; parts].join(".");
+    let deep = "a dotted key of more than 80 parts; the TOML reader nests at most 80";
+    let comment = format!("# {}\n", ".".repeat(200));
+    let e = err(&format!("{comment}{} = 1\n", key(5000)));
+    assert_eq!(e.to_string(), format!("{FILE}:14: {deep}"));
+    assert_eq!(e.line(), Some(14));
+    let e = err(&format!("{comment}x = 1\n[{}]\nb = 1\n", key(81)));
+    assert_eq!(e.to_string(), format!("{FILE}:15: {deep}"));
+    let e = err(&format!("{} = 1\n", key(80)));
+    assert_eq!(e.line(), Some(13));
+    assert!(e.to_string().contains("unknown field `a`"), "{e}");
+}
+
+/// Keys and strings from the file are echoed in messages: control bytes
+/// escaped, cut at 100 characters with the size. An escape sequence as a
+/// key printed raw to the terminal; a 10,000-character key made a 20 kB
+/// line.
+#[test]
+fn keys_and_strings_from_the_file_are_echoed() {
+    let fields = "expected one of `name`, `dc`, `prefixes`, `policy`";
+    check(
+        "\"\\u001b[31mRED\" = 1\n",
+        13,
+        "switch[1].\"\\u{1b}[31mRED\"",
+        &format!("unknown field \"\\u{{1b}}[31mRED\", {fields}"),
+    );
+    let k = "k".repeat(10_000);
+    let cut = format!("\"{}\"... (10000 bytes)", "k".repeat(100));
+    check(
+        &format!("{k} = 1\n"),
+        13,
+        &format!("switch[1].{cut}"),
+        &format!("unknown field {cut}, {fields}"),
+    );
+    check(
+        &format!(
+            "[[switch]]\nname = \"s3\"\nprefixes = \"\\u001b{}\"\n",
+            "p".repeat(10_000)
+        ),
+        15,
+        "switch[2].prefixes",
+        &format!(
+            "invalid type: string \"\\u{{1b}}{}\"... (10001 bytes), expected a sequence",
+            "p".repeat(99)
+        ),
+    );
+}

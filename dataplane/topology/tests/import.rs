@@ -539,3 +539,23 @@ fn a_30_mb_label_is_cut_in_the_output() {
         "dci"
     );
 }
+
+/// A route has at most 16 candidate next hops: a 17th edge between two
+/// nodes is refused at that edge (it made a topology that failed later).
+#[test]
+fn more_than_16_parallel_edges_are_refused_at_the_edge() {
+    let graph = |n: usize| {
+        format!(
+            r#"{{"nodes": [{{"id": "a", "lat": 0, "lon": 0}}, {{"id": "b", "lat": 0, "lon": 1}}],
+                "links": [{}]}}"#,
+            vec![r#"{"source": "a", "target": "b"}"#; n].join(",")
+        )
+    };
+    let sixteen = import(&graph(16), None, "x.json", &ImportOptions::default()).unwrap();
+    assert_eq!(sixteen.parallel, 15);
+    assert_eq!(
+        err(&graph(17), "x.json"),
+        "x.json: edge \"a\" - \"b\" (links[16]): more than 16 edges between these nodes; a \
+         route has at most 16 candidate next hops"
+    );
+}

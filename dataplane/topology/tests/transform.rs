@@ -720,4 +720,8 @@ fn scale_errors() {
     let e = transform_err(two.scaled(1e-20));
     assert!(e.to_string().contains("is too large"), "{e}");
     assert_eq!(e.field(), Some("defaults.buffer"));
+    // The factor as it was given, not 300 digits of it.
+    let e = transform_err(two.scaled(1e-300)).to_string();
+    assert!(e.contains(" scaled by 1e-300 is too large ("), "{e}");
+    assert!(e.len() < 200, "{e}");
 }

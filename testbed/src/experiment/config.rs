@@ -633,8 +633,11 @@ impl ExperimentArgs {
         if let Some(file) = &self.config {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+            // One line, located as a topology's errors are (toml's own report
+            // repeats the file's line, and has no line for a key nested too
+            // deep).
             let mut c: ExperimentConfig = toml::from_str(&text)
-                .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
+                .map_err(|e| Error::new(lcmp_topology::TomlError::new(&text, &e).in_file(file)))?;
             // A relative topology path is relative to the config file.
             let base = file.parent().unwrap_or(Path::new("."));
             let rebase = |p: &PathBuf| {
@@ -1057,6 +1060,18 @@ pub fn find_link<'t>(topo: &'t Topology, spec: &str) -> Result<&'t lcmp_topology
 mod tests {
     use super::*;
 
+    /// What `lcmp-testbed experiment ARGS` would run.
+    fn config_of(args: &[&str]) -> Result<ExperimentConfig> {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: ExperimentArgs,
+        }
+        let argv = std::iter::once("x").chain(args.iter().copied());
+        let Cli { args } = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
+        args.to_config()
+    }
+
     fn base() -> ExperimentConfig {
         toml::from_str(
             r#"
@@ -1218,14 +1233,8 @@ mod tests {
 
     #[test]
     fn the_virtual_engine_runs_rocev2_unscaled_and_refuses_namespace_options() {
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: ExperimentArgs,
-        }
         let flags = |extra: &[&str]| {
             let mut argv = vec![
-                "x",
                 "--out",
                 "/nonexistent",
                 "--from",
@@ -1240,8 +1249,7 @@ mod tests {
                 "rocev2",
             ];
             argv.extend_from_slice(extra);
-            let Cli { args } = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
-            args.to_config().unwrap()
+            config_of(&argv).unwrap()
         };
         // The namespaces engine scales rocev2 (rate / 1000, time x 10); the
         // virtual engine runs the network as written, unless told.
@@ -1349,20 +1357,8 @@ mod tests {
             if !name.ends_with(".toml") || name.starts_with("rotor") {
                 continue;
             }
-            #[derive(clap::Parser)]
-            struct Cli {
-                #[command(flatten)]
-                args: ExperimentArgs,
-            }
-            let Cli { args } = <Cli as clap::Parser>::try_parse_from([
-                "x",
-                "--config",
-                path.to_str().unwrap(),
-                "--out",
-                "/nonexistent",
-            ])
-            .unwrap();
-            let c = args.to_config().unwrap();
+            let c =
+                config_of(&["--config", path.to_str().unwrap(), "--out", "/nonexistent"]).unwrap();
             c.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
             if let Some(t) = &c.trace {
                 assert!(t.is_file(), "{name}: trace {} missing", t.display());
@@ -1402,16 +1398,10 @@ mod tests {
              lcmp = 'fct_lcmp.txt'\necmp = 'fct_ecmp.txt'\n",
         )
         .unwrap();
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: ExperimentArgs,
-        }
         let parse = |extra: &[&str]| {
-            let mut argv = vec!["x", "--config", file.to_str().unwrap(), "--out", "/x"];
+            let mut argv = vec!["--config", file.to_str().unwrap(), "--out", "/x"];
             argv.extend_from_slice(extra);
-            let Cli { args } = <Cli as clap::Parser>::try_parse_from(argv).unwrap();
-            args.to_config().unwrap()
+            config_of(&argv).unwrap()
         };
         // The file's list when none is given.
         assert_eq!(parse(&[]).policies, ["lcmp", "ecmp", "ucmp"]);
@@ -1435,20 +1425,7 @@ mod tests {
              lcmp = ['fct_lcmp.txt', '/abs/fct_lcmp_rerun.txt']\necmp = 'fct_ecmp.txt'\n",
         )
         .unwrap();
-        #[derive(clap::Parser)]
-        struct Cli {
-            #[command(flatten)]
-            args: ExperimentArgs,
-        }
-        let Cli { args } = <Cli as clap::Parser>::try_parse_from([
-            "x",
-            "--config",
-            file.to_str().unwrap(),
-            "--out",
-            "/nonexistent",
-        ])
-        .unwrap();
-        let c = args.to_config().unwrap();
+        let c = config_of(&["--config", file.to_str().unwrap(), "--out", "/nonexistent"]).unwrap();
         // Relative paths are the config file's, both of a pair.
         let (files, reruns) = c.fidelity_references();
         assert_eq!(
@@ -1468,6 +1445,43 @@ mod tests {
              [reference]\nlcmp=['a','b','c']",
         );
         assert!(e.is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A config file's TOML error is one line naming the file and line: a
+    /// key of 5,000 dotted parts said "recursion limit" with no line, and
+    /// toml's report repeated the line, a key that is a terminal escape raw.
+    #[test]
+    fn a_config_file_error_is_one_line_with_its_line() {
+        let dir = std::env::temp_dir().join(format!("lcmp-config-toml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("exp.toml");
+        let error = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            config_of(&["--config", file.to_str().unwrap(), "--out", "/nonexistent"])
+                .unwrap_err()
+                .to_string()
+        };
+        let deep = error(&format!(
+            "from = 'dc1'\n{} = 1\n",
+            vec!["a"; 5000].join(".")
+        ));
+        assert_eq!(
+            deep,
+            format!(
+                "{}:2: a dotted key of more than 80 parts; the TOML reader nests at most 80",
+                file.display()
+            )
+        );
+        let escape = error("from = 'dc1'\n\"\\u001b[31m\" = 1\n");
+        assert!(
+            escape.starts_with(&format!(
+                "{}:2: unknown field \"\\u{{1b}}[31m\", expected one of `name`, ",
+                file.display()
+            )),
+            "{escape:?}"
+        );
+        assert!(!escape.chars().any(char::is_control), "{escape:?}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -80,8 +80,10 @@ pub fn config_from_args(a: &RotorExperimentArgs) -> Result<RotorExperimentConfig
         Some(f) => {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| Error::new(format!("{}: {e}", f.display())))?;
+            // One line, located (toml has no position for a key nested too
+            // deep) and with the file's text echoed.
             toml::from_str(&text)
-                .map_err(|e| Error::new(format!("{}: {}", f.display(), e.message())))?
+                .map_err(|e| Error::new(lcmp_topology::TomlError::new(&text, &e).in_file(f)))?
         }
         None => RotorExperimentConfig::default(),
     };
@@ -625,5 +627,42 @@ mod tests {
         .unwrap();
         let c: RotorExperimentConfig = toml::from_str(&shipped).unwrap();
         validate(&c).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod config_file_tests {
+    use super::*;
+
+    /// A file error is one line with the file and its line, also for a
+    /// key toml refuses without a position (before: "FILE: recursion
+    /// limit").
+    #[test]
+    fn a_config_file_error_is_one_line_with_its_line() {
+        let dir = std::env::temp_dir().join(format!("lcmp-rotor-toml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("rotor.toml");
+        std::fs::write(
+            &file,
+            format!("name = 'r'\n{} = 1\n", vec!["a"; 5000].join(".")),
+        )
+        .unwrap();
+        let args = RotorExperimentArgs {
+            config: Some(file.clone()),
+            out: dir.join("out"),
+            name: None,
+            window_s: None,
+            warmup_s: None,
+            links: None,
+        };
+        let err = config_from_args(&args).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}:2: a dotted key of more than 80 parts; the TOML reader nests at most 80",
+                file.display()
+            )
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -39,10 +39,13 @@ impl AgentPlan {
                 ))
             }
         };
+        // serde's message repeats what it could not read (an unknown
+        // mechanism): echoed, as any text from a file.
         serde_json::from_str(&text).map(Some).map_err(|e| {
             format!(
-                "{}: not an agent plan this lcmp-ctl reads ({e}); was it written by another lcmp-agent version?",
-                file.display()
+                "{}: not an agent plan this lcmp-ctl reads ({}); was it written by another lcmp-agent version?",
+                file.display(),
+                lcmp_topology::echo(&e.to_string())
             )
         })
     }
@@ -212,7 +215,7 @@ b->s1      netem        netem on its interface
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
             errors[0].starts_with(&format!(
-                "{}: not an agent plan this lcmp-ctl reads (missing field `mechanism`",
+                "{}: not an agent plan this lcmp-ctl reads (\"missing field `mechanism`",
                 file.display()
             )) && errors[0].ends_with("); was it written by another lcmp-agent version?"),
             "{errors:?}"
@@ -222,5 +225,19 @@ b->s1      netem        netem on its interface
         );
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].contains("unknown variant `shaper`"), "{errors:?}");
+        // A mechanism that is a terminal escape and 10 kB: serde repeats it,
+        // the line shows the first 100 characters of serde's message
+        // ("unknown variant `" is 17, the escape and "[2J" 4, then 79 z).
+        let hostile = format!("\x1b[2J{}", "z".repeat(10_000));
+        let (_, errors) = dir.links_with(
+            &serde_json::json!({"emulation": [
+                {"direction": "a->s1", "mechanism": hostile, "reason": ""}
+            ]})
+            .to_string(),
+        );
+        let want = format!("(\"unknown variant `\\u{{1b}}[2J{}\"... (", "z".repeat(79));
+        assert!(errors[0].contains(&want), "{errors:?}");
+        assert!(!errors[0].chars().any(char::is_control), "{errors:?}");
+        assert!(errors[0].len() < 300, "{} bytes", errors[0].len());
     }
 }

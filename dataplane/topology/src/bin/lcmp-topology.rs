@@ -54,8 +54,9 @@ Output, one switch per node and one link per edge:
   how many links used the default, and each is named on stderr (the first
   10, then a count);
 - every port buffer --buffer, written as [defaults] buffer;
-- parallel edges stay parallel links; in a directed graph an edge and its
-  reverse are one link; self-loops are dropped (named in the header).
+- parallel edges stay parallel links (at most 16 between two nodes); in a
+  directed graph an edge and its reverse are one link; self-loops are
+  dropped (named in the header).
 
 Errors: a file that is not GraphML / node-link JSON, a node without
 coordinates, a disconnected graph, an empty graph, a speed the data gives

@@ -45,6 +45,7 @@ use crate::error::echo;
 use crate::units::{format_bytes, format_delay, format_rate};
 use crate::Topology;
 use geo::LatLon;
+use lcmp_policy::select::MAX_CANDIDATES;
 use speed::Speed;
 
 /// Most switches the address plan `10.<k>.0.0/16`, k = 1 ..= 255, holds.
@@ -359,6 +360,14 @@ pub fn convert(
             parallel += 1;
         }
         *seen += 1;
+        // Said at the edge rather than in the converted file's terms.
+        if *seen > MAX_CANDIDATES {
+            return Err(ImportError::new(format!(
+                "{}: more than {MAX_CANDIDATES} edges between these nodes; a route has at most \
+                 {MAX_CANDIDATES} candidate next hops",
+                edge(e)
+            )));
+        }
         let km = geo::haversine_km(positions[e.a], positions[e.b]);
         let rate_bps = match &e.speed {
             Speed::Known { bps, .. } => {
