@@ -22,7 +22,10 @@ use lcmp_netlab::{release_binary, Error, Result};
 use rig::{
     check_stop, log, measure_latency, measure_rate, Path2, Prog, Rig, Settings, Switch, TempDir,
 };
-use stats::{median_share, ratio, round, Report};
+use stats::{
+    busy, median_share, per_core, per_core_ratio, ratio, round, summary_lines, Charge, PerCore,
+    Report,
+};
 
 const HELP: &str = "\
 lcmp-bench: packet rate and latency of a forwarder on veth (needs root)
@@ -75,6 +78,31 @@ listed in `spread_flagged` and gets a WARNING line. Each trial also
 records where the two CPUs' time went (/proc/stat), the check that the
 port's receive is charged to the forwarding core.
 
+PER BUSY CORE (the headline). The raw pps measure the rig too: a forwarder
+whose core idles while veth drops at its ring is not slower per CPU. Every
+forwarder's trial also gets pps / busy cores, its busy share of the two
+CPUs over the generator's run (/proc/stat), in cores:
+  kernel paths    (kernel, kernel_deep, kernel_inline, xdp_redirect)
+                  softirq (with hard irq) on both CPUs: they run only
+                  there (with RPS, d0's receive in the generator CPU's
+                  softirq, the forwarding on the forwarding CPU); the
+                  generator's own work is system time, and user or system
+                  time on the forwarding CPU is another process's.
+  switch          the forwarding CPU's user + system + softirq (the
+                  busy-polling process, its port's NAPI kthread, its
+                  transmit's softirq; a busy poller keeps its core busy
+                  whatever the load) + softirq on the generator CPU (the
+                  port's receive with --switch-napi inline).
+Both include the sink's XDP_DROP receive (veth runs it on the sender's
+CPU). Another process on the forwarding CPU counts as the switch's (a busy
+poller's core is never idle), not as the kernel's: on a loaded machine the
+ratio understates the switch. The figure is unavailable, with the reason,
+when the trial did not run, no busy time was charged, or the generator
+and the switch share a CPU. The headline per size is the median over the pairs of each pair's
+switch/kernel per busy core, with its spread (`headline` in the JSON,
+per-forwarder figures in `per_core`); the raw switch/kernel stays beside
+it as the rig's figure.
+
 LATENCY. --probe-count UDP probes --probe-gap-us apart from gen, stamped
 just before send(), to sink (kernel receive timestamp, SO_TIMESTAMPNS):
 added one-way latency = delay quantile through the DUT - the same quantile
@@ -110,9 +138,10 @@ OPTIONS (defaults finish in about 5 minutes on 2 cores):
   --dense-rate RATE      iperf3 -b per stream on 2dc-3path [unlimited]
   --testbed-runs N       runs per testbed mode [3]
   --spread-limit-pct P   flag limit on (max-min)/median [10]
-  --only WHAT            all | rates | switch | kernel | chain | dense [all];
-                         anything but all prints the JSON and does not
-                         write --out
+  --only WHAT            all | rates | pairs | switch | kernel | chain |
+                         dense [all]; pairs: the kernel/switch pairs alone
+                         (no references, latency or testbeds); anything
+                         but all prints the JSON and does not write --out
   --out PATH             [target/bench/forwarding.json]
   -h, --help             this text
 Binaries: $LCMP_SWITCH_BIN / $LCMP_TESTBED_BIN, else cargo build --release
@@ -209,7 +238,11 @@ fn parse_args(args: &[String]) -> std::result::Result<Option<Opts>, String> {
         ));
     }
     let only = kv.get("only").cloned().unwrap_or_else(|| "all".into());
-    if !["all", "rates", "switch", "kernel", "chain", "dense"].contains(&only.as_str()) {
+    if ![
+        "all", "rates", "pairs", "switch", "kernel", "chain", "dense",
+    ]
+    .contains(&only.as_str())
+    {
         return Err(format!("--only: unknown {only:?}"));
     }
     let pairs = get(&kv, "pairs", 5usize)?.max(1);
@@ -307,6 +340,30 @@ struct Trials {
     switch: Vec<Option<rig::Rate>>,
 }
 
+/// The CPU both sides run on when the generator and the forwarder share it.
+fn shared_cpu(s: &Settings) -> Option<usize> {
+    (s.gen_cpu == s.fwd_cpu).then_some(s.fwd_cpu)
+}
+
+/// A kernel path's trial per busy core (softirq on both CPUs).
+fn kernel_per_core(s: &Settings, x: &rig::Rate) -> PerCore {
+    per_core(Some(x.pps), busy(&x.cpu, Charge::Softirq, shared_cpu(s)))
+}
+
+/// A switch trial per busy core; None: the switch did not start.
+fn switch_per_core(s: &Settings, x: Option<&rig::Rate>) -> PerCore {
+    match x {
+        Some(x) => per_core(
+            Some(x.pps),
+            busy(&x.cpu, Charge::ForwardingCpu, shared_cpu(s)),
+        ),
+        None => per_core(
+            None,
+            Err("the trial did not run (the switch did not start)".into()),
+        ),
+    }
+}
+
 fn rate_cases(o: &Opts, rig: &Rig, dir: &TempDir, r: &mut Report) -> Result<()> {
     let s = &o.s;
     let with_kernel = o.only != "switch";
@@ -338,12 +395,16 @@ fn rate_cases(o: &Opts, rig: &Rig, dir: &TempDir, r: &mut Report) -> Result<()> 
         drop(orig);
         r.kernel_deep_backlog_pps_64 = Some(d.pps);
         r.kernel_deep_backlog_forwarder_bound_64 = Some(d.forwarder_bound);
+        r.add_per_core("kernel_deep_64", vec![kernel_per_core(s, &d)]);
         rig.dut_kernel(s, false)?;
-        r.kernel_inline_pps_64 =
-            Some(measure_rate(rig, s, "kernel_inline", 64, Path2::Dut, true)?.pps);
+        let ki = measure_rate(rig, s, "kernel_inline", 64, Path2::Dut, true)?;
+        r.kernel_inline_pps_64 = Some(ki.pps);
+        r.add_per_core("kernel_inline_64", vec![kernel_per_core(s, &ki)]);
         rig.dut_plain()?;
         rig.xdp(&rig.dut, &rig.d0, Some(Prog::Redirect(&rig.d1)))?;
+        rig.napi_inline()?;
         let x = measure_rate(rig, s, "xdp_redirect", 64, Path2::Dut, false)?;
+        r.add_per_core("xdp_redirect_64", vec![kernel_per_core(s, &x)]);
         r.xdp_redirect_pps_64 = Some(x.pps);
         r.xdp_redirect_offered_pps_64 = Some(x.offered_pps);
         r.xdp_redirect_forwarder_bound_64 = Some(x.forwarder_bound);
@@ -434,13 +495,49 @@ fn rate_cases(o: &Opts, rig: &Rig, dir: &TempDir, r: &mut Report) -> Result<()> 
             }
             _ => {}
         }
+        // Per busy core: the forwarders' own figure (the raw one also
+        // counts what the rig lets through, e.g. drops at a veth ring while
+        // the kernel's core idles).
+        let kpc: Vec<PerCore> = t.kernel.iter().map(|x| kernel_per_core(s, x)).collect();
+        let spc: Vec<PerCore> = t
+            .switch
+            .iter()
+            .map(|x| switch_per_core(s, x.as_ref()))
+            .collect();
+        let pairs: Vec<std::result::Result<f64, String>> = if with_kernel && with_switch {
+            spc.iter()
+                .zip(&kpc)
+                .map(|(s, k)| per_core_ratio(s, k))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let kf = with_kernel.then(|| r.add_per_core(&format!("kernel_{size}"), kpc));
+        let sf = with_switch.then(|| r.add_per_core(&format!("switch_{size}"), spc));
+        let h = r.add_headline(size, &pairs, ratio_m);
         let f = |v: Option<f64>| v.map_or("null".into(), |x| format!("{x}"));
         log(&format!(
-            "{size} B medians of {}: kernel {} pps {kp:?}, switch {} pps ({napi} NAPI) {sp:?}; switch/kernel {}",
+            "{size} B medians of {}: kernel {} pps {kp:?}, switch {} pps ({napi} NAPI) {sp:?}; raw switch/kernel {} (the rig's figure)",
             o.pairs,
             f(km),
             f(sm),
             f(ratio_m)
+        ));
+        let pc = |x: &Option<stats::PerCoreFigure>| {
+            x.as_ref().map_or("null".into(), |x| {
+                format!(
+                    "{} pps/core at {} cores",
+                    f(x.pps_per_busy_core),
+                    f(x.busy_cores)
+                )
+            })
+        };
+        log(&format!(
+            "{size} B per busy core: kernel {}, switch {}; switch/kernel per busy core {} {:?} (headline)",
+            pc(&kf),
+            pc(&sf),
+            f(h.switch_to_kernel_per_busy_core),
+            h.pair_ratios
         ));
     }
     rig.xdp(&rig.sink, &rig.s0, None)?;
@@ -472,10 +569,14 @@ fn run(o: &Opts) -> Result<Report> {
         generator_cpu: o.s.gen_cpu,
         switch_rx_napi: napi_mode(&o.s).into(),
         spread_limit_pct: o.spread_limit,
+        busy_cores_method: stats::BUSY_CORES_METHOD.into(),
         ..Report::default()
     };
     let dir = TempDir::new("work")?;
-    if matches!(o.only.as_str(), "all" | "rates" | "switch" | "kernel") {
+    if matches!(
+        o.only.as_str(),
+        "all" | "rates" | "pairs" | "switch" | "kernel"
+    ) {
         let rig = Rig::new()?;
         log(&format!(
             "namespaces {} / {} / {}; {:?} per trial, {} pairs of sizes {:?}; generator on CPU {}, forwarding core CPU {}, switch NAPI {}",
@@ -605,6 +706,13 @@ fn run(o: &Opts) -> Result<Report> {
             s.n,
             o.spread_limit
         ));
+    }
+    // The summary last, where it is read: the testbeds' logs come before.
+    if !r.headline.is_empty() || !r.per_core.is_empty() {
+        log("summary (the headline is switch/kernel per busy core; busy cores: --help):");
+        for l in summary_lines(&r) {
+            log(&format!("  {l}"));
+        }
     }
     Ok(r)
 }

@@ -309,6 +309,26 @@ impl Rig {
             .map(drop)
     }
 
+    /// d0's receive back in the sender's softirq (veth's default); call
+    /// with an XDP program on d0. A switch trial's threaded NAPI outlives
+    /// the switch (the flag stays on the device and the next NAPI, e.g.
+    /// the kernel's XDP_PASS one, is threaded): every later kernel trial
+    /// had d0's receive in a kthread on the forwarding CPU, as system time
+    /// and not the method, and veth dropped at d0's ring while that core
+    /// idled. The flag can only be cleared while d0 has a NAPI (EIO
+    /// otherwise), and is written only when set.
+    pub fn napi_inline(&self) -> Result<()> {
+        let f = format!("/sys/class/net/{}/threaded", self.d0);
+        self.dut
+            .exec(&[
+                "sh",
+                "-c",
+                &format!("[ \"$(cat {f})\" = 0 ] || echo 0 > {f}"),
+            ])
+            .map(drop)
+            .map_err(|e| Error::new(format!("NAPI of {} back inline: {e}", self.d0)))
+    }
+
     /// The DUT back to plain (no XDP on d0, no RPS, no forwarding).
     pub fn dut_plain(&self) -> Result<()> {
         self.xdp(&self.dut, &self.d0, None)?;
@@ -322,6 +342,7 @@ impl Rig {
         // XDP_PASS only to turn on veth NAPI (else RPS never sees a packet
         // off the generator's XDP_TX path).
         self.xdp(&self.dut, &self.d0, Some(Prog::Pass))?;
+        self.napi_inline()?;
         self.rps(if rps { 1 << s.fwd_cpu } else { 0 })
     }
 }
