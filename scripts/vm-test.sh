@@ -26,12 +26,21 @@
 # lcmp-switch netns_daemon, netns_startup; lcmp-netlab kernel_baseline;
 # testbed testbed, control, one_process; the netem test) on each kernel.
 # --rdma-kernel "" skips the RDMA suite, --kernels "" the matrix.
+#
+# The real-NIC suite (CI subset and --full): on --nic-kernel (7.3, whose
+# virtio-net binds AF_XDP in zero-copy) a guest with two pairs of 4-queue
+# virtio-net NICs (scripts/vm.sh --nic-pair 4 --nic-pair 4), the switch
+# forwarding between them with a zero-copy socket on every queue
+# (lcmp-switch: virtio_nic). --nic-kernel "" skips it; on a kernel whose
+# virtio-net has no zero-copy (6.12, 6.1) run it with --nic-mode copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 
 kernels="6.1 6.12"
 rdma_kernel=7.3
+nic_kernel=7.3
+nic_mode=zero-copy
 full=0
 guest_suite=
 while (($#)); do
@@ -39,6 +48,8 @@ while (($#)); do
     --full) full=1; shift ;;
     --kernels) kernels=${2-}; shift 2 ;;
     --rdma-kernel) rdma_kernel=${2-}; shift 2 ;;
+    --nic-kernel) nic_kernel=${2-}; shift 2 ;;
+    --nic-mode) nic_mode=${2:?}; shift 2 ;;
     --guest) guest_suite=${2:?}; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "vm-test.sh: unknown option $1 (--help lists them)" >&2; exit 2 ;;
@@ -53,6 +64,8 @@ if [[ -n $guest_suite ]]; then
     export LCMP_SWITCH_BIN=$repo/target/release/lcmp-switch LCMP_TRAFFIC_BIN=$repo/target/release/lcmp-traffic
     export LCMP_TESTBED_BIN=$repo/target/release/lcmp-testbed LCMP_AGENT_BIN=$repo/target/release/lcmp-agent
     export LCMP_CTL_BIN=$repo/target/release/lcmp-ctl
+    # The NIC suite's guest has the NICs and knows the mode to expect.
+    [[ $guest_suite == nic ]] && export LCMP_REQUIRE_NICS=1 LCMP_EXPECT_BIND_MODE=${nic_mode}
     # Hosts' TCP buffers and the switches' sockets want the usual limits.
     ulimit -l unlimited 2>/dev/null || true
     status=0
@@ -124,18 +137,20 @@ exe() {
     echo "smoke kernel_features $(exe kernel_features) netem_emulates_the_host_to_switch_direction_of_host_links"
     echo "rdma kernel_features $(exe kernel_features) softroce_perftest_crosses_the_switches_and_survives_a_link_failure"
     echo "rdma testbed $(exe testbed) rocev2_frames_cross_and_queue_pairs_spread"
+    echo "nic virtio_nic $(exe virtio_nic)"
 } >"$list_file"
 
 summary=target/vm-test/summary.txt
 : >"$summary"
 failed=()
-run_suite() { # kernel suite
+run_suite() { # kernel suite [vm.sh options...]
     local k=$1 suite=$2 log=target/vm-test/$1-$2.log t0 rc attempt
+    shift 2
     t0=$(date +%s)
     for attempt in 1 2; do
         echo "== kernel $k: $suite tests =="
         set +e
-        scripts/vm.sh --kernel "$k" --memory 4G --cpus 2 --timeout 3000 -- scripts/vm-test.sh --guest "$suite" 2>&1 | tee "$log"
+        scripts/vm.sh --kernel "$k" --memory 4G --cpus 2 --timeout 3000 "$@" -- scripts/vm-test.sh --guest "$suite" --nic-mode "$nic_mode" 2>&1 | tee "$log"
         rc=${PIPESTATUS[0]}
         set -e
         # 255 is the VM's, not a test's (a test failing gives 1): the guest
@@ -160,6 +175,7 @@ for k in $kernels; do
     first=0
 done
 [[ -z $rdma_kernel ]] || run_suite "$rdma_kernel" rdma
+[[ -z $nic_kernel ]] || run_suite "$nic_kernel" nic --nic-pair 4 --nic-pair 4
 
 echo
 echo "== vm-test summary ($(($(date +%s) - start)) s) =="

@@ -22,6 +22,13 @@
 #                  guest booted with it answers within 60 s (probed once per
 #                  host boot, the answer cached), TCG otherwise
 #   --timeout S    stop the guest after S seconds (default: none)
+#   --nic-pair Q   two virtio-net NICs of Q queue pairs each (1-16), joined
+#                  on the host by a bridge of their own, as if by a cable
+#                  (repeat for more pairs); pair P's ends have the MACs
+#                  02:4c:43:PP:00:00 and 02:4c:43:PP:00:01 (PP = P in hex),
+#                  virtio 1.0 with the DMA API (iommu_platform), which
+#                  AF_XDP zero-copy on virtio-net needs; the host's taps
+#                  and bridges are removed when the guest exits
 #   --list-kernels print the kernel builds the package lists offer
 #
 # What it installs if missing (as scripts/install-deps.sh does, root
@@ -51,6 +58,7 @@ memory=4G
 accel=auto
 timeout_s=
 list=0
+nic_pairs=()
 
 die() {
     echo "vm.sh: $*" >&2
@@ -65,6 +73,9 @@ while (($#)); do
     --memory) memory=${2:?}; shift 2 ;;
     --accel) accel=${2:?}; shift 2 ;;
     --timeout) timeout_s=${2:?}; shift 2 ;;
+    --nic-pair)
+        [[ ${2:-} =~ ^[0-9]+$ ]] && ((${2} >= 1 && ${2} <= 16)) || die "--nic-pair needs a queue count 1-16, not ${2:-nothing}"
+        nic_pairs+=("$2"); shift 2 ;;
     --list-kernels) list=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
@@ -291,6 +302,39 @@ accel_args=()
 [[ $chosen == tcg ]] && accel_args=(--disable-kvm)
 echo "vm.sh: kernel $build, accelerator ${chosen^^} ($why), $cpus CPUs, $memory" >&2
 
+# --- the NICs: per pair two multi-queue taps on a bridge of their own ---
+qemu_opts=
+host_links=()
+remove_host_links() {
+    local l
+    for l in "${host_links[@]}"; do ip link del "$l" 2>/dev/null || true; done
+}
+trap remove_host_links EXIT
+for p in "${!nic_pairs[@]}"; do
+    q=${nic_pairs[$p]}
+    # Unique per run (pid) and within IFNAMSIZ: lq<pid>b<pair>, lq<pid>t<pair><end>.
+    br=lq$$b$p
+    ip link add "$br" type bridge || die "cannot create bridge $br for --nic-pair (root and the bridge module needed)"
+    host_links+=("$br")
+    # Nothing of the host's own (IPv6 autoconfiguration) on the wire.
+    sysctl -qw "net.ipv6.conf.$br.disable_ipv6=1" 2>/dev/null || true
+    ip link set "$br" up
+    for end in 0 1; do
+        tap=lq$$t$p$end
+        ip tuntap add dev "$tap" mode tap multi_queue || die "cannot create tap $tap for --nic-pair"
+        host_links+=("$tap")
+        sysctl -qw "net.ipv6.conf.$tap.disable_ipv6=1" 2>/dev/null || true
+        ip link set "$tap" master "$br" up
+        printf -v mac '02:4c:43:%02x:00:%02x' "$p" "$end"
+        # vhost needs KVM's eventfds; the guest gets Q queue pairs and
+        # 2Q+2 MSI-X vectors (one per queue, config, control).
+        qemu_opts+=" -netdev tap,id=lqn$p$end,ifname=$tap,script=no,downscript=no,queues=$q,vhost=off"
+        qemu_opts+=" -device virtio-net-pci,netdev=lqn$p$end,mq=on,vectors=$((2 * q + 2)),mac=$mac,disable-legacy=on,iommu_platform=on"
+    done
+done
+net_args=()
+[[ -n $qemu_opts ]] && net_args=(--qemu-opts="$qemu_opts")
+
 # --- the run ---
 printf -v cmd '%q ' "$@"
 # The guest's PATH puts the repository's binaries first; its root is the
@@ -301,7 +345,7 @@ timeout_cmd=()
 set +e
 # Through pipes: qemu writes the console at its own file offset, which
 # overwrites what came before when the output is a regular file.
-"${timeout_cmd[@]}" vng --run "$kimg" "${accel_args[@]}" --cpus "$cpus" --memory "$memory" \
+"${timeout_cmd[@]}" vng --run "$kimg" "${accel_args[@]}" "${net_args[@]}" --cpus "$cpus" --memory "$memory" \
     --rwdir="$repo" --rodir="$vm_dir" --cwd "$repo" --exec "$script" </dev/null 2> >(cat >&2) | cat
 rc=${PIPESTATUS[0]}
 set -e

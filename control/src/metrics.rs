@@ -351,6 +351,10 @@ families! {
         "AF_XDP fill ring empty events.";
     PortXskTxInvalidDescriptors: Counter "lcmp_port_xsk_tx_invalid_descriptors" None,
         "Invalid AF_XDP TX descriptors.";
+    PortXskSocketInfo: Gauge "lcmp_port_xsk_socket_info" None,
+        "One series per AF_XDP socket of the port (an RX queue of its interface) with how it moves frames: bind_mode copy or zero-copy.";
+    PortXskQueuePackets: Counter "lcmp_port_xsk_queue_packets" None,
+        "Frames the switch received on an RX queue's socket, or queued for transmission on it (a port transmits on its first queue), by direction.";
     PortMemoryLinkPackets: Counter "lcmp_port_memory_link_packets" None,
         "Frames a memory link carried, by direction (sent to or received from its far end).";
     PortMemoryLinkBytes: Counter "lcmp_port_memory_link_bytes" BYTES,
@@ -711,6 +715,9 @@ fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
     }
     if let Some(xsk) = &p.xsk {
         info.push(("xdp_mode", xsk.xdp_mode.clone()));
+        if !xsk.bind_mode.is_empty() {
+            info.push(("bind_mode", xsk.bind_mode.clone()));
+        }
     }
     if let Some(m) = &p.memory_link {
         info.push(("peer", m.peer.clone()));
@@ -779,6 +786,21 @@ fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
         out.u(F::PortXskRxRingFull, labels(), x.rx_ring_full);
         out.u(F::PortXskFillRingEmpty, labels(), x.fill_ring_empty);
         out.u(F::PortXskTxInvalidDescriptors, labels(), x.tx_invalid);
+        for q in &x.queues {
+            let queue = || {
+                let mut l = labels();
+                l.push(("queue", q.queue.to_string()));
+                l
+            };
+            let mut info = queue();
+            info.push(("bind_mode", x.bind_mode.clone()));
+            out.u(F::PortXskSocketInfo, info, 1);
+            for (direction, value) in [("received", q.rx_frames), ("sent", q.tx_frames)] {
+                let mut l = queue();
+                l.push(("direction", direction.to_string()));
+                out.u(F::PortXskQueuePackets, l, value);
+            }
+        }
     }
     if let Some(m) = &p.memory_link {
         let dir = |d: &'static str| with("direction", d);

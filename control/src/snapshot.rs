@@ -365,6 +365,29 @@ pub struct XskStats {
     pub tx_invalid: u64,
     /// The XDP program's verdicts by name (redirected, passed, ...).
     pub xdp: BTreeMap<String, u64>,
+    /// Per socket, one for each RX queue bound (the port-level counters
+    /// above are their sums). The first queue's socket also transmits.
+    #[serde(default)]
+    pub queues: Vec<XskQueueStats>,
+}
+
+/// One AF_XDP socket of a port: an RX queue of its interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XskQueueStats {
+    /// The interface's RX queue id.
+    pub queue: u32,
+    /// Frames the switch received on this queue.
+    pub rx_frames: u64,
+    /// Frames the switch queued for transmission on this socket.
+    pub tx_frames: u64,
+    /// Frames the kernel dropped for lack of RX ring space or fill buffers.
+    pub rx_dropped: u64,
+    /// RX ring full events.
+    pub rx_ring_full: u64,
+    /// Fill ring empty events.
+    pub fill_ring_empty: u64,
+    /// Invalid TX descriptors.
+    pub tx_invalid: u64,
 }
 
 /// One end of a memory link between two switches of one process.

@@ -13,7 +13,8 @@ use lcmp_control::proto::{CandidateCost, CostsReply};
 use lcmp_control::rotor::{Lateness, NextHopQueue, RotorPort, RotorStatus};
 use lcmp_control::snapshot::{
     Congestion, ControlStats, DecisionCount, EcnFractions, EcnThresholds, Emulation, EmulationMode,
-    FlowLogStats, FlowStats, MemoryLinkStats, PolicyState, PortSnapshot, Snapshot, XskStats,
+    FlowLogStats, FlowStats, MemoryLinkStats, PolicyState, PortSnapshot, Snapshot, XskQueueStats,
+    XskStats,
 };
 
 fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
@@ -108,6 +109,21 @@ fn snapshot_s1() -> Snapshot {
                     fill_ring_empty: 3,
                     tx_invalid: 0,
                     xdp: map(&[("redirected", 100), ("passed", 5)]),
+                    // Two RX queues bound (0 and 3); the first transmits.
+                    queues: vec![
+                        XskQueueStats {
+                            queue: 0,
+                            rx_frames: 40,
+                            tx_frames: 42,
+                            rx_dropped: 1,
+                            ..Default::default()
+                        },
+                        XskQueueStats {
+                            queue: 3,
+                            rx_frames: 18,
+                            ..Default::default()
+                        },
+                    ],
                 }),
                 memory_link: None,
             },
@@ -319,7 +335,7 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_switch_polls_total{switch=\"s1\"} 5000",
         "lcmp_switch_polls_with_rx_total{switch=\"s1\"} 1200",
         "lcmp_switch_other_events_total{switch=\"s1\",counter=\"frobs\"} 7",
-        "lcmp_port_info{switch=\"s1\",port=\"s1p0\",index=\"0\",emulation_mode=\"switch\",kind=\"af_xdp\",xdp_mode=\"drv\"} 1",
+        "lcmp_port_info{switch=\"s1\",port=\"s1p0\",index=\"0\",emulation_mode=\"switch\",kind=\"af_xdp\",xdp_mode=\"drv\",bind_mode=\"copy\"} 1",
         "lcmp_port_info{switch=\"s1\",port=\"s1p1\",index=\"1\",emulation_mode=\"none\",kind=\"memory\",peer=\"p1/s1\",transfer=\"descriptor\"} 1",
         "lcmp_port_up{switch=\"s1\",port=\"s1p0\"} 1",
         "lcmp_port_up{switch=\"s1\",port=\"s1p1\"} 0",
@@ -359,6 +375,12 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_port_xsk_rx_ring_full_total{switch=\"s1\",port=\"s1p0\"} 2",
         "lcmp_port_xsk_fill_ring_empty_total{switch=\"s1\",port=\"s1p0\"} 3",
         "lcmp_port_xsk_tx_invalid_descriptors_total{switch=\"s1\",port=\"s1p0\"} 0",
+        "lcmp_port_xsk_socket_info{switch=\"s1\",port=\"s1p0\",queue=\"0\",bind_mode=\"copy\"} 1",
+        "lcmp_port_xsk_socket_info{switch=\"s1\",port=\"s1p0\",queue=\"3\",bind_mode=\"copy\"} 1",
+        "lcmp_port_xsk_queue_packets_total{switch=\"s1\",port=\"s1p0\",queue=\"0\",direction=\"received\"} 40",
+        "lcmp_port_xsk_queue_packets_total{switch=\"s1\",port=\"s1p0\",queue=\"0\",direction=\"sent\"} 42",
+        "lcmp_port_xsk_queue_packets_total{switch=\"s1\",port=\"s1p0\",queue=\"3\",direction=\"received\"} 18",
+        "lcmp_port_xsk_queue_packets_total{switch=\"s1\",port=\"s1p0\",queue=\"3\",direction=\"sent\"} 0",
         "lcmp_port_memory_link_packets_total{switch=\"s1\",port=\"s1p1\",direction=\"sent\"} 48",
         "lcmp_port_memory_link_packets_total{switch=\"s1\",port=\"s1p1\",direction=\"received\"} 42",
         "lcmp_port_memory_link_bytes_total{switch=\"s1\",port=\"s1p1\",direction=\"sent\"} 72000",

@@ -107,3 +107,75 @@ pub(crate) fn link_detach_by_id(link_id: u32) -> io::Result<()> {
     }?;
     Ok(())
 }
+
+/// `SIOCETHTOOL` (<linux/sockios.h>) and `ETHTOOL_GCHANNELS`
+/// (<linux/ethtool.h>).
+const SIOCETHTOOL: libc::c_ulong = 0x8946;
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// `struct ethtool_channels`.
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+/// `struct ifreq` with its `ifr_data` member (40 bytes on 64-bit Linux).
+#[repr(C)]
+struct IfreqData {
+    name: [u8; libc::IFNAMSIZ],
+    data: *mut libc::c_void,
+    _pad: [u8; 16],
+}
+
+/// The receive queues of interface `ifname` that carry traffic, as
+/// `ethtool -l` counts them: combined channels plus RX-only ones, queue
+/// ids `0..n`. `Ok(None)`: the driver does not report channels (one queue
+/// is then all there is to bind). Looked up in the calling thread's
+/// network namespace.
+pub fn rx_queue_count(ifname: &str) -> io::Result<Option<u32>> {
+    let name = ifname.as_bytes();
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(&0) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{ifname:?} is not an interface name"),
+        ));
+    }
+    let mut channels = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..Default::default()
+    };
+    let mut req = IfreqData {
+        name: [0; libc::IFNAMSIZ],
+        data: (&mut channels as *mut EthtoolChannels).cast(),
+        _pad: [0; 16],
+    };
+    req.name[..name.len()].copy_from_slice(name);
+    // SAFETY: a plain socket(2) call; the fd is owned right after.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody else.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: `req` is a valid `struct ifreq` whose data pointer points to
+    // a `struct ethtool_channels` that outlives the call; the kernel writes
+    // only that struct.
+    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), SIOCETHTOOL, &mut req) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EOPNOTSUPP) => Ok(None),
+            _ => Err(e),
+        };
+    }
+    Ok(Some((channels.rx_count + channels.combined_count).max(1)))
+}

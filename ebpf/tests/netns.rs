@@ -280,3 +280,43 @@ fn socket_queue_out_of_range_is_rejected() {
     s.unregister_socket(0)
         .expect("unregistering an empty slot is fine");
 }
+
+#[test]
+fn rx_queues_are_counted_as_ethtool_shows_them() {
+    require_root!();
+    let ns = Netns::new("rxq");
+    // A veth end has as many RX queues as it was made with (veth reports
+    // them as RX channels; unset, the count follows the machine's CPUs).
+    ns.exec(&[
+        "ip",
+        "link",
+        "add",
+        "q4",
+        "numrxqueues",
+        "4",
+        "numtxqueues",
+        "4",
+        "type",
+        "veth",
+        "peer",
+        "name",
+        "q1",
+        "numrxqueues",
+        "1",
+        "numtxqueues",
+        "1",
+    ]);
+    let counts = ns.run(|| {
+        [
+            lcmp_ebpf::sys::rx_queue_count("q4").map_err(|e| e.raw_os_error()),
+            lcmp_ebpf::sys::rx_queue_count("q1").map_err(|e| e.raw_os_error()),
+            // Loopback reports no channels: one queue is all there is.
+            lcmp_ebpf::sys::rx_queue_count("lo").map_err(|e| e.raw_os_error()),
+            lcmp_ebpf::sys::rx_queue_count("nosuch0").map_err(|e| e.raw_os_error()),
+        ]
+    });
+    assert_eq!(
+        counts,
+        [Ok(Some(4)), Ok(Some(1)), Ok(None), Err(Some(libc::ENODEV))]
+    );
+}

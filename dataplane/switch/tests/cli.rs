@@ -120,3 +120,40 @@ fn durations_past_their_bound_are_refused_in_one_line() {
         );
     }
 }
+
+/// `--queues IFNAME=LIST` is read before anything is touched: a list that
+/// is not ids and ranges, a reversed range, an id past the XSKMAP's 256
+/// entries, a queue listed twice.
+#[test]
+fn bad_queue_lists_are_refused_in_one_line() {
+    let topo = topology();
+    for (value, want) in [
+        ("p0", "\"p0\": expected IFNAME=LIST, e.g. eth0=0-3"),
+        ("p0=", "\"p0=\": expected IFNAME=LIST, e.g. eth0=0-3"),
+        ("p0=3-1", "\"3-1\": a range runs from low to high"),
+        ("p0=256", "\"256\": not a queue id (0-255)"),
+        ("p0=x", "\"x\": not a queue id (0-255)"),
+        ("p0=0-2,1", "\"p0=0-2,1\": queue 1 is listed twice"),
+    ] {
+        let out = switch(&[
+            "lcmp",
+            "-t",
+            &topo,
+            "-s",
+            "s1",
+            "--no-control",
+            "--queues",
+            value,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert_eq!(
+            err.lines().next(),
+            Some(
+                format!("error: invalid value '{value}' for '--queues <IFNAME=LIST>': {want}")
+                    .as_str()
+            ),
+            "{value}"
+        );
+    }
+}

@@ -109,6 +109,34 @@ fn bad_starts_say_why_and_leave_nothing_attached() {
         ],
         "cannot write the stats file /nonexistent-lcmp-dir/s1.json",
     );
+    // A queue the interface does not have (veth: one RX queue here).
+    refused(
+        &["--queues", &format!("{}=0,7", p[0]), "--no-control"],
+        &format!(
+            "{}: queue 7 does not exist: the interface has 1 RX queues",
+            p[0]
+        ),
+    );
+    // Queues for an interface that is no port.
+    refused(
+        &["--queues", "nosuch0=0", "--no-control"],
+        "queues given for nosuch0, which is not an interface port of this switch",
+    );
+    // Zero-copy asked for on veth, which has none.
+    refused(
+        &["--bind-mode", "zero-copy", "--no-control"],
+        &format!("{}: the driver has no AF_XDP zero-copy", p[0]),
+    );
+    refused(
+        &[
+            "--bind-mode",
+            "zero-copy",
+            "--xdp-mode",
+            "generic",
+            "--no-control",
+        ],
+        "zero-copy needs the driver's XDP (--xdp-mode native or auto), not generic",
+    );
     // A port MTU whose frames do not fit an AF_XDP frame.
     let s1 = tb.switch("s1");
     s1.netns

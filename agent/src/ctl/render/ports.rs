@@ -25,6 +25,9 @@ pub fn render_ports(name: &str, r: &PortsReply) -> String {
         ("DELAY", R),
         ("BUFFER", R),
         ("MODE", L),
+        // How frames reach the switch: AF_XDP sockets (one per RX queue)
+        // and their bind mode, or a memory link.
+        ("SOCKETS", L),
     ]);
     for p in &r.ports {
         t.row(vec![
@@ -43,6 +46,7 @@ pub fn render_ports(name: &str, r: &PortsReply) -> String {
             delay(p.emulation.delay_ns),
             size(p.emulation.buffer_bytes),
             mode_name(p.emulation.mode).to_string(),
+            sockets(p),
         ]);
     }
     format!("switch {name}: {} ports\n{}", r.ports.len(), t.render("  "))
@@ -75,6 +79,15 @@ pub fn render_links(replies: &[(&str, &PortsReply)]) -> String {
     t.render("")
 }
 
+/// `4 zero-copy`, `1 copy`, `memory` or `-` (in-memory test ports).
+fn sockets(p: &lcmp_control::snapshot::PortSnapshot) -> String {
+    match (&p.xsk, &p.memory_link) {
+        (Some(x), _) => format!("{} {}", x.queues.len().max(1), x.bind_mode),
+        (None, Some(_)) => "memory".into(),
+        (None, None) => "-".into(),
+    }
+}
+
 pub(super) fn mode_name(m: EmulationMode) -> &'static str {
     match m {
         EmulationMode::Switch => "switch",
@@ -97,7 +110,9 @@ fn emulated_by(m: EmulationMode) -> &'static str {
 mod tests {
     use std::collections::BTreeMap;
 
-    use lcmp_control::snapshot::{Congestion, Emulation, PortSnapshot};
+    use lcmp_control::snapshot::{
+        Congestion, Emulation, MemoryLinkStats, PortSnapshot, XskQueueStats, XskStats,
+    };
 
     use super::*;
 
@@ -138,8 +153,24 @@ mod tests {
         PortsReply {
             switch: "dc1".into(),
             ports: vec![
-                port(0, "eth0", EmulationMode::Switch, 100_000_000),
-                port(1, "eth1", EmulationMode::Netem, 2_500_000_000),
+                PortSnapshot {
+                    // Four RX queues bound in zero-copy.
+                    xsk: Some(XskStats {
+                        bind_mode: "zero-copy".into(),
+                        queues: (0..4)
+                            .map(|queue| XskQueueStats {
+                                queue,
+                                ..XskQueueStats::default()
+                            })
+                            .collect(),
+                        ..XskStats::default()
+                    }),
+                    ..port(0, "eth0", EmulationMode::Switch, 100_000_000)
+                },
+                PortSnapshot {
+                    memory_link: Some(MemoryLinkStats::default()),
+                    ..port(1, "eth1", EmulationMode::Netem, 2_500_000_000)
+                },
                 port(2, "eth2", EmulationMode::None, 0),
             ],
         }
@@ -151,10 +182,10 @@ mod tests {
             render_ports("dc1", &ports()),
             "\
 switch dc1: 3 ports
-  PORT  NAME  UP    LINK  ADMIN  RX PKTS  TX PKTS  DEPARTED    QUEUE  C_CONG  DROPS        RATE   DELAY   BUFFER  MODE
-     0  eth0  up    up    up        1000      990       995      0 B       0      0  100 Mbit/s   10 ms  128 MiB  switch
-     1  eth1  up    up    up        2000     1980      1990  12.3 kB      10      3  2.5 Gbit/s  0.5 ms   500 kB  netem
-     2  eth2  down  up    down      3000     2970      2985   1.5 MB      20      6   line rate    0 ms     1 MB  none
+  PORT  NAME  UP    LINK  ADMIN  RX PKTS  TX PKTS  DEPARTED    QUEUE  C_CONG  DROPS        RATE   DELAY   BUFFER  MODE    SOCKETS
+     0  eth0  up    up    up        1000      990       995      0 B       0      0  100 Mbit/s   10 ms  128 MiB  switch  4 zero-copy
+     1  eth1  up    up    up        2000     1980      1990  12.3 kB      10      3  2.5 Gbit/s  0.5 ms   500 kB  netem   memory
+     2  eth2  down  up    down      3000     2970      2985   1.5 MB      20      6   line rate    0 ms     1 MB  none    -
 "
         );
     }

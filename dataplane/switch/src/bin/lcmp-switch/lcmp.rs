@@ -211,6 +211,7 @@ fn open_switch(
     let io = many::open_ports(
         &plan.name,
         &args.common,
+        &plan.queues,
         &ifnames,
         wiring,
         args.several.memory_link_transfer,

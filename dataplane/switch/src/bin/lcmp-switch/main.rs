@@ -11,7 +11,7 @@ use lcmp_ebpf::{RouteSocket, XdpMode};
 use lcmp_policy::{FlowCache, PolicyName};
 use lcmp_switch::config::{defaults, EcnFractions, EcnLinkTime, EcnMarkAt};
 use lcmp_switch::mem_link::Transfer;
-use lcmp_switch::xsk::XskConfig;
+use lcmp_switch::xsk::{BindMode, XskConfig};
 use lcmp_topology::network::Network;
 use lcmp_topology::tables::PathMetric;
 use tracing::warn;
@@ -131,6 +131,19 @@ struct Common {
     /// XDP attach mode.
     #[arg(long, value_enum, default_value = "auto")]
     xdp_mode: Mode,
+    /// How the AF_XDP sockets move frames: zero-copy (the NIC reads and
+    /// writes the switch's frame memory; needs driver support and native
+    /// XDP), copy (the kernel copies each frame; all veth offers), or auto:
+    /// zero-copy when every port's driver has it, else copy. The mode in use
+    /// is logged and shown per socket by `lcmp-ctl ports` and the metrics.
+    #[arg(long, value_enum, default_value = "auto")]
+    bind_mode: Bind,
+    /// RX queues of a port's interface that get a socket: IFNAME=LIST
+    /// (SWITCH/IFNAME=LIST when `lcmp` runs several switches), LIST like
+    /// 0-3,6 (repeatable). Default: every queue the interface has (`ethtool
+    /// -l`). Traffic on a queue without a socket goes to the kernel.
+    #[arg(long = "queues", value_name = "IFNAME=LIST", value_parser = parse_queues)]
+    queues: Vec<(String, Vec<u32>)>,
     /// Busy: spin on one core (lowest latency). Event: sleep in poll() on
     /// the sockets and timer deadlines (near zero CPU when idle; several
     /// switches can share cores).
@@ -390,6 +403,13 @@ enum Mode {
     Generic,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Bind {
+    Auto,
+    ZeroCopy,
+    Copy,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum PollMode {
     Busy,
@@ -413,6 +433,39 @@ fn parse_peer_mac(s: &str) -> Result<(String, [u8; 6]), String> {
         .split_once('=')
         .ok_or_else(|| format!("{s:?}: expected IFNAME=MAC"))?;
     Ok((ifname.to_string(), parse_mac(mac)?))
+}
+
+/// `IFNAME=LIST`, LIST comma-separated queue ids and ranges (`0-3,6`).
+fn parse_queues(s: &str) -> Result<(String, Vec<u32>), String> {
+    let (ifname, list) = s
+        .split_once('=')
+        .filter(|(i, l)| !i.is_empty() && !l.is_empty())
+        .ok_or_else(|| format!("{s:?}: expected IFNAME=LIST, e.g. eth0=0-3"))?;
+    let max = lcmp_ebpf::MAX_QUEUES;
+    let id = |t: &str| -> Result<u32, String> {
+        t.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|q| *q < max)
+            .ok_or_else(|| format!("{t:?}: not a queue id (0-{})", max - 1))
+    };
+    let mut queues = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (id(a)?, id(b)?),
+            None => (id(part)?, id(part)?),
+        };
+        if a > b {
+            return Err(format!("{part:?}: a range runs from low to high"));
+        }
+        for q in a..=b {
+            if queues.contains(&q) {
+                return Err(format!("{s:?}: queue {q} is listed twice"));
+            }
+            queues.push(q);
+        }
+    }
+    Ok((ifname.to_string(), queues))
 }
 
 fn parse_netns(s: &str) -> Result<(String, String), String> {
@@ -482,7 +535,8 @@ fn neighbour_macs(route: &mut RouteSocket) -> HashMap<String, [u8; 6]> {
     out
 }
 
-/// The AF_XDP settings of the command line.
+/// The AF_XDP settings of the command line (queues: none listed; a
+/// switch's own come from its plan).
 fn xsk_config(args: &Common) -> XskConfig {
     XskConfig {
         frames: args.frames,
@@ -493,6 +547,12 @@ fn xsk_config(args: &Common) -> XskConfig {
             Mode::Native => XdpMode::Native,
             Mode::Generic => XdpMode::Generic,
         },
+        bind_mode: match args.bind_mode {
+            Bind::Auto => BindMode::Auto,
+            Bind::ZeroCopy => BindMode::ZeroCopy,
+            Bind::Copy => BindMode::Copy,
+        },
+        queues: Default::default(),
     }
 }
 

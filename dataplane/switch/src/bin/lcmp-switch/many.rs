@@ -28,6 +28,8 @@ pub(super) struct Plan {
     /// Interfaces in port order (empty: the network file's names).
     pub ports: Vec<String>,
     pub peer_macs: Vec<(String, [u8; 6])>,
+    /// RX queues to bind by interface (unlisted: all).
+    pub queues: Vec<(String, Vec<u32>)>,
     pub stats_file: Option<PathBuf>,
     pub flow_log: Option<PathBuf>,
     pub control: Option<PathBuf>,
@@ -140,6 +142,7 @@ pub(super) fn plans(sel: &Selection<'_>) -> Result<Vec<Plan>, String> {
             netns: sel.netns_prefix.map(|prefix| format!("{prefix}{name}")),
             ports: Vec::new(),
             peer_macs: Vec::new(),
+            queues: Vec::new(),
             stats_file: path(common.stats_file.as_deref(), "--stats-file")?,
             flow_log: path(sel.flow_log, "--flow-log")?,
             control,
@@ -170,6 +173,14 @@ pub(super) fn plans(sel: &Selection<'_>) -> Result<Vec<Plan>, String> {
         let (sw, ifname) = for_switch(ifname, names, "--peer-mac")?;
         let i = plan_of(&mut plans, &sw);
         plans[i].peer_macs.push((ifname.to_string(), *mac));
+    }
+    for (ifname, list) in &common.queues {
+        let (sw, ifname) = for_switch(ifname, names, "--queues")?;
+        let i = plan_of(&mut plans, &sw);
+        if plans[i].queues.iter().any(|(n, _)| n == ifname) {
+            return Err(format!("--queues: {ifname} of {sw} is given twice"));
+        }
+        plans[i].queues.push((ifname.to_string(), list.clone()));
     }
     Ok(plans)
 }
@@ -239,6 +250,7 @@ pub(super) type Ports = LinkedIo<XskIo>;
 pub(super) fn open_ports(
     name: &str,
     common: &Common,
+    queues: &[(String, Vec<u32>)],
     ifnames: &[String],
     wiring: Wiring,
     transfer: Transfer,
@@ -251,13 +263,14 @@ pub(super) fn open_ports(
         .filter(|(_, end)| end.is_none())
         .map(|(n, _)| n.clone())
         .collect();
-    let cfg = xsk_config(common);
+    let mut cfg = xsk_config(common);
+    cfg.queues = queues.iter().cloned().collect();
     let xsk = match wiring.share {
         Some(share) => XskIo::open_in(&xsk_ifnames, &cfg, share)?,
         None => XskIo::open(&xsk_ifnames, &cfg)?,
     };
     for p in xsk.port_info() {
-        info!(switch = %name, port = %p.name, xdp_mode = %p.xdp_mode, "port ready (AF_XDP copy mode, queue 0)");
+        info!(switch = %name, port = %p.name, xdp_mode = %p.xdp_mode, bind_mode = p.bind_mode, queues = ?p.queues, "port ready (AF_XDP)");
     }
     let io = LinkedIo::new(xsk, layout, transfer)?;
     for (i, port) in ifnames.iter().enumerate() {

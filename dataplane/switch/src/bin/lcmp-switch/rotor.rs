@@ -138,6 +138,7 @@ fn open_switch(
     let io = many::open_ports(
         &plan.name,
         &args.common,
+        &plan.queues,
         &ifnames,
         Wiring {
             layout,
