@@ -431,7 +431,7 @@ fn main() -> ExitCode {
                 _ => {
                     eprintln!(
                         "lcmp-traffic: {} (see --help)",
-                        first_paragraph(&e.render().to_string())
+                        lcmp_topology::cli::clap_error_line(&e)
                     );
                     ExitCode::from(2)
                 }
@@ -446,19 +446,6 @@ fn main() -> ExitCode {
 }
 
 /// clap's message without the usage block, on one line.
-fn first_paragraph(rendered: &str) -> String {
-    let text: Vec<&str> = rendered
-        .lines()
-        .map(str::trim)
-        .take_while(|l| !l.is_empty())
-        .collect();
-    let joined = text.join(" ");
-    joined
-        .strip_prefix("error: ")
-        .unwrap_or(&joined)
-        .to_string()
-}
-
 fn server_main(args: ServerArgs) -> ExitCode {
     let usage = |m: String| {
         eprintln!("lcmp-traffic server: {m}");

@@ -55,6 +55,7 @@
 #![warn(missing_docs)]
 
 mod candidates;
+pub mod cli;
 mod error;
 pub mod import;
 pub mod limits;

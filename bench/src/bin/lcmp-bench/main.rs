@@ -11,12 +11,13 @@ mod testbeds;
 mod virtual_chain;
 mod virtual_rotor;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use clap::error::ErrorKind;
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use lcmp_netlab::{release_binary, Error, Result};
 
 use rig::{
@@ -27,13 +28,13 @@ use stats::{
     Report,
 };
 
-const HELP: &str = "\
-lcmp-bench: packet rate and latency of a forwarder on veth (needs root)
-
-USAGE: lcmp-bench [OPTIONS]          (scripts/bench-forwarding.sh wraps it)
-       lcmp-bench virtual-rotor ...  a rotor network on the virtual clock
-       lcmp-bench virtual-chain ...  LCMP switches on the virtual clock
-                                     (no root; each has its own --help)
+/// The method, shown by `--help` before the options (`-h` omits it).
+const METHOD: &str = "\
+Packet rate and latency of a forwarder on veth (needs root): the kernel
+against lcmp-switch, in alternating pairs; writes target/bench/forwarding.json
+(scripts/bench-forwarding.sh wraps it). The subcommands virtual-rotor and
+virtual-chain measure the virtual-clock engine instead (no root; each has
+its own --help).
 
 RIG. Three namespaces lcmpt-<pid>-*-bench-{gen,dut,sink} (removed on every
 exit, Ctrl-C included; leftovers of a killed run are swept):
@@ -118,34 +119,179 @@ process per switch, one process on veth, one on memory links): goodput,
 drops, transit drops/CE marks and CPU per forwarded Gbit. --testbed-runs
 runs of each, alternating; medians reported.
 
-Numbers mean nothing on a loaded machine: run it on an idle one.
+Numbers mean nothing on a loaded machine: run it on an idle one. The
+defaults finish in about 5 minutes on 2 cores.";
 
-OPTIONS (defaults finish in about 5 minutes on 2 cores):
-  --duration SECS        generator run per rate trial [3]
-  --pairs N              kernel/switch pairs per size [5]
-  --sizes A,B            frame sizes of the pairs (42..=1514) [64,1500]
-  --gen-cpu N            generator CPU [0]
-  --fwd-cpu N            forwarding CPU [1; the generator's on one CPU]
-  --switch-napi MODE     threaded | threaded-fifo | inline [threaded]
-  --switch-rx-ring N     the switch's RX ring (and 4N frames) [32768]
-  --deep-backlog N       netdev_max_backlog of kernel_deep [32768]
-  --switch-arg ARG       extra lcmp-switch argument (repeatable)
-  --probe-count N        latency probes per path [3000]
-  --probe-gap-us US      gap between probes [1000]
-  --idle-secs SECS       idle-CPU window [5]
-  --chain-duration SECS  iperf3 time on the chain [10]
-  --dense-duration SECS  iperf3 time on 2dc-3path [10]
-  --dense-rate RATE      iperf3 -b per stream on 2dc-3path [unlimited]
-  --testbed-runs N       runs per testbed mode [3]
-  --spread-limit-pct P   flag limit on (max-min)/median [10]
-  --only WHAT            all | rates | pairs | switch | kernel | chain |
-                         dense [all]; pairs: the kernel/switch pairs alone
-                         (no references, latency or testbeds); anything
-                         but all prints the JSON and does not write --out
-  --out PATH             [target/bench/forwarding.json]
-  -h, --help             this text
-Binaries: $LCMP_SWITCH_BIN / $LCMP_TESTBED_BIN, else cargo build --release
-(with the caller's CARGO_TARGET_DIR).";
+/// After the options, in `-h` and `--help` alike.
+const AFTER_HELP: &str = "\
+ENVIRONMENT:
+  LCMP_SWITCH_BIN, LCMP_TESTBED_BIN  the binaries to run, else cargo build
+                                     --release (with the caller's
+                                     CARGO_TARGET_DIR)
+
+EXAMPLES:
+  The whole run (about 5 minutes on 2 cores), writes --out:
+    sudo scripts/bench-forwarding.sh
+    sudo lcmp-bench --out /tmp/forwarding.json
+  The kernel/switch pairs alone at 64 B, JSON on stdout only:
+    sudo lcmp-bench --only pairs --sizes 64 --pairs 3 --duration 5
+  The switch alone with an extra lcmp-switch flag (one word per --switch-arg):
+    sudo lcmp-bench --only switch --switch-arg=--drop-headroom=1000
+  The virtual-clock engine (no root):
+    lcmp-bench virtual-rotor --tors 16 --kind complete
+    lcmp-bench virtual-chain --bursts 50
+
+EXIT CODES:
+  0  the run finished and printed its JSON (virtual-*: its report)
+  1  not root, a tool missing, the rig, a trial or writing --out failed,
+     or SIGINT/SIGTERM stopped it (after the rig was removed)
+  2  bad arguments (the subcommands' too)";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lcmp-bench",
+    version,
+    about = "Packet rate and latency of a forwarder on veth, kernel against lcmp-switch (needs root)",
+    long_about = METHOD,
+    after_help = AFTER_HELP,
+    // As the hand parser did: a repeated option replaces the earlier value
+    // (scripts/bench-forwarding.sh appends "$@" after its own options).
+    args_override_self = true,
+    // The harness's options mean nothing to virtual-rotor/-chain.
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    virtual_bench: Option<VirtualBench>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum VirtualBench {
+    /// A rotor network on the virtual clock (no root).
+    // virtual_rotor::parse_args owns these options (with their unit
+    // grammar and checks) and its HELP: clap hands the words over as they
+    // are.
+    #[command(name = "virtual-rotor", override_help = virtual_rotor::HELP)]
+    VirtualRotor {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// LCMP switches on the virtual clock (no root).
+    #[command(name = "virtual-chain", override_help = virtual_chain::HELP)]
+    VirtualChain {
+        /// Bursts of 256 1000-byte frames.
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        bursts: usize,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Generator run per rate trial, in seconds.
+    #[arg(long, value_name = "SECS", default_value = "3", value_parser = positive_secs)]
+    duration: Duration,
+    /// Kernel/switch pairs per size (0 runs one).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pairs: usize,
+    /// Frame sizes of the pairs, 42..=1514.
+    // Set, not the derive's Append, so that a repeat replaces the list.
+    #[arg(long, value_name = "A,B", value_delimiter = ',', action = ArgAction::Set,
+          default_value = "64,1500", value_parser = frame_size)]
+    sizes: Vec<usize>,
+    /// Generator CPU.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    gen_cpu: usize,
+    /// Forwarding CPU [1; the generator's on one CPU].
+    #[arg(long, value_name = "N")]
+    fwd_cpu: Option<usize>,
+    /// Where d0's receive runs for the switch (see FORWARDERS).
+    #[arg(long, value_name = "MODE", value_enum, default_value_t = Napi::Threaded)]
+    switch_napi: Napi,
+    /// The switch's RX ring (and 4N frames).
+    #[arg(long, value_name = "N", default_value_t = 32768)]
+    switch_rx_ring: u32,
+    /// netdev_max_backlog of kernel_deep.
+    #[arg(long, value_name = "N", default_value_t = 32768)]
+    deep_backlog: u64,
+    /// Extra lcmp-switch argument (repeatable; may start with '-').
+    #[arg(long, value_name = "ARG", allow_hyphen_values = true)]
+    switch_arg: Vec<String>,
+    /// Latency probes per path.
+    #[arg(long, value_name = "N", default_value_t = 3000)]
+    probe_count: u64,
+    /// Gap between probes in microseconds.
+    #[arg(long, value_name = "US", default_value_t = 1000)]
+    probe_gap_us: u64,
+    /// Idle-CPU window in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    idle_secs: u64,
+    /// iperf3 time on the chain in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    chain_duration: u64,
+    /// iperf3 time on 2dc-3path in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    dense_duration: u64,
+    /// iperf3 -b per stream on 2dc-3path [unlimited].
+    #[arg(long, value_name = "RATE")]
+    dense_rate: Option<String>,
+    /// Runs per testbed mode (0 runs one).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    testbed_runs: usize,
+    /// Flag limit on (max-min)/median, in percent.
+    #[arg(long, value_name = "P", default_value_t = 10.0)]
+    spread_limit_pct: f64,
+    /// What to run; anything but all prints the JSON and does not write --out.
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = Only::All)]
+    only: Only,
+    /// The JSON report [target/bench/forwarding.json].
+    #[arg(long, value_name = "PATH")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Napi {
+    /// d0's NAPI in a kthread pinned to --fwd-cpu.
+    Threaded,
+    /// The same, SCHED_FIFO 1.
+    ThreadedFifo,
+    /// The veth default: receive in the generator's softirq.
+    Inline,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Only {
+    /// Everything.
+    All,
+    /// The rate and latency cases, no testbeds.
+    Rates,
+    /// The kernel/switch pairs alone (no references, latency or testbeds).
+    Pairs,
+    /// The switch's pairs.
+    Switch,
+    /// The kernel's pairs.
+    Kernel,
+    /// The 5-hop chain testbed.
+    Chain,
+    /// The 2dc-3path testbed.
+    Dense,
+}
+
+fn positive_secs(s: &str) -> std::result::Result<Duration, String> {
+    let secs: f64 = s.parse().map_err(|_| "expected seconds, e.g. 3 or 0.5")?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err("must be positive".into());
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| e.to_string())
+}
+
+fn frame_size(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse() {
+        Ok(n @ 42..=1514) => Ok(n),
+        _ => Err("a size is 42..=1514 (an Ethernet frame without FCS)".into()),
+    }
+}
 
 struct Opts {
     s: Settings,
@@ -159,127 +305,47 @@ struct Opts {
     out: PathBuf,
 }
 
-fn parse_args(args: &[String]) -> std::result::Result<Option<Opts>, String> {
-    let mut kv: HashMap<&str, String> = HashMap::new();
-    let mut switch_args = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "-h" || a == "--help" {
-            return Ok(None);
-        }
-        let Some(k) = a.strip_prefix("--") else {
-            return Err(format!("unexpected argument {a:?}"));
-        };
-        let (k, inline) = match k.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (k, None),
-        };
-        const KEYS: [&str; 18] = [
-            "duration",
-            "pairs",
-            "sizes",
-            "gen-cpu",
-            "fwd-cpu",
-            "switch-napi",
-            "switch-rx-ring",
-            "deep-backlog",
-            "switch-arg",
-            "probe-count",
-            "probe-gap-us",
-            "idle-secs",
-            "chain-duration",
-            "dense-duration",
-            "dense-rate",
-            "testbed-runs",
-            "spread-limit-pct",
-            "only",
-        ];
-        if !KEYS.contains(&k) && k != "out" {
-            return Err(format!("unknown option --{k}"));
-        }
-        let v = match inline {
-            Some(v) => v,
-            None => it
-                .next()
-                .ok_or_else(|| format!("--{k} needs a value"))?
-                .clone(),
-        };
-        if k == "switch-arg" {
-            switch_args.push(v);
-        } else {
-            kv.insert(k, v);
+impl Opts {
+    /// The run `a` asks for, with the defaults that depend on the machine
+    /// (--fwd-cpu) or the checkout (--out).
+    fn new(a: RunArgs) -> Opts {
+        let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let fwd_cpu = a.fwd_cpu.unwrap_or(if ncpu < 2 { a.gen_cpu } else { 1 });
+        Opts {
+            s: Settings {
+                duration: a.duration,
+                gen_cpu: a.gen_cpu,
+                fwd_cpu,
+                probe_count: a.probe_count,
+                probe_gap: Duration::from_micros(a.probe_gap_us),
+                switch_rx_ring: a.switch_rx_ring,
+                threaded_napi: a.switch_napi != Napi::Inline,
+                napi_fifo: a.switch_napi == Napi::ThreadedFifo,
+                switch_args: a.switch_arg.clone(),
+            },
+            pairs: a.pairs.max(1),
+            sizes: a.sizes,
+            deep_backlog: a.deep_backlog,
+            idle_secs: a.idle_secs,
+            tb: testbeds::TbSettings {
+                chain_duration: a.chain_duration,
+                dense_duration: a.dense_duration,
+                runs: a.testbed_runs.max(1),
+                dense_rate: a.dense_rate,
+                switch_args: a.switch_arg,
+            },
+            spread_limit: a.spread_limit_pct,
+            only: a
+                .only
+                .to_possible_value()
+                .expect("a derived ValueEnum names every variant")
+                .get_name()
+                .to_string(),
+            out: a
+                .out
+                .unwrap_or_else(|| lcmp_netlab::repo_root().join("target/bench/forwarding.json")),
         }
     }
-    fn get<T: std::str::FromStr>(
-        kv: &HashMap<&str, String>,
-        k: &str,
-        d: T,
-    ) -> std::result::Result<T, String> {
-        kv.get(k)
-            .map_or(Ok(d), |v| v.parse().map_err(|_| format!("bad --{k} {v:?}")))
-    }
-    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let gen_cpu = get(&kv, "gen-cpu", 0usize)?;
-    let fwd_cpu = get(&kv, "fwd-cpu", if ncpu < 2 { gen_cpu } else { 1 })?;
-    let sizes: Vec<usize> = match kv.get("sizes") {
-        Some(v) => v
-            .split(',')
-            .map(|x| x.trim().parse().map_err(|_| format!("bad size {x:?}")))
-            .collect::<std::result::Result<_, _>>()?,
-        None => vec![64, 1500],
-    };
-    if let Some(bad) = sizes.iter().find(|s| !(42..=1514).contains(*s)) {
-        return Err(format!("--sizes: {bad} is not 42..=1514"));
-    }
-    let napi = kv.get("switch-napi").map_or("threaded", String::as_str);
-    if !["threaded", "threaded-fifo", "inline"].contains(&napi) {
-        return Err(format!(
-            "--switch-napi must be threaded, threaded-fifo or inline, not {napi:?}"
-        ));
-    }
-    let only = kv.get("only").cloned().unwrap_or_else(|| "all".into());
-    if ![
-        "all", "rates", "pairs", "switch", "kernel", "chain", "dense",
-    ]
-    .contains(&only.as_str())
-    {
-        return Err(format!("--only: unknown {only:?}"));
-    }
-    let pairs = get(&kv, "pairs", 5usize)?.max(1);
-    let duration = get(&kv, "duration", 3.0f64)?;
-    if duration.is_nan() || duration <= 0.0 {
-        return Err("--duration must be positive".into());
-    }
-    Ok(Some(Opts {
-        s: Settings {
-            duration: Duration::from_secs_f64(duration),
-            gen_cpu,
-            fwd_cpu,
-            probe_count: get(&kv, "probe-count", 3000u64)?,
-            probe_gap: Duration::from_micros(get(&kv, "probe-gap-us", 1000u64)?),
-            switch_rx_ring: get(&kv, "switch-rx-ring", 32768u32)?,
-            threaded_napi: napi != "inline",
-            napi_fifo: napi == "threaded-fifo",
-            switch_args: switch_args.clone(),
-        },
-        pairs,
-        sizes,
-        deep_backlog: get(&kv, "deep-backlog", 32768u64)?,
-        idle_secs: get(&kv, "idle-secs", 5u64)?,
-        tb: testbeds::TbSettings {
-            chain_duration: get(&kv, "chain-duration", 10u64)?,
-            dense_duration: get(&kv, "dense-duration", 10u64)?,
-            runs: get(&kv, "testbed-runs", 3usize)?.max(1),
-            dense_rate: kv.get("dense-rate").cloned(),
-            switch_args,
-        },
-        spread_limit: get(&kv, "spread-limit-pct", 10.0f64)?,
-        only,
-        out: kv.get("out").map_or_else(
-            || lcmp_netlab::repo_root().join("target/bench/forwarding.json"),
-            PathBuf::from,
-        ),
-    }))
 }
 
 /// The --switch-napi mode of the settings.
@@ -721,40 +787,23 @@ fn run(o: &Opts) -> Result<Report> {
 #[global_allocator]
 static ALLOC: heap::Counting = heap::Counting;
 
-/// `lcmp-bench virtual-*`: `--help` printed, options parsed (exit 2 when
+/// `lcmp-bench virtual-*`: virtual-rotor's options parsed (exit 2 when
 /// they are wrong, as for the harness), the benchmark run.
-fn virtual_bench(name: &str, args: &[String]) -> ExitCode {
-    enum Bench {
-        Rotor(virtual_rotor::Options),
-        Chain(usize),
-    }
-    let parsed = match name {
-        "virtual-rotor" => virtual_rotor::parse_args(args).map(|o| o.map(Bench::Rotor)),
-        _ => match args {
-            [] => Ok(Some(Bench::Chain(20))),
-            [h] if h == "-h" || h == "--help" => Ok(None),
-            [k, v] if k == "--bursts" => v
-                .parse()
-                .map(|n| Some(Bench::Chain(n)))
-                .map_err(|_| format!("bad --bursts {v:?}")),
-            _ => Err(format!("unexpected arguments {args:?}")),
+fn virtual_bench(bench: VirtualBench) -> ExitCode {
+    let (name, result) = match bench {
+        VirtualBench::VirtualRotor { args } => match virtual_rotor::parse_args(&args) {
+            Ok(Some(o)) => ("virtual-rotor", virtual_rotor::main(&o)),
+            // --help after other words, which clap passed on.
+            Ok(None) => {
+                println!("{}", virtual_rotor::HELP);
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                eprintln!("lcmp-bench virtual-rotor: {e} (see --help)");
+                return ExitCode::from(2);
+            }
         },
-    };
-    let result = match parsed {
-        Ok(Some(Bench::Rotor(o))) => virtual_rotor::main(&o),
-        Ok(Some(Bench::Chain(bursts))) => virtual_chain::main(bursts),
-        Ok(None) => {
-            let help = match name {
-                "virtual-rotor" => virtual_rotor::HELP,
-                _ => virtual_chain::HELP,
-            };
-            println!("{help}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("lcmp-bench {name}: {e} (see --help)");
-            return ExitCode::from(2);
-        }
+        VirtualBench::VirtualChain { bursts } => ("virtual-chain", virtual_chain::main(bursts)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -766,21 +815,24 @@ fn virtual_bench(name: &str, args: &[String]) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(name @ ("virtual-rotor" | "virtual-chain")) = args.first().map(String::as_str) {
-        return virtual_bench(name, &args[1..]);
-    }
-    let o = match parse_args(&args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{HELP}");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
+            let _ = e.print();
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            eprintln!("lcmp-bench: {e} (see --help)");
+            eprintln!(
+                "lcmp-bench: {} (see --help)",
+                lcmp_topology::cli::clap_error_line(&e)
+            );
             return ExitCode::from(2);
         }
     };
+    if let Some(bench) = cli.virtual_bench {
+        return virtual_bench(bench);
+    }
+    let o = Opts::new(cli.run);
     if !lcmp_netlab::is_root() {
         eprintln!("lcmp-bench: needs root (network namespaces, XDP)");
         return ExitCode::FAILURE;
@@ -825,4 +877,220 @@ fn main() -> ExitCode {
     }
     println!("{json}");
     ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lcmp-bench").chain(args.iter().copied()))
+    }
+
+    fn opts(args: &[&str]) -> Opts {
+        let cli = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        assert!(cli.virtual_bench.is_none(), "{args:?}");
+        Opts::new(cli.run)
+    }
+
+    /// The arguments scripts/bench-forwarding.sh passes to lcmp-bench for
+    /// `env` and `extra` ("$@"): the script run as it is, with a stand-in
+    /// for the release binary that prints them, one per line.
+    fn script_args(env: &[(&str, &str)], extra: &[&str]) -> Vec<String> {
+        let root = lcmp_netlab::repo_root();
+        let dir = std::env::temp_dir().join(format!("lcmp-bench-args-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("release")).unwrap();
+        let fake = dir.join("release/lcmp-bench");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let out = std::process::Command::new("bash")
+            .arg(root.join("scripts/bench-forwarding.sh"))
+            .args(extra)
+            // Only what the test sets: a caller's DURATION etc. must not leak in.
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("SKIP_BUILD", "1")
+            .env("CARGO_TARGET_DIR", &dir)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn every_option_bench_forwarding_sh_passes_parses() {
+        Cli::command().debug_assert();
+        let args = script_args(
+            &[
+                ("DURATION", "2.5"),
+                ("PAIRS", "7"),
+                ("GEN_CPU", "1"),
+                ("FWD_CPU", "0"),
+                ("PROBE_COUNT", "100"),
+                ("PROBE_GAP_US", "250"),
+                ("SWITCH_RX_RING", "4096"),
+                ("DEEP_BACKLOG", "1000"),
+                ("SWITCH_ARGS", "--loops=1 --policy ecmp"),
+                ("CHAIN_DURATION", "4"),
+                ("DENSE_DURATION", "6"),
+                ("DENSE_RATE", "200M"),
+                ("CHAIN_RUNS", "2"),
+                ("OUT", "/tmp/f.json"),
+                ("ONLY_SWITCH", "1"),
+                ("ONLY_KERNEL", "1"),
+            ],
+            // "$@" comes last: its --pairs replaces PAIRS's.
+            &["--sizes", "64, 1500,128", "--pairs", "2"],
+        );
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert!(
+            argv.contains(&"--only") && argv.contains(&"pairs"),
+            "{argv:?}"
+        );
+        let o = opts(&argv);
+        assert_eq!(o.s.duration, Duration::from_millis(2500));
+        assert_eq!(o.pairs, 2);
+        assert_eq!(o.sizes, [64, 1500, 128]);
+        assert_eq!((o.s.gen_cpu, o.s.fwd_cpu), (1, 0));
+        assert_eq!(o.s.probe_count, 100);
+        assert_eq!(o.s.probe_gap, Duration::from_micros(250));
+        assert_eq!(o.s.switch_rx_ring, 4096);
+        assert_eq!(o.deep_backlog, 1000);
+        let switch_args = ["--loops=1", "--policy", "ecmp"];
+        assert_eq!(o.s.switch_args, switch_args);
+        assert_eq!(o.tb.switch_args, switch_args);
+        assert_eq!((o.tb.chain_duration, o.tb.dense_duration), (4, 6));
+        assert_eq!(o.tb.dense_rate.as_deref(), Some("200M"));
+        assert_eq!(o.tb.runs, 2);
+        assert_eq!(o.out, PathBuf::from("/tmp/f.json"));
+        assert_eq!(o.only, "pairs");
+        // Not set: the defaults.
+        assert_eq!((o.s.threaded_napi, o.s.napi_fifo), (true, false));
+        assert_eq!((o.idle_secs, o.spread_limit), (5, 10.0));
+
+        for (var, only) in [
+            ("ONLY_SWITCH", "switch"),
+            ("ONLY_KERNEL", "kernel"),
+            ("ONLY_CHAIN", "chain"),
+            ("ONLY_DENSE", "dense"),
+        ] {
+            let args = script_args(&[(var, "1")], &[]);
+            assert_eq!(args, ["--only", only]);
+            assert_eq!(opts(&[&args[0], &args[1]]).only, only);
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let o = opts(&[]);
+        assert_eq!(o.s.duration, Duration::from_secs(3));
+        assert_eq!((o.pairs, o.sizes.as_slice()), (5, &[64, 1500][..]));
+        let one_cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) < 2;
+        assert_eq!((o.s.gen_cpu, o.s.fwd_cpu), (0, if one_cpu { 0 } else { 1 }));
+        assert_eq!((o.s.switch_rx_ring, o.deep_backlog), (32768, 32768));
+        assert_eq!((o.s.threaded_napi, o.s.napi_fifo), (true, false));
+        assert!(o.s.switch_args.is_empty());
+        assert_eq!(o.s.probe_count, 3000);
+        assert_eq!(o.s.probe_gap, Duration::from_millis(1));
+        assert_eq!(o.idle_secs, 5);
+        assert_eq!((o.tb.chain_duration, o.tb.dense_duration), (10, 10));
+        assert_eq!((o.tb.dense_rate, o.tb.runs), (None, 3));
+        assert_eq!((o.spread_limit, o.only.as_str()), (10.0, "all"));
+        assert_eq!(
+            o.out,
+            lcmp_netlab::repo_root().join("target/bench/forwarding.json")
+        );
+    }
+
+    #[test]
+    fn values_keep_the_hand_parsers_meaning() {
+        // --key=value, a repeat replaces (the list too), 0 pairs/runs run one.
+        let o = opts(&[
+            "--sizes=1500",
+            "--sizes",
+            "42,1514",
+            "--pairs=0",
+            "--testbed-runs",
+            "0",
+            "--switch-napi",
+            "threaded-fifo",
+            "--spread-limit-pct",
+            "12.5",
+            "--idle-secs",
+            "1",
+            "--switch-arg",
+            "-v",
+            "--switch-arg=--batch=8",
+        ]);
+        assert_eq!(o.sizes, [42, 1514]);
+        assert_eq!((o.pairs, o.tb.runs), (1, 1));
+        assert_eq!((o.s.threaded_napi, o.s.napi_fifo), (true, true));
+        assert_eq!((o.spread_limit, o.idle_secs), (12.5, 1));
+        assert_eq!(o.s.switch_args, ["-v", "--batch=8"]);
+        let o = opts(&["--switch-napi", "inline", "--only", "rates"]);
+        assert_eq!((o.s.threaded_napi, o.only.as_str()), (false, "rates"));
+
+        for bad in [
+            &["--duration", "0"][..],
+            &["--duration", "nan"],
+            &["--sizes", "64,41"],
+            &["--sizes", "1515"],
+            &["--switch-napi", "busy"],
+            &["--only", "latency"],
+            &["--pairs"],
+            &["--nope", "1"],
+            &["word"],
+            &["--pairs", "3", "virtual-chain"],
+        ] {
+            let e = parse(bad).err().unwrap_or_else(|| panic!("{bad:?} parsed"));
+            assert_eq!(e.exit_code(), 2, "{bad:?}");
+            assert!(
+                !lcmp_topology::cli::clap_error_line(&e).contains('\n'),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_virtual_benches_get_their_words() {
+        let words = "--tors 16 --slot 100us --rate=1Gbps --kind complete";
+        let mut argv = vec!["virtual-rotor"];
+        argv.extend(words.split_whitespace());
+        let Some(VirtualBench::VirtualRotor { args }) = parse(&argv).unwrap().virtual_bench else {
+            panic!("not virtual-rotor")
+        };
+        assert_eq!(args, words.split_whitespace().collect::<Vec<_>>());
+        let o = virtual_rotor::parse_args(&args).unwrap().unwrap();
+        assert_eq!((o.tors, o.slot_ns, o.mars), (16, 100_000, false));
+
+        for (argv, want) in [
+            (&["virtual-chain"][..], 20),
+            (&["virtual-chain", "--bursts", "50"], 50),
+            (&["virtual-chain", "--bursts=3"], 3),
+        ] {
+            let Some(VirtualBench::VirtualChain { bursts }) = parse(argv).unwrap().virtual_bench
+            else {
+                panic!("{argv:?}: not virtual-chain")
+            };
+            assert_eq!(bursts, want, "{argv:?}");
+        }
+        let e = parse(&["virtual-chain", "--help"]).err().unwrap();
+        assert_eq!(e.kind(), ErrorKind::DisplayHelp);
+        assert!(e.to_string().starts_with(virtual_chain::HELP));
+        let e = parse(&["virtual-rotor", "--help"]).err().unwrap();
+        assert!(e.to_string().starts_with(virtual_rotor::HELP));
+    }
 }
