@@ -44,7 +44,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 type Render = Arc<dyn Fn(Format) -> String + Send + Sync>;
 
 /// Serves `/metrics` on `addr` from a thread of its own and returns the
-/// address bound (pass port 0 to get a free port). `render` is called once
+/// address bound. The address is taken as given, never another port in
+/// its place (a static scrape config names it): pass port 0 to get a free
+/// port. An address in use fails naming what holds it ([`listener_on`]),
+/// as `address in use by "prometheus" (pid 812)`. `render` is called once
 /// per `GET /metrics`, on the connection's thread, and returns the
 /// exposition in the format the client accepts (for instance
 /// [`crate::metrics::render_as`] of fresh scrapes): OpenMetrics when its
@@ -55,13 +58,82 @@ pub fn serve<F>(addr: SocketAddr, render: F) -> io::Result<SocketAddr>
 where
     F: Fn(Format) -> String + Send + Sync + 'static,
 {
-    let listener = TcpListener::bind(addr)?;
+    let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
+        io::ErrorKind::AddrInUse => match listener_on(addr.port()) {
+            Some(holder) => io::Error::new(e.kind(), format!("address in use by {holder}")),
+            None => e,
+        },
+        _ => e,
+    })?;
     let bound = listener.local_addr()?;
     let render: Render = Arc::new(render);
     thread::Builder::new()
         .name("lcmp-metrics-http".into())
         .spawn(move || accept_loop(listener, render))?;
     Ok(bound)
+}
+
+/// The process listening on TCP `port` (on any address of this network
+/// namespace), as `"comm" (pid N)`; `None` if none is found, or its
+/// descriptors cannot be read (another user's process, without root).
+pub fn listener_on(port: u16) -> Option<String> {
+    let inodes: Vec<u64> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| listening_inodes(&table, port))
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    for proc_dir in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = proc_dir
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(proc_dir.path().join("fd")) else {
+            continue;
+        };
+        let holds = fds.flatten().any(|fd| {
+            std::fs::read_link(fd.path()).is_ok_and(|target| {
+                let target = target.to_string_lossy();
+                target
+                    .strip_prefix("socket:[")
+                    .and_then(|t| t.strip_suffix(']'))
+                    .and_then(|i| i.parse().ok())
+                    .is_some_and(|i: u64| inodes.contains(&i))
+            })
+        });
+        if holds {
+            let comm = std::fs::read_to_string(proc_dir.path().join("comm")).unwrap_or_default();
+            // The name is the process's to choose: echoed, not trusted.
+            return Some(format!(
+                "{} (pid {pid})",
+                lcmp_topology::echo(comm.trim_end_matches('\n'))
+            ));
+        }
+    }
+    None
+}
+
+/// The socket inodes of a `/proc/net/tcp{,6}` table listening on `port`:
+/// rows `sl local_address rem_address st ... inode`, the port in hex after
+/// the address, state `0A` LISTEN.
+fn listening_inodes(table: &str, port: u16) -> Vec<u64> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|row| {
+            let fields: Vec<&str> = row.split_whitespace().collect();
+            let local_port = fields.get(1)?.rsplit_once(':')?.1;
+            let listening = *fields.get(3)? == "0A";
+            (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+                .then(|| fields.get(9)?.parse().ok())
+                .flatten()
+        })
+        .collect()
 }
 
 /// Decrements the connection count when a connection's thread ends, also
@@ -415,6 +487,26 @@ mod tests {
             Err(400)
         );
         assert_eq!(path("\r\n\r\n"), Err(400));
+    }
+
+    /// Rows as the kernel writes `/proc/net/tcp`: 127.0.0.1:9464 (0x24F8)
+    /// listening (inode 31337), a connection from that port (31338) and a
+    /// listener on 0.0.0.0:9465 (31339).
+    #[test]
+    fn listening_sockets_are_found_by_port_and_state() {
+        let table = concat!(
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n",
+            "   0: 0100007F:24F8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0\n",
+            "   1: 0100007F:24F8 0100007F:A1B2 01 00000000:00000000 00:00000000 00000000     0        0 31338 1 0000000000000000 20 4 30 10 -1\n",
+            "   2: 00000000:24F9 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31339 1 0000000000000000 100 0 0 10 0\n",
+        );
+        assert_eq!(listening_inodes(table, 9464), [31337]);
+        assert_eq!(listening_inodes(table, 9465), [31339]);
+        assert_eq!(listening_inodes(table, 9466), Vec::<u64>::new());
+        assert_eq!(
+            listening_inodes("garbage\nno: fields\n", 9464),
+            Vec::<u64>::new()
+        );
     }
 
     #[test]

@@ -7,19 +7,27 @@
 //! gauges each time the registry is encoded. [`render`] does the whole
 //! round trip for a slice of results and returns the OpenMetrics text.
 //!
-//! Every series carries a `switch` label (the name the scrape was made
-//! under); per-port series add `port` (the interface name). Names follow
-//! the Prometheus conventions: base units in the name (bytes, seconds,
-//! bytes per second), `_total` on counters. A link rate is exposed in
-//! bytes per second rather than bits per second because `promtool check
-//! metrics` rejects `bits` as a non-base unit; dashboards multiply by 8.
+//! Every series but `lcmp_build_info` carries a `switch` label (the name
+//! the scrape was made under); per-port series add `port` (the interface
+//! name). Names follow the Prometheus conventions: base units in the name
+//! (bytes, seconds, bytes per second), `_total` on counters, `_info` on
+//! info families, `_timestamp_seconds` on points in time. A label
+//! partitions a family only where summing over it means something (drops
+//! by reason, frames by direction), so the parts of one thing (alpha and
+//! beta, kmin and kmax, q, t and d) are families of their own. A link rate
+//! is exposed in bytes per second rather than bits per second because
+//! `promtool check metrics` rejects `bits` as a non-base unit; dashboards
+//! multiply by 8.
 //!
 //! Counter and drop keys come from the switch's enums, so they are
 //! handled generically: drops and XDP verdicts are labels, counters this
 //! module has a family for go there, and any other counter key appears in
-//! `lcmp_port_other_events_total` / `lcmp_switch_other_events_total` with
-//! a `counter` label, so a counter added to the switch is exported before
-//! anyone writes a family for it.
+//! `lcmp_port_other_events_total` / `lcmp_switch_other_events_total` /
+//! `lcmp_rotor_other_events_total` with a `counter` label, so a counter
+//! added to the switch is exported before anyone writes a family for it.
+//!
+//! `dashboards/README.md` documents every family; a test holds the two
+//! equal.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -275,6 +283,8 @@ const SECONDS: Option<BaseUnit> = Some(BaseUnit::Seconds);
 const BYTES_PER_SECOND: Option<BaseUnit> = Some(BaseUnit::BytesPerSecond);
 
 families! {
+    BuildInfo: Info "lcmp_build" None,
+        "The exporter's version (lcmp-control's crate version): one series, value 1.";
     SwitchUp: Gauge "lcmp_switch_up" None,
         "1 if the switch's state was scraped, 0 if the scrape failed.";
     ScrapeDuration: Gauge "lcmp_scrape_duration_seconds" SECONDS,
@@ -283,8 +293,10 @@ families! {
         "The switch's path-selection policy.";
     SwitchUptime: Gauge "lcmp_switch_uptime_seconds" SECONDS,
         "Time since the switch started forwarding.";
-    PolicyWeight: Gauge "lcmp_policy_weight" None,
-        "LCMP weights: alpha of C_path and beta of C_cong (LCMP policies only).";
+    PolicyPathCostWeight: Gauge "lcmp_policy_path_cost_weight" None,
+        "alpha, the weight of C_path in the fused cost (LCMP policies only).";
+    PolicyCongestionCostWeight: Gauge "lcmp_policy_congestion_cost_weight" None,
+        "beta, the weight of C_cong in the fused cost (LCMP policies only).";
     RouteTableGeneration: Gauge "lcmp_route_table_generation" None,
         "Route table generation: 1 at start, +1 per table replacement.";
     SwitchPolls: Counter "lcmp_switch_polls" None,
@@ -329,12 +341,18 @@ families! {
         "Frames in the port's egress buffer.";
     PortDelayLinePackets: Gauge "lcmp_port_delay_line_packets" None,
         "Frames in the link emulation's delay line (sent by the shaper, not yet released).";
-    PortEcnThreshold: Gauge "lcmp_port_ecn_threshold_bytes" BYTES,
-        "ECN marking thresholds: marking starts above kmin, every ECT frame is marked above kmax (absent: marking off).";
+    PortEcnMinThreshold: Gauge "lcmp_port_ecn_min_threshold_bytes" BYTES,
+        "kmin: ECN marking starts above this queue (absent: marking off).";
+    PortEcnMaxThreshold: Gauge "lcmp_port_ecn_max_threshold_bytes" BYTES,
+        "kmax: every ECT frame is marked above this queue (absent: marking off).";
     PortCongestionCost: Gauge "lcmp_port_congestion_cost" None,
         "The port's fused congestion cost C_cong.";
-    PortCongestionScore: Gauge "lcmp_port_congestion_score" None,
-        "The parts of C_cong: queue level q, trend t, persistence d.";
+    PortCongestionQueueScore: Gauge "lcmp_port_congestion_queue_score" None,
+        "q, the queue-level score C_cong is fused from.";
+    PortCongestionTrendScore: Gauge "lcmp_port_congestion_trend_score" None,
+        "t, the queue-trend score C_cong is fused from.";
+    PortCongestionPersistenceScore: Gauge "lcmp_port_congestion_persistence_score" None,
+        "d, the persistence score C_cong is fused from.";
     PortEmulationRate: Gauge "lcmp_port_emulation_rate_bytes_per_second" BYTES_PER_SECOND,
         "Rate of the link the port emulates (0: line rate).";
     PortEmulationDelay: Gauge "lcmp_port_emulation_delay_seconds" SECONDS,
@@ -351,7 +369,7 @@ families! {
         "AF_XDP fill ring empty events.";
     PortXskTxInvalidDescriptors: Counter "lcmp_port_xsk_tx_invalid_descriptors" None,
         "Invalid AF_XDP TX descriptors.";
-    PortXskSocketInfo: Gauge "lcmp_port_xsk_socket_info" None,
+    PortXskSocketInfo: Info "lcmp_port_xsk_socket" None,
         "One series per AF_XDP socket of the port (an RX queue of its interface) with how it moves frames: bind_mode copy or zero-copy.";
     PortXskQueuePackets: Counter "lcmp_port_xsk_queue_packets" None,
         "Frames the switch received on an RX queue's socket, or queued for transmission on it (a port transmits on its first queue), by direction.";
@@ -412,9 +430,11 @@ families! {
     RotorSlot: Gauge "lcmp_rotor_slot" None,
         "The slot now, counted from the epoch (absent before an epoch is known).";
     RotorSlotLength: Gauge "lcmp_rotor_slot_length_seconds" SECONDS,
-        "Slot length Delta and reconfiguration Delta_r, by part (slot, reconfiguration).";
-    RotorEpoch: Gauge "lcmp_rotor_epoch_seconds" SECONDS,
-        "Start of slot 0, CLOCK_REALTIME seconds (absent before an epoch is known).";
+        "Slot length Delta.";
+    RotorSlotReconfiguration: Gauge "lcmp_rotor_slot_reconfiguration_seconds" SECONDS,
+        "Reconfiguration Delta_r at the start of every slot (no circuits meanwhile).";
+    RotorEpoch: Gauge "lcmp_rotor_epoch_timestamp_seconds" SECONDS,
+        "Start of slot 0, seconds since the Unix epoch (CLOCK_REALTIME; absent before an epoch is known).";
     RotorSlots: Counter "lcmp_rotor_slots" None,
         "Slots whose start the ToR met with frames waiting (the lateness samples).";
     RotorSlotLateness: Gauge "lcmp_rotor_slot_lateness_seconds" SECONDS,
@@ -429,8 +449,24 @@ families! {
         "A ToR's buffer, shared by its next-hop queues.";
     RotorDropped: Counter "lcmp_rotor_dropped_packets" None,
         "Frames a rotor network's switch dropped, by reason.";
-    RotorEvents: Counter "lcmp_rotor_events" None,
-        "Other counters of a rotor network's switch, by counter name.";
+    RotorQueuedPackets: Counter "lcmp_rotor_queued_packets" None,
+        "Frames a ToR put into its next-hop queues.";
+    RotorUplinkSentPackets: Counter "lcmp_rotor_uplink_sent_packets" None,
+        "Frames a ToR handed from its next-hop queues to an uplink.";
+    RotorSlotEndDeferrals: Counter "lcmp_rotor_slot_end_deferrals" None,
+        "Slots in which a ToR's queue head waited because it could not finish before the slot's end (once per uplink and slot).";
+    RotorLatePackets: Counter "lcmp_rotor_late_packets" None,
+        "Frames a ToR handed to an uplink after their serialization should have ended (the poll loop was late).";
+    RotorLate: Counter "lcmp_rotor_late_seconds" SECONDS,
+        "Total lateness of the frames lcmp_rotor_late_packets_total counts (divided by it: the mean).";
+    RotorDeliveredPackets: Counter "lcmp_rotor_delivered_packets" None,
+        "Frames a ToR delivered to a host port.";
+    RotorValiantDetourPackets: Counter "lcmp_rotor_valiant_detour_packets" None,
+        "Frames from hosts a ToR sent to a Valiant intermediate other than the destination's ToR.";
+    RotorTransitPackets: Counter "lcmp_rotor_transit_packets" None,
+        "Frames from an uplink a ToR queued onward (shift-routing transit, or the intermediate of a Valiant detour).";
+    RotorOther: Counter "lcmp_rotor_other_events" None,
+        "Counters of a rotor network's switch this exporter has no family for, by counter name.";
 }
 
 /// Per-port counter keys with a family of their own. The switch-wide
@@ -454,12 +490,36 @@ const SWITCH_COUNTERS: [(&str, F); 2] = [
     ("polls_with_rx", F::SwitchPollsWithRx),
 ];
 
+/// How a counter's value becomes a sample.
+type ToSample = fn(u64) -> Num;
+
+/// A rotor network switch's counter keys with a family of their own, and
+/// how a value becomes a sample (`_ns` keys are nanoseconds).
+const ROTOR_COUNTERS: [(&str, F, ToSample); 8] = [
+    ("queued", F::RotorQueuedPackets, Num::U),
+    ("sent_uplink", F::RotorUplinkSentPackets, Num::U),
+    ("deferred_slot_end", F::RotorSlotEndDeferrals, Num::U),
+    ("late_frames", F::RotorLatePackets, Num::U),
+    ("late_ns", F::RotorLate, seconds_of_ns),
+    ("delivered", F::RotorDeliveredPackets, Num::U),
+    ("valiant_detours", F::RotorValiantDetourPackets, Num::U),
+    ("transit", F::RotorTransitPackets, Num::U),
+];
+
+/// A rotor's switch-wide counter keys that are the sums of its ports'
+/// (exported per port): left out, as for the LCMP switch.
+const ROTOR_PORT_SUMS: [&str; 2] = ["rx_frames", "tx_frames"];
+
 type Labels = Vec<(&'static str, String)>;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Num {
     U(u64),
     F(f64),
+}
+
+fn seconds_of_ns(ns: u64) -> Num {
+    Num::F(ns as f64 / 1e9)
 }
 
 /// The series of every family, indexed by `F`.
@@ -481,6 +541,12 @@ impl Series {
 
 fn collect(scrapes: &[SwitchScrape]) -> Series {
     let mut out = Series(FAMILIES.iter().map(|_| Vec::new()).collect());
+    // The process's, not a switch's: the one series without `switch`.
+    out.u(
+        F::BuildInfo,
+        vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+        1,
+    );
     // A switch listed twice would produce duplicate series, which makes
     // the whole exposition invalid: the first result wins.
     let mut seen = HashSet::new();
@@ -536,13 +602,12 @@ fn collect_snapshot(out: &mut Series, sw: &str, s: &Snapshot) {
         1,
     );
     out.push(F::SwitchUptime, labels(), Num::F(s.uptime_ms as f64 / 1e3));
-    for (weight, value) in [("alpha", s.policy.alpha), ("beta", s.policy.beta)] {
+    for (family, value) in [
+        (F::PolicyPathCostWeight, s.policy.alpha),
+        (F::PolicyCongestionCostWeight, s.policy.beta),
+    ] {
         if let Some(v) = value {
-            out.u(
-                F::PolicyWeight,
-                vec![("switch", sw.to_string()), ("weight", weight.to_string())],
-                u64::from(v),
-            );
+            out.u(family, labels(), u64::from(v));
         }
     }
     out.u(F::RouteTableGeneration, labels(), s.table_generation);
@@ -628,16 +693,15 @@ fn collect_rotor(out: &mut Series, sw: &str, s: &crate::rotor::RotorStatus) {
         1,
     );
     out.push(F::SwitchUptime, labels(), Num::F(s.uptime_ns as f64 / 1e9));
-    for (part, ns) in [("slot", s.slot_ns), ("reconfiguration", s.reconfig_ns)] {
-        out.push(
-            F::RotorSlotLength,
-            with("part", part.into()),
-            Num::F(ns as f64 / 1e9),
-        );
-    }
+    out.push(F::RotorSlotLength, labels(), seconds_of_ns(s.slot_ns));
+    out.push(
+        F::RotorSlotReconfiguration,
+        labels(),
+        seconds_of_ns(s.reconfig_ns),
+    );
     if let Some(e) = s.epoch_unix_ns {
         out.u(F::RotorSlot, labels(), s.slot);
-        out.push(F::RotorEpoch, labels(), Num::F(e as f64 / 1e9));
+        out.push(F::RotorEpoch, labels(), seconds_of_ns(e));
     }
     if s.role == "tor" {
         out.u(F::RotorSlots, labels(), s.slots_seen);
@@ -678,8 +742,14 @@ fn collect_rotor(out: &mut Series, sw: &str, s: &crate::rotor::RotorStatus) {
     for (reason, n) in &s.drops {
         out.u(F::RotorDropped, with("reason", reason.clone()), *n);
     }
-    for (counter, n) in &s.counters {
-        out.u(F::RotorEvents, with("counter", counter.clone()), *n);
+    for (counter, &n) in &s.counters {
+        if ROTOR_PORT_SUMS.contains(&counter.as_str()) {
+            continue;
+        }
+        match ROTOR_COUNTERS.iter().find(|(k, ..)| k == counter) {
+            Some(&(_, family, value)) => out.push(family, labels(), value(n)),
+            None => out.u(F::RotorOther, with("counter", counter.clone()), n),
+        }
     }
     for p in &s.ports {
         let l = || with("port", p.name.clone());
@@ -743,26 +813,18 @@ fn collect_port(out: &mut Series, sw: &str, name: &str, p: &PortSnapshot) {
     out.u(F::PortQueuePackets, labels(), p.queue_frames);
     out.u(F::PortDelayLinePackets, labels(), p.in_flight);
     if let Some(ecn) = &p.ecn {
-        out.u(
-            F::PortEcnThreshold,
-            with("threshold", "kmin"),
-            ecn.kmin_bytes,
-        );
-        out.u(
-            F::PortEcnThreshold,
-            with("threshold", "kmax"),
-            ecn.kmax_bytes,
-        );
+        out.u(F::PortEcnMinThreshold, labels(), ecn.kmin_bytes);
+        out.u(F::PortEcnMaxThreshold, labels(), ecn.kmax_bytes);
     }
 
     let c = &p.congestion;
     out.u(F::PortCongestionCost, labels(), u64::from(c.c_cong));
-    for (component, value) in [("q", c.q), ("t", c.t), ("d", c.d)] {
-        out.u(
-            F::PortCongestionScore,
-            with("component", component),
-            u64::from(value),
-        );
+    for (family, value) in [
+        (F::PortCongestionQueueScore, c.q),
+        (F::PortCongestionTrendScore, c.t),
+        (F::PortCongestionPersistenceScore, c.d),
+    ] {
+        out.u(family, labels(), u64::from(value));
     }
 
     let e = &p.emulation;
@@ -889,7 +951,13 @@ mod tests {
                 "{}",
                 def.name
             );
+            // The encoder appends `_total` and `_info`; an info family is
+            // Kind::Info, never a gauge named like one.
             assert!(!def.name.ends_with("_total"), "{}", def.name);
+            assert!(!def.name.ends_with("_info"), "{}", def.name);
+            if def.name.ends_with("_timestamp_seconds") {
+                assert_eq!(def.unit, SECONDS, "{}", def.name);
+            }
             assert!(def.help.ends_with('.'), "{}", def.name);
             let (base, unit) = def.name_and_unit();
             assert_eq!(unit.is_some(), def.unit.is_some(), "{}", def.name);
@@ -906,14 +974,18 @@ mod tests {
             FAMILIES[F::ControlRefused as usize].name,
             "lcmp_control_refused_connections"
         );
-        assert_eq!(F::RotorEvents as usize, FAMILIES.len() - 1);
+        assert_eq!(F::RotorOther as usize, FAMILIES.len() - 1);
     }
 
     #[test]
     fn a_failed_scrape_exports_only_its_health() {
         let text = render(&[SwitchScrape::down("s9")]);
         let samples: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-        assert_eq!(samples, ["lcmp_switch_up{switch=\"s9\"} 0"]);
+        let build = format!(
+            "lcmp_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(samples, [build.as_str(), "lcmp_switch_up{switch=\"s9\"} 0"]);
         assert!(text.ends_with("# EOF\n"));
     }
 }

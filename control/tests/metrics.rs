@@ -17,6 +17,13 @@ use lcmp_control::snapshot::{
     XskStats,
 };
 
+/// The build's series: this crate's version (the exporter's).
+const BUILD_INFO: &str = concat!(
+    "lcmp_build_info{version=\"",
+    env!("CARGO_PKG_VERSION"),
+    "\"} 1"
+);
+
 fn map(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
     pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
 }
@@ -277,7 +284,15 @@ fn rotor_tor1() -> RotorStatus {
             })
             .collect(),
         drops: map(&[("queue_full", 3), ("no_epoch", 0)]),
-        counters: map(&[("delivered", 8)]),
+        // rx_frames is the sum of the ports' (exported per port); late_ns
+        // is 4.5 us over 3 late frames; frobs is a counter with no family.
+        counters: map(&[
+            ("delivered", 8),
+            ("late_frames", 3),
+            ("late_ns", 4_500),
+            ("rx_frames", 20),
+            ("frobs", 1),
+        ]),
         queues: vec![NextHopQueue {
             next_hop: 2,
             frames: 2,
@@ -297,8 +312,9 @@ fn a_rotor_network_switch_exports_its_slot_lateness_circuits_and_queues() {
         "lcmp_switch_up{switch=\"tor1\"} 1",
         "lcmp_rotor_info{switch=\"tor1\",role=\"tor\",index=\"1\",graph=\"complete\",routing=\"direct\"} 1",
         "lcmp_rotor_slot{switch=\"tor1\"} 12",
-        "lcmp_rotor_epoch_seconds{switch=\"tor1\"} 1700000000.0",
-        "lcmp_rotor_slot_length_seconds{switch=\"tor1\",part=\"reconfiguration\"} 0.0001",
+        "lcmp_rotor_epoch_timestamp_seconds{switch=\"tor1\"} 1700000000.0",
+        "lcmp_rotor_slot_length_seconds{switch=\"tor1\"} 0.001",
+        "lcmp_rotor_slot_reconfiguration_seconds{switch=\"tor1\"} 0.0001",
         "lcmp_rotor_slots_total{switch=\"tor1\"} 9",
         "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",stat=\"p99\"} 0.000031",
         "lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u0\"} 2",
@@ -306,13 +322,21 @@ fn a_rotor_network_switch_exports_its_slot_lateness_circuits_and_queues() {
         "lcmp_rotor_queue_packets{switch=\"tor1\",next_hop=\"2\"} 2",
         "lcmp_rotor_buffer_bytes{switch=\"tor1\"} 50000",
         "lcmp_rotor_dropped_packets_total{switch=\"tor1\",reason=\"queue_full\"} 3",
-        "lcmp_rotor_events_total{switch=\"tor1\",counter=\"delivered\"} 8",
+        "lcmp_rotor_delivered_packets_total{switch=\"tor1\"} 8",
+        "lcmp_rotor_late_packets_total{switch=\"tor1\"} 3",
+        "lcmp_rotor_late_seconds_total{switch=\"tor1\"} 0.0000045",
+        "lcmp_rotor_other_events_total{switch=\"tor1\",counter=\"frobs\"} 1",
+        "# UNIT lcmp_rotor_late_seconds seconds",
+        "# UNIT lcmp_rotor_epoch_timestamp_seconds seconds",
         "lcmp_port_tx_bytes_total{switch=\"tor1\",port=\"h0\"} 4000",
     ] {
         assert!(have.contains(line), "missing {line} in\n{text}");
     }
     // No circuit on u1 now: no sample rather than a made-up value.
     assert!(!text.contains("lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u1\"}"));
+    // Counters with a family, and the ports' sums, are not repeated by name.
+    assert!(!text.contains("counter=\"delivered\""), "{text}");
+    assert!(!text.contains("counter=\"rx_frames\""), "{text}");
 }
 
 fn lines(text: &str) -> HashSet<&str> {
@@ -324,13 +348,14 @@ fn openmetrics_exposition_of_a_known_snapshot() {
     let text = metrics::render(&scrapes());
     let have = lines(&text);
     let expected = [
+        BUILD_INFO,
         "lcmp_switch_up{switch=\"s1\"} 1",
         "lcmp_switch_up{switch=\"s2\"} 0",
         "lcmp_scrape_duration_seconds{switch=\"s1\"} 0.25",
         "lcmp_switch_info{switch=\"s1\",policy=\"lcmp\"} 1",
         "lcmp_switch_uptime_seconds{switch=\"s1\"} 12.5",
-        "lcmp_policy_weight{switch=\"s1\",weight=\"alpha\"} 3",
-        "lcmp_policy_weight{switch=\"s1\",weight=\"beta\"} 1",
+        "lcmp_policy_path_cost_weight{switch=\"s1\"} 3",
+        "lcmp_policy_congestion_cost_weight{switch=\"s1\"} 1",
         "lcmp_route_table_generation{switch=\"s1\"} 3",
         "lcmp_switch_polls_total{switch=\"s1\"} 5000",
         "lcmp_switch_polls_with_rx_total{switch=\"s1\"} 1200",
@@ -358,12 +383,12 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "lcmp_port_queue_bytes{switch=\"s1\",port=\"s1p0\"} 3000",
         "lcmp_port_queue_packets{switch=\"s1\",port=\"s1p0\"} 2",
         "lcmp_port_delay_line_packets{switch=\"s1\",port=\"s1p0\"} 4",
-        "lcmp_port_ecn_threshold_bytes{switch=\"s1\",port=\"s1p0\",threshold=\"kmin\"} 30000",
-        "lcmp_port_ecn_threshold_bytes{switch=\"s1\",port=\"s1p0\",threshold=\"kmax\"} 120000",
+        "lcmp_port_ecn_min_threshold_bytes{switch=\"s1\",port=\"s1p0\"} 30000",
+        "lcmp_port_ecn_max_threshold_bytes{switch=\"s1\",port=\"s1p0\"} 120000",
         "lcmp_port_congestion_cost{switch=\"s1\",port=\"s1p0\"} 3",
-        "lcmp_port_congestion_score{switch=\"s1\",port=\"s1p0\",component=\"q\"} 2",
-        "lcmp_port_congestion_score{switch=\"s1\",port=\"s1p0\",component=\"t\"} 1",
-        "lcmp_port_congestion_score{switch=\"s1\",port=\"s1p0\",component=\"d\"} 0",
+        "lcmp_port_congestion_queue_score{switch=\"s1\",port=\"s1p0\"} 2",
+        "lcmp_port_congestion_trend_score{switch=\"s1\",port=\"s1p0\"} 1",
+        "lcmp_port_congestion_persistence_score{switch=\"s1\",port=\"s1p0\"} 0",
         "lcmp_port_emulation_rate_bytes_per_second{switch=\"s1\",port=\"s1p0\"} 125000000.0",
         "lcmp_port_emulation_rate_bytes_per_second{switch=\"s1\",port=\"s1p1\"} 0.0",
         "lcmp_port_emulation_delay_seconds{switch=\"s1\",port=\"s1p0\"} 0.0025",
@@ -425,6 +450,9 @@ fn openmetrics_exposition_of_a_known_snapshot() {
         "# UNIT lcmp_port_emulation_rate_bytes_per_second bytes_per_second",
         "# TYPE lcmp_switch info",
         "# TYPE lcmp_switch_up gauge",
+        "# TYPE lcmp_build info",
+        "# TYPE lcmp_port_xsk_socket info",
+        "# UNIT lcmp_port_ecn_min_threshold_bytes bytes",
     ];
     let missing: Vec<&str> = expected
         .iter()
@@ -434,6 +462,10 @@ fn openmetrics_exposition_of_a_known_snapshot() {
     assert!(missing.is_empty(), "missing {missing:#?}\nin\n{text}");
 
     assert!(text.ends_with("\n# EOF\n"), "{text}");
+    // The parts of one thing are families, not label values of one.
+    for label in ["weight=", "threshold=", "component=", "part="] {
+        assert!(!text.contains(label), "{label} in\n{text}");
+    }
     // Port counters summed over the switch are not exported twice.
     assert!(!text.contains("counter=\"rx_frames\""), "{text}");
     assert!(!text.contains("counter=\"tx_frames\""), "{text}");
@@ -478,6 +510,8 @@ fn prometheus_text_exposition_names_counters_with_total() {
         "lcmp_port_departed_bytes_total{switch=\"s1\",port=\"s1p0\"} 69000",
         "# TYPE lcmp_switch_info gauge",
         "lcmp_switch_info{switch=\"s1\",policy=\"lcmp\"} 1",
+        "# TYPE lcmp_build_info gauge",
+        BUILD_INFO,
         "# TYPE lcmp_port_queue_bytes gauge",
         "lcmp_port_queue_bytes{switch=\"s1\",port=\"s1p0\"} 3000",
     ] {
@@ -530,7 +564,10 @@ fn check_structure(text: &str) {
                 _ => fam.clone(),
             };
             assert_eq!(name, want, "{line} outside its family");
-            assert!(labels.starts_with("{switch=\""), "{line}");
+            // The process's build is the one series that is no switch's.
+            if name != "lcmp_build_info" {
+                assert!(labels.starts_with("{switch=\""), "{line}");
+            }
             assert!(series.insert((name, labels)), "{line} twice");
         }
     }
@@ -634,6 +671,53 @@ fn every_metric_the_dashboard_queries_is_exported() {
             }
         }
     }
+}
+
+/// Every family the exporter can emit, by the name a query uses: the
+/// Prometheus text rendering declares every family of the table in
+/// `metrics.rs` (`# TYPE`), series or not.
+fn families() -> BTreeSet<String> {
+    metrics::render_as(&[], Format::PrometheusText)
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .map(|t| t.split(' ').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_family_is_in_the_dashboards_readme_and_the_readme_names_no_other() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dashboards/README.md");
+    let readme = std::fs::read_to_string(path).expect("dashboards/README.md");
+    let families = families();
+    // The walk found the table, not nothing: one family of each kind.
+    for f in [
+        "lcmp_build_info",
+        "lcmp_switch_up",
+        "lcmp_port_rx_bytes_total",
+        "lcmp_port_xsk_socket_info",
+        "lcmp_port_xsk_queue_packets_total",
+        "lcmp_port_memory_link_bytes_total",
+        "lcmp_rotor_epoch_timestamp_seconds",
+    ] {
+        assert!(families.contains(f), "{f} not in {families:?}");
+    }
+
+    let start = readme.find("\n## Metric families\n").expect("the section");
+    let section = &readme[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let documented: BTreeSet<String> = metric_names(section).into_iter().collect();
+    let undocumented: Vec<&String> = families.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "families missing from the table of dashboards/README.md: {undocumented:?}"
+    );
+
+    let named: BTreeSet<String> = metric_names(&readme).into_iter().collect();
+    let unknown: Vec<&String> = named.difference(&families).collect();
+    assert!(
+        unknown.is_empty(),
+        "dashboards/README.md names families the exporter does not have: {unknown:?}"
+    );
 }
 
 fn promtool() -> Option<PathBuf> {
@@ -840,4 +924,27 @@ fn a_panicking_renderer_fails_the_scrape_not_the_server() {
     assert_eq!(get().0, 500);
     let (status, _, body) = get();
     assert_eq!((status, body.as_slice()), (200, &b"# EOF\n"[..]));
+}
+
+/// An address in use is an error naming what holds it (here this very
+/// process), never a quiet move to another port.
+#[test]
+fn an_address_in_use_is_refused_naming_what_holds_it() {
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = held.local_addr().unwrap();
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap();
+    let holder = format!("{:?} (pid {})", comm.trim_end(), std::process::id());
+    assert_eq!(
+        lcmp_control::http::listener_on(addr.port()),
+        Some(holder.clone())
+    );
+    let err = lcmp_control::http::serve(addr, |_| String::new()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AddrInUse);
+    assert_eq!(err.to_string(), format!("address in use by {holder}"));
+    drop(held);
+    // Released: the same address is served as asked.
+    assert_eq!(
+        lcmp_control::http::serve(addr, |_| String::new()).unwrap(),
+        addr
+    );
 }

@@ -33,9 +33,21 @@ pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
     match opts.metrics_listen {
         Some(mut addr) => {
             // Another testbed's agent (or any exporter) may hold the
-            // default port: take a free one rather than fail.
-            if std::net::TcpListener::bind(addr).is_err() && addr.port() != 0 {
-                addr.set_port(0);
+            // default port: the testbed then asks for a free one and says
+            // so (`status` shows it). Any other address is the user's: the
+            // agent takes it as given or fails naming what holds it.
+            let default = super::DEFAULT_METRICS_LISTEN.parse().ok();
+            if Some(addr) == default {
+                if let Err(e) = std::net::TcpListener::bind(addr) {
+                    if e.kind() == std::io::ErrorKind::AddrInUse {
+                        let holder = lcmp_control::http::listener_on(addr.port())
+                            .unwrap_or_else(|| "another process".into());
+                        eprintln!(
+                            "lcmp-testbed: metrics: {addr} is in use by {holder}; the agent serves on a free port (lcmp-testbed status shows it)"
+                        );
+                        addr.set_port(0);
+                    }
+                }
             }
             argv.extend(["--metrics-listen".into(), addr.to_string()]);
         }
