@@ -480,12 +480,13 @@ impl<IO: PacketIo> RoceHost<IO> {
         self.received.clear();
     }
 
-    /// A PFC frame from the switch: pauses the host's data for the time it
-    /// gives (at the NIC's rate), or resumes it. A NIC pauses what it has
-    /// not started: the frame being serialized completes. ACKs, CNPs and
-    /// NAKs are not held (the simulator holds them too when they share the
-    /// data's priority; a host here that only sends data, as the 8-DC
-    /// replay's senders, is paused exactly).
+    /// A PFC frame from the switch: pauses the host's priority for the
+    /// time it gives (at the NIC's rate), or resumes it. A NIC pauses what
+    /// it has not started: the frame being serialized completes. The NIC
+    /// holds its ACKs, NAKs and CNPs too, as the simulator's does with
+    /// them in the data's priority (the artifact's `ACK_HIGH_PRIO 0`): a
+    /// paused host that receives (every host of a trace between any DCs)
+    /// would otherwise fill its switch port's headroom with them.
     #[inline(never)]
     fn on_pfc(&mut self, frame: Frame, now_ns: u64) {
         let Ok(pfc) = lcmp_wire::pfc::parse(self.io.frame(frame)) else {
@@ -496,6 +497,7 @@ impl<IO: PacketIo> RoceHost<IO> {
             None => {}
             Some(0) => {
                 self.end_pause(now_ns);
+                self.nic.resume(now_ns);
                 self.stats.pfc_resumes += 1;
             }
             Some(quanta) => {
@@ -505,6 +507,8 @@ impl<IO: PacketIo> RoceHost<IO> {
                     self.paused_since_ns = now_ns;
                 }
                 self.paused_until_ns = now_ns.saturating_add(ns);
+                // The NIC ends it itself when the time runs out.
+                self.nic.pause(now_ns, self.paused_until_ns);
                 self.stats.pfc_pauses += 1;
             }
         }

@@ -12,7 +12,10 @@
 //!   [`HOST_NIC_BUFFER_BYTES`]: the sender paces at line rate and hands a
 //!   data frame to the NIC only when its buffer is empty, so the NIC holds
 //!   answers (ACKs, CNPs) and one data frame, and the host link's buffer
-//!   belongs to the switch's port towards the host.
+//!   belongs to the switch's port towards the host. While PFC pauses the
+//!   host the answers to what it receives pile up there, as in the
+//!   simulator's NIC (which queues them without bound), so its pool has a
+//!   buffer for every ACK the NIC buffer holds ([`host_pool_frames`]).
 //! - What a switch's ports hold (their queues and what is on their links)
 //!   is kept as bytes, not in pool buffers ([`lcmp_switch::flight`]): a
 //!   network at full rate holds gigabytes on its long-haul links, and a
@@ -62,7 +65,7 @@ use lcmp_traffic::flows::{Arrivals, FlowSource};
 use lcmp_traffic::record::FlowRecord;
 use lcmp_traffic::rocev2::client::RoceOptions;
 use lcmp_traffic::rocev2::sender::ETHERNET_HEADER;
-use lcmp_traffic::rocev2::wire::{BTH_LEN, ICRC_LEN, IPV4_LEN, UDP_LEN};
+use lcmp_traffic::rocev2::wire::{AETH_LEN, BTH_LEN, ICRC_LEN, IPV4_LEN, UDP_LEN};
 
 use crate::host::{HostConfig, RoceHost};
 use crate::host_io;
@@ -123,8 +126,9 @@ pub struct VirtualOutcome {
     pub frame_hops: u64,
 }
 
-/// The most a host's NIC buffers, bytes (see the module docs).
-pub const HOST_NIC_BUFFER_BYTES: u64 = 64 * 1024;
+/// The most a host's NIC buffers, bytes (see the module docs): 16,913
+/// ACKs, the answers to 18 MB received, 1.45 ms at 100 Gbit/s.
+pub const HOST_NIC_BUFFER_BYTES: u64 = 1024 * 1024;
 /// Ring entries per direction of every memory link.
 pub const LINK_DEPTH: usize = 512;
 /// Frames per port a pool holds beyond its link's needs: what the peer
@@ -133,6 +137,8 @@ const POOL_SLACK: usize = LINK_DEPTH + 2 * defaults::BATCH;
 /// Bytes a frame adds to a RoCEv2 payload (Ethernet, IPv4, UDP, BTH, ICRC;
 /// the first packet's RETH aside).
 const FRAME_OVERHEAD: u64 = (ETHERNET_HEADER + IPV4_LEN + UDP_LEN + BTH_LEN + ICRC_LEN) as u64;
+/// An ACK's frame, the smallest a host queues: the overhead and its AETH.
+const ACK_FRAME_BYTES: u64 = FRAME_OVERHEAD + AETH_LEN as u64;
 /// What one slot of an egress queue or delay line takes, bytes.
 const EGRESS_SLOT_BYTES: u64 = 40;
 /// The slots an egress preallocates per queue at most (`Egress::new`).
@@ -156,6 +162,21 @@ pub fn pool_frames(rate_bps: u64, delay_ns: u64, buffer_bytes: u64, payload: u32
     let frame = u128::from(u64::from(payload) + FRAME_OVERHEAD);
     let frames = bytes.div_ceil(frame).min(u128::from(MAX_PORT_FRAMES)) as usize;
     frames + POOL_SLACK
+}
+
+/// Buffers a host's pool needs: its link's bandwidth-delay product in
+/// full data frames and the slack, as [`pool_frames`], and its NIC buffer
+/// in ACKs (a PFC pause holds them there; see the module docs).
+pub fn host_pool_frames(
+    rate_bps: u64,
+    delay_ns: u64,
+    nic_buffer_bytes: u64,
+    payload: u32,
+) -> usize {
+    let acks = nic_buffer_bytes
+        .div_ceil(ACK_FRAME_BYTES)
+        .min(MAX_PORT_FRAMES);
+    pool_frames(rate_bps, delay_ns, 0, payload) + acks as usize
 }
 
 /// What a network needs in memory before its first frame moves, bytes.
@@ -641,7 +662,7 @@ fn build(run: VirtualRun) -> Result<Built, String> {
         estimate.flow_bytes = estimate
             .flow_bytes
             .saturating_add(n_flows.saturating_mul(FLOW_BYTES));
-        let pool = pool_frames(
+        let pool = host_pool_frames(
             cfg.nic.rate_bps,
             cfg.nic.delay_ns,
             cfg.nic.buffer_bytes,

@@ -3,7 +3,7 @@
 //! expectation is worked out by hand below.
 
 use lcmp_control::Snapshot;
-use lcmp_engine::network::pool_frames;
+use lcmp_engine::network::{host_pool_frames, pool_frames};
 use lcmp_engine::network::{run_wall, WallOptions};
 use lcmp_engine::{run_virtual, HostTraffic, VirtualOutcome, VirtualRun};
 use lcmp_policy::{LcmpParams, Policy};
@@ -521,6 +521,13 @@ fn a_pool_holds_a_links_bandwidth_delay_product_and_buffer() {
     assert_eq!(pool_frames(8_000_000_000, 1_000_000, 1_000_000, 1000), 2531);
     // A link with no delay and no buffer: the slack alone.
     assert_eq!(pool_frames(100_000_000_000, 0, 0, 1000), 640);
+    // A host: the same link's 1 MB in flight as data frames (946) and the
+    // slack (640), and its 1 MiB NIC buffer in 62-byte ACKs (58 + a 4-byte
+    // AETH): ceil(1 048 576 / 62) = 16 913.
+    assert_eq!(
+        host_pool_frames(8_000_000_000, 1_000_000, 1 << 20, 1000),
+        946 + 640 + 16_913
+    );
 }
 
 #[test]

@@ -18,6 +18,7 @@ use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::mem_link::{mem_link, port_mac, MemoryLinks, Transfer};
 use lcmp_switch::node::Node;
+use lcmp_switch::pfc::ROCE_PRIORITY;
 use lcmp_switch::switch::Switch;
 use lcmp_topology::{Peer, Topology};
 use lcmp_traffic::client::Destination;
@@ -29,6 +30,7 @@ use lcmp_traffic::rocev2::wire::{
     Aeth, DataOpcode, Endpoints, Message, Reth, CREDIT_INVALID, ECN_ECT0, ROCEV2_PORT,
 };
 use lcmp_traffic::rocev2::{qpn_of, udp_sport_of};
+use lcmp_wire::pfc::Pfc;
 use proptest::prelude::*;
 
 type Io = LinkedIo<MemIo>;
@@ -559,27 +561,24 @@ fn malformed_frames_are_counted_and_dropped() {
     assert_eq!(host.stats().malformed, 7);
 }
 
-#[test]
-fn acks_go_before_data_waiting_for_the_nic() {
-    // a1 sends 4000 bytes to b from 0: First 1074 bytes, then three of
-    // 1058, paced at its 8 Gbit/s line (1 byte/ns), link delay 1 us. b (the
-    // test) sends a1 ten one-packet messages at 500 and one more at 2200;
-    // a1 answers each with a 62-byte ACK.
-    let (mut host, mut peer) = lone_host(vec![flow(1, 4000, 0)]);
-    let (mac, ip, gateway) = (
-        host.config().mac,
-        host.config().ip,
-        host.config().gateway_mac,
-    );
-    let burst: Vec<Vec<u8>> = (100..110).map(|qp| roce_qp(mac, ip, true, qp)).collect();
-    let mut inject = vec![(500, burst), (2200, vec![roce_qp(mac, ip, true, 110)])];
+/// Polls `host` at each of its wakes and `inject`'s times up to
+/// `until_ns`, sending each of `inject`'s frames from the test's end of
+/// the link at its time; returns what reached that end, when: `(t, 'D',
+/// psn)` for data, `(t, 'A', qp)` for an ACK, `(t, 'C', qp)` for a CNP.
+fn drive(
+    host: &mut RoceHost<Io>,
+    peer: &mut Io,
+    mut inject: Vec<(u64, Vec<Vec<u8>>)>,
+    until_ns: u64,
+) -> Vec<(u64, char, u32)> {
+    let gateway = host.config().gateway_mac;
     inject.reverse();
     let mut got = Vec::new();
     let mut t = 0;
-    while t <= 10_000 {
+    while t <= until_ns {
         if inject.last().is_some_and(|(at, _)| *at == t) {
             let (_, frames) = inject.pop().unwrap();
-            send(&mut peer, &frames);
+            send(peer, &frames);
         }
         host.poll(&mut || t);
         peer.flush();
@@ -598,6 +597,20 @@ fn acks_go_before_data_waiting_for_the_nic() {
         let next_inject = inject.last().map_or(u64::MAX, |(at, _)| *at);
         t = wake.min(next_inject).max(t + 1);
     }
+    got
+}
+
+#[test]
+fn acks_go_before_data_waiting_for_the_nic() {
+    // a1 sends 4000 bytes to b from 0: First 1074 bytes, then three of
+    // 1058, paced at its 8 Gbit/s line (1 byte/ns), link delay 1 us. b (the
+    // test) sends a1 ten one-packet messages at 500 and one more at 2200;
+    // a1 answers each with a 62-byte ACK.
+    let (mut host, mut peer) = lone_host(vec![flow(1, 4000, 0)]);
+    let (mac, ip) = (host.config().mac, host.config().ip);
+    let burst: Vec<Vec<u8>> = (100..110).map(|qp| roce_qp(mac, ip, true, qp)).collect();
+    let inject = vec![(500, burst), (2200, vec![roce_qp(mac, ip, true, 110)])];
+    let got = drive(&mut host, &mut peer, inject, 10_000);
     // The First leaves the NIC at 1074 (arrives 2074). The ten ACKs,
     // queued at 500 behind it, leave at 1074 + 62 k, k = 1..=10 (1136 to
     // 1694). The Middle due at 1074 waits for them: 1694 to 2752. The ACK
@@ -617,6 +630,35 @@ fn acks_go_before_data_waiting_for_the_nic() {
     ]);
     assert_eq!(got, want);
     assert_eq!(host.receiver().stats.acks_sent, 11);
+}
+
+#[test]
+fn a_paused_host_holds_its_acks_until_the_pause_ends() {
+    // a1's NIC: 8 Gbit/s (1 byte/ns), link delay 1 us. Its switch pauses
+    // it at 0 for 50 quanta of 512 bit times (3200 ns) and at 5000 for
+    // 65535 (4 194 240 ns), resumed at 7000; b (the test) sends it a
+    // one-packet message at 100 and one at 5100. Each 62-byte ACK waits
+    // for the end of its pause: 3200 to 3262 and 7000 to 7062, at b 1 us
+    // later. (Not held, they would reach b at 1162 and 6162.)
+    let (mut host, mut peer) = lone_host(Vec::new());
+    let (mac, ip, gateway) = (
+        host.config().mac,
+        host.config().ip,
+        host.config().gateway_mac,
+    );
+    let pfc = |quanta| lcmp_wire::pfc::frame(gateway, &Pfc::pause(ROCE_PRIORITY, quanta).unwrap());
+    let inject = vec![
+        (0, vec![pfc(50).to_vec()]),
+        (100, vec![roce_qp(mac, ip, true, 100)]),
+        (5000, vec![pfc(u16::MAX).to_vec()]),
+        (5100, vec![roce_qp(mac, ip, true, 101)]),
+        (7000, vec![pfc(0).to_vec()]),
+    ];
+    let got = drive(&mut host, &mut peer, inject, 20_000);
+    assert_eq!(got, [(4262, 'A', 100), (8062, 'A', 101)]);
+    let s = host.stats();
+    // Paused 0-3200 (its time ran out) and 5000-7000 (resumed).
+    assert_eq!((s.pfc_pauses, s.pfc_resumes, s.pfc_paused_ns), (2, 1, 5200));
 }
 
 proptest! {

@@ -1,8 +1,9 @@
 //! `lcmp-testbed experiment --engine virtual`: an FCT experiment with the
 //! whole network in one process on the virtual clock, through the CLI, with
 //! no root and no namespaces (fixtures/virtual-2dc.toml: a trace of five
-//! flows from a to b over topologies/2dc-3path.toml, LCMP and ECMP). The
-//! expected numbers are worked out by hand below.
+//! flows from a to b over topologies/2dc-3path.toml, LCMP and ECMP; and a
+//! trace between any two DCs over fixtures/3dc.toml). The expected numbers
+//! are worked out by hand below.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -612,4 +613,299 @@ fn the_trace_replays_on_the_wall_clock_no_faster_than_the_virtual_clock() {
     // The control sockets' directory (made as root) went with the run.
     assert!(!Path::new("/run/lcmp-testbed").join(&name).exists());
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A path in the repository.
+fn repo(rel: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+/// fixtures/3dc.toml: three DCs, one host each, each pair of DCs joined
+/// by one link of its own rate and delay.
+fn three_dcs() -> String {
+    fixture("3dc.toml").display().to_string()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The virtual-engine experiment replaying `trace` over `topo` between
+/// any two DCs (no --from/--to: every host sends and receives, each
+/// flow's ideal its own DC pair's), with `extra` flags.
+fn all_pairs(topo: &str, trace: &Path, extra: &[&str]) -> Output {
+    let trace = format!("--trace={}", trace.display());
+    let mut args = vec![
+        "experiment",
+        "--engine=virtual",
+        "--transport=rocev2",
+        "--trace-format=hpcc-flow",
+        &trace,
+        "--topology",
+        topo,
+    ];
+    args.extend_from_slice(extra);
+    testbed(&args)
+}
+
+/// Three lone one-packet flows, each between another pair of DCs, 100
+/// ms apart (each has ended long before the next starts), opened by
+/// comment lines as the artifact's all-pairs traces are. Host 0 is xa
+/// (DC1), 16 ya (DC2), 32 za (DC3).
+const ALL_PAIRS_TRACE: &str = "\
+# src dst pg dport size start_time
+3
+0 16 3 100 926 2.0
+16 32 3 100 496 2.1
+32 0 3 100 96 2.2
+";
+
+/// Each flow of [`ALL_PAIRS_TRACE`]: `(sender, receiver, src_dc, dst_dc,
+/// switch path, FCT, ideal)`, nanoseconds.
+///
+/// A one-packet flow's FCT is its path's RTT plus the serialization of
+/// its data frame and of the ACK at every hop (as in
+/// [`lone_flow_fct_ns`]): data = 74 bytes of headers (14 Ethernet, 20 IPv4,
+/// 8 UDP, 12 BTH, 16 RETH, 4 ICRC) + the payload padded to 4 bytes; ACK
+/// 62 bytes. Host links: 10 Gbit/s (0.8 ns/byte, rounded to the ns as
+/// the shaper rounds a departure) and 10 us, both ends.
+///
+/// The ideal is the pair's own: its base RTT (2 x (link + 2 x 10 us))
+/// + payload x 8 / its bottleneck (the link; the hosts are faster).
+///
+/// - xa -> ya, 926 bytes (frame 1002) over x-y, 1 Gbit/s (8 ns/byte), 5
+///   ms: RTT 10 040 000; data 802 + 8016 + 802 = 9620; ACK 50 + 496 + 50
+///   = 596; FCT 10 050 216. Ideal 10 040 000 + 926 x 8 = 10 047 408.
+/// - ya -> za, 496 bytes (frame 570) over y-z, 500 Mbit/s (16 ns/byte),
+///   10 ms: RTT 20 040 000; data 456 + 9120 + 456 = 10 032; ACK 50 + 992
+///   + 50 = 1092; FCT 20 051 124. Ideal 20 040 000 + 496 x 16 = 20 047 936.
+/// - za -> xa, 96 bytes (frame 170) over z-x, 200 Mbit/s (40 ns/byte), 8
+///   ms: RTT 16 040 000; data 136 + 6800 + 136 = 7072; ACK 50 + 2480 + 50
+///   = 2580; FCT 16 049 652. Ideal 16 040 000 + 96 x 40 = 16 043 840.
+///
+/// One ideal for all (say DC1-DC2's) would put the second flow near 2.
+const ALL_PAIRS_FLOWS: [(&str, &str, &str, &str, &str, u64, u64); 3] = [
+    ("xa", "ya", "DC1", "DC2", "x>y", 10_050_216, 10_047_408),
+    ("ya", "za", "DC2", "DC3", "y>z", 20_051_124, 20_047_936),
+    ("za", "xa", "DC3", "DC1", "z>x", 16_049_652, 16_043_840),
+];
+
+#[test]
+fn every_flow_of_a_trace_between_any_dcs_is_measured_against_its_own_pairs_ideal() {
+    let dir = scratch("all-pairs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("trace.txt");
+    std::fs::write(&trace, ALL_PAIRS_TRACE).unwrap();
+    let out = dir.join("out");
+    let o = all_pairs(
+        &three_dcs(),
+        &trace,
+        &[
+            "--policies",
+            "lcmp,ecmp",
+            "--drain",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    // Slowdowns by hand: 10 050 216 / 10 047 408, ...; the median is the
+    // first flow's (the second's is the smallest, the third's the largest).
+    let slowdowns: Vec<f64> = ALL_PAIRS_FLOWS
+        .iter()
+        .map(|f| f.5 as f64 / f.6 as f64)
+        .collect();
+    let summary = json(&out.join("summary.json"));
+    for (i, policy) in ["lcmp", "ecmp"].iter().enumerate() {
+        let file = out.join(format!("runs/trace-{policy}-seed1/flows.csv"));
+        // The record's columns as ever, the pair and the ideal after them.
+        let header: Vec<String> = csv::Reader::from_path(&file)
+            .unwrap()
+            .headers()
+            .unwrap()
+            .iter()
+            .map(String::from)
+            .collect();
+        assert_eq!(header[..3], ["id", "sender", "receiver"]);
+        assert_eq!(
+            header[12..],
+            [
+                "path",
+                "switch_path",
+                "reverse_switch_path",
+                "src_dc",
+                "dst_dc",
+                "ideal_ns"
+            ]
+        );
+        let rows = flows(&file);
+        assert_eq!(rows.len(), 3, "{policy}: {rows:?}");
+        for (row, (sender, receiver, src_dc, dst_dc, path, fct, ideal)) in
+            rows.iter().zip(ALL_PAIRS_FLOWS)
+        {
+            let got = |k: &str| row[k].as_str();
+            assert_eq!(
+                (got("sender"), got("receiver"), got("status")),
+                (sender, receiver, "ok"),
+                "{policy}: {row:?}"
+            );
+            assert_eq!((got("src_dc"), got("dst_dc")), (src_dc, dst_dc));
+            assert_eq!(got("switch_path"), path, "{policy}: {row:?}");
+            assert_eq!(got("fct_ns"), fct.to_string(), "{policy}: {row:?}");
+            assert_eq!(got("ideal_ns"), ideal.to_string(), "{policy}: {row:?}");
+        }
+        let run = &summary["runs"][i];
+        assert_eq!(run["policy"], *policy);
+        assert_eq!(run["flows_completed"], 3);
+        let median = run["median_slowdown"].as_f64().unwrap();
+        assert!((median - slowdowns[0]).abs() < 1e-12, "{policy}: {median}");
+        assert_eq!(run["share_below_ideal"], 0.0);
+    }
+    // Each pair's ideal, echoed: base RTT and bottleneck by hand.
+    let pairs: Vec<(String, String, u64, u64)> = summary["experiment"]["ideal"]["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["src_dc"].as_str().unwrap().to_string(),
+                p["dst_dc"].as_str().unwrap().to_string(),
+                p["base_rtt_ns"].as_u64().unwrap(),
+                p["bottleneck_bps"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let pair = |s: &str, d: &str, rtt, bps| (s.to_string(), d.to_string(), rtt, bps);
+    assert_eq!(
+        pairs,
+        [
+            pair("DC1", "DC2", 10_040_000, 1_000_000_000),
+            pair("DC2", "DC3", 20_040_000, 500_000_000),
+            pair("DC3", "DC1", 16_040_000, 200_000_000),
+        ]
+    );
+    // Calibration per pair, exact: the path's configured RTT, in us.
+    let cal = json(&out.join("calibration.json"));
+    let rtts: Vec<(&str, &str, u64)> = cal["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["from"].as_str().unwrap(),
+                p["to"].as_str().unwrap(),
+                p["paths"][0]["measured_rtt_us"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rtts,
+        [("x", "y", 10_040), ("y", "z", 20_040), ("z", "x", 16_040)]
+    );
+    assert_eq!(cal["ok"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn what_a_trace_between_any_dcs_cannot_run_is_one_line_naming_it() {
+    let dir = scratch("all-pairs-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f
+    };
+    // Host 48 is host 1 of DC 4; the network has three DCs. Line 5 of the
+    // file (two comments, the count, a good flow first).
+    let far = write(
+        "far.txt",
+        "# a\n# b\n2\n0 16 3 100 926 2.0\n48 0 3 100 926 2.1\n",
+    );
+    // Hosts 0 and 1 are both behind dc1 (8dc.toml, two hosts per DC):
+    // no path between them to measure an ideal on.
+    let local = write("local.txt", "1\n0 1 3 100 926 2.0\n");
+    let eight = repo("topologies/8dc.toml");
+    let t3 = three_dcs();
+    let cases: [(Output, String); 4] = [
+        (
+            all_pairs(&t3, &far, &["--check"]),
+            format!(
+                "{}:5: trace host id 48 (DC 4, host 1) is not in the testbed (3 DCs x 1 hosts)",
+                far.display()
+            ),
+        ),
+        (
+            all_pairs(&eight, &local, &["--hosts-per-dc", "2", "--check"]),
+            format!(
+                "{}:2: dc1h1 and dc1h2 are both behind dc1: a trace between any DCs needs each \
+                 flow to leave its switch (no path to measure its ideal on)",
+                local.display()
+            ),
+        ),
+        (
+            // From without to.
+            all_pairs(&t3, &far, &["--from", "x", "--check"]),
+            "from and to (--from, --to): the DC switches whose hosts send and receive; only \
+             a trace may leave both out, its flows then between any two DCs"
+                .to_string(),
+        ),
+        (
+            testbed(&[
+                "experiment",
+                "--transport",
+                "rocev2",
+                "--topology",
+                &t3,
+                "--trace",
+                far.to_str().unwrap(),
+                "--trace-format",
+                "hpcc-flow",
+                "--check",
+            ]),
+            "a trace between any DCs (no from and to) runs on a one-process engine (engine = \
+             \"virtual\" or \"wall\"); on the namespaces give from and to"
+                .to_string(),
+        ),
+    ];
+    for (o, want) in cases {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{want}: {}", text(&o));
+        assert_eq!(err.trim(), format!("lcmp-testbed: {want}"));
+    }
+    // A run refuses it alike, before it writes anything.
+    let out = dir.join("out");
+    let o = all_pairs(&t3, &far, &["--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_shipped_all_pairs_experiments_check() {
+    // The artifact's three traces over the simulator's network: 128 hosts
+    // in 8 DCs, every ordered DC pair (8 x 7 = 56) sending.
+    for (load, flows) in [("0.3", 2774), ("0.5", 4607), ("0.8", 5851)] {
+        let config = repo(&format!("experiments/8dc-allpairs-{load}.toml"));
+        let o = testbed(&["experiment", "--config", &config, "--check"]);
+        assert!(o.status.success(), "{load}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        for want in [
+            "engine virtual, transport rocev2, policies lcmp, ecmp, ucmp".to_string(),
+            "128 hosts; flows between any two DCs".to_string(),
+            "56 DC pairs".to_string(),
+            format!("(hpcc-flow): {flows} flows"),
+            "3 runs:".to_string(),
+        ] {
+            assert!(out.contains(&want), "{load}: {want:?} not in {out}");
+        }
+    }
 }

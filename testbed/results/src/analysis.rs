@@ -181,6 +181,18 @@ pub struct RunInput {
     /// switches; AF_XDP ring drops as `xsk_*`).
     #[serde(default)]
     pub switch_drops: BTreeMap<String, u64>,
+    /// Flows whose ideal is their own, by flow id: in a trace between any
+    /// two DCs each flow's is the minimum-delay path of its own DC pair.
+    /// The rest are measured against the run's ideal.
+    #[serde(default, skip_serializing_if = "HashMap::is_empty")]
+    pub flow_ideals: HashMap<u64, IdealModel>,
+}
+
+impl RunInput {
+    /// The ideal flow `id` is measured against: its own, else `run`'s.
+    pub fn ideal_of<'a>(&'a self, id: u64, run: &'a IdealModel) -> &'a IdealModel {
+        self.flow_ideals.get(&id).unwrap_or(run)
+    }
 }
 
 /// One direction of a switch-to-switch link: what `from`'s port toward
@@ -357,7 +369,7 @@ pub fn slowdown_samples(input: &RunInput, ideal: &IdealModel) -> Vec<SlowdownSam
                 FlowStatus::Unfinished => input.deadline_ns?.checked_sub(f.start_ns)?,
                 FlowStatus::Failed => return None,
             };
-            let s = ideal.slowdown(f.size_bytes, fct)?;
+            let s = input.ideal_of(f.id, ideal).slowdown(f.size_bytes, fct)?;
             s.is_finite().then_some((f.size_bytes, s))
         })
         .collect()
@@ -416,7 +428,8 @@ pub fn summarize_run_with_network(
         .filter(|f| !f.warmup && f.status == FlowStatus::Ok)
     {
         if let (Some(&i), Some(fct)) = (input.flow_paths.get(&f.id), f.fct_ns) {
-            if let (Some(v), Some(sd)) = (per_path.get_mut(i), ideal.slowdown(f.size_bytes, fct)) {
+            let sd = input.ideal_of(f.id, ideal).slowdown(f.size_bytes, fct);
+            if let (Some(v), Some(sd)) = (per_path.get_mut(i), sd) {
                 v.push(sd);
             }
         }
@@ -432,7 +445,11 @@ pub fn summarize_run_with_network(
         .flows
         .iter()
         .filter(|f| !f.warmup && f.status == FlowStatus::Ok)
-        .filter_map(|f| ideal.slowdown(f.size_bytes, f.fct_ns?))
+        .filter_map(|f| {
+            input
+                .ideal_of(f.id, ideal)
+                .slowdown(f.size_bytes, f.fct_ns?)
+        })
         .filter(|s| s.is_finite())
         .collect();
     let below = done.iter().filter(|&&s| s < 1.0).count();
@@ -1182,7 +1199,44 @@ pub(crate) mod tests {
             deadline_ns: None,
             transport_counters: BTreeMap::new(),
             switch_drops: BTreeMap::new(),
+            flow_ideals: HashMap::new(),
         }
+    }
+
+    #[test]
+    fn a_flows_own_ideal_is_what_its_slowdown_is_against() {
+        const I: u64 = 41_211_200; // the run's ideal of 14480 bytes
+                                   // Flow 1 has its own: 1 x 10 ms + 1000 bytes at 1 Gbit/s (8 us) =
+                                   // 10.008 ms, so its 20.016 ms is a slowdown of 2 (against the
+                                   // run's ideal of 1000 bytes, 40.12112 ms, it would be 0.4989).
+        let mut input = run("lcmp", 1, &[(14_480, 3 * I), (1000, 20_016_000)]);
+        let own = IdealModel {
+            rtts: 1.0,
+            mss_bytes: 1,
+            wire_bytes_per_segment: 1,
+            ..IdealModel::new(10_000_000, 1_000_000_000)
+        };
+        input.flow_ideals.insert(1, own.clone());
+        assert_eq!(input.ideal_of(1, &ideal()), &own);
+        assert_eq!(input.ideal_of(0, &ideal()), &ideal());
+        let samples = slowdown_samples(&input, &ideal());
+        assert_eq!(samples.len(), 2);
+        assert!(close(samples[0].1, 3.0) && close(samples[1].1, 2.0));
+        let s = summarize_run(&input, &ideal());
+        assert!(close_opt(s.median_slowdown, 2.5));
+        assert_eq!(s.share_below_ideal, Some(0.0));
+        // Both on dc2: its median is theirs.
+        assert!(close_opt(s.paths[0].median_slowdown, 2.5));
+        // The size buckets and the CDFs take the same slowdowns.
+        let summary = build_summary(serde_json::Value::Null, &[input.clone()], &ideal());
+        // (1000 bytes first.)
+        let medians = &summary.buckets[0].per_policy[0].medians;
+        assert!(
+            close_opt(medians[0], 2.0) && close_opt(medians[1], 3.0),
+            "{medians:?}"
+        );
+        let pooled = pooled_slowdowns(&[input], &ideal(), "websearch", 0.3);
+        assert!(close(pooled[0].1[0], 2.0) && close(pooled[0].1[1], 3.0));
     }
 
     #[test]

@@ -362,9 +362,16 @@ fn setup(out: &mut String, s: &Summary) {
     let definition = s.experiment["ideal"]["definition"]
         .as_str()
         .unwrap_or("the flow alone on the minimum-delay path");
+    // A model without a rate is no run-wide ideal: each flow has its own
+    // (a trace between any DCs: its DC pair's), which the definition says.
+    let ideal = if m.bottleneck_bps == 0 {
+        definition.to_string()
+    } else {
+        format!("{ideal}: {definition}")
+    };
     let _ = writeln!(
         out,
-        "Ideal FCT = {ideal}: {definition}. Slowdown = FCT / ideal, not clamped at 1 \
+        "Ideal FCT = {ideal}. Slowdown = FCT / ideal, not clamped at 1 \
          (\"below ideal\" counts completed flows under 1: a flow on a fatter \
          path than the minimum-delay one can beat the ideal). Flows still \
          unfinished when the drain bound ran out count at FCT = deadline - \

@@ -75,6 +75,9 @@ impl FromStr for TraceFormat {
 pub struct TraceFlow {
     /// Position among the trace's flows (0-based, file order).
     pub index: usize,
+    /// Its line in the file (1-based), for messages about it.
+    #[serde(default)]
+    pub line: usize,
     /// Simulator host ids.
     pub src_host: u32,
     pub dst_host: u32,
@@ -229,6 +232,7 @@ fn parse_fct(text: &str, file: &str) -> Result<Vec<TraceFlow>> {
         }
         flows.push(TraceFlow {
             index: flows.len(),
+            line,
             src_host: src,
             dst_host: dst,
             size_bytes: size,
@@ -299,6 +303,7 @@ fn parse_flow_file(text: &str, file: &str) -> Result<(Vec<TraceFlow>, usize)> {
         prev_start = start;
         flows.push(TraceFlow {
             index: flows.len(),
+            line,
             src_host: src,
             dst_host: dst,
             size_bytes: size,
@@ -363,7 +368,7 @@ impl Trace {
     /// index, receiver, size as in the trace (unscaled: the traffic client
     /// scales sizes itself) and start relative to the trace's first flow,
     /// as the emulation runs it (`scaling`'s time dilation). Fails on the
-    /// first host id the testbed lacks.
+    /// first host id the testbed lacks, naming the file and its line.
     pub fn schedules(
         &self,
         hosts: &HostMap,
@@ -371,8 +376,9 @@ impl Trace {
     ) -> Result<BTreeMap<String, Vec<ScheduleRow>>> {
         let mut out: BTreeMap<String, Vec<ScheduleRow>> = BTreeMap::new();
         for f in &self.relative().flows {
-            let sender = hosts.name(f.src_host)?;
-            let receiver = hosts.name(f.dst_host)?;
+            let name = |id| hosts.name(id).map_err(|e| at(&self.file, f.line, e));
+            let sender = name(f.src_host)?;
+            let receiver = name(f.dst_host)?;
             out.entry(sender.to_string())
                 .or_default()
                 .push(ScheduleRow {
@@ -529,6 +535,7 @@ mod tests {
             t.flows[0],
             TraceFlow {
                 index: 0,
+                line: 1,
                 src_host: 1,
                 dst_host: 122,
                 size_bytes: 58_600,
@@ -538,8 +545,9 @@ mod tests {
             }
         );
         assert_eq!((t.flows[1].src_host, t.flows[1].dst_host), (8, 120));
-        // The blank line does not count as a flow.
+        // The blank line does not count as a flow, but as a line.
         assert_eq!((t.flows[2].index, t.flows[2].src_host), (2, 12));
+        assert_eq!(t.flows[2].line, 4);
         assert_eq!(t.flows[2].dst_host, 125);
         let r = t.relative();
         let starts: Vec<u64> = r.flows.iter().map(|f| f.start_ns).collect();
@@ -600,6 +608,7 @@ mod tests {
             t.flows[1],
             TraceFlow {
                 index: 1,
+                line: 3,
                 src_host: 17,
                 dst_host: 130,
                 size_bytes: 1000,
@@ -637,6 +646,18 @@ mod tests {
         assert_eq!((t.flows[0].src_host, t.flows[0].dst_host), (25, 123));
         assert_eq!(t.flows[1].size_bytes, 44195);
         assert_eq!(t.flows[1].start_ns, 2_000_003_456);
+        assert_eq!((t.flows[0].line, t.flows[1].line), (4, 5));
+        // A host the testbed lacks is named with its line: host 25 is host
+        // 25 % 16 + 1 = 10 of DC 25 / 16 + 1 = 2, and DCs have 2 hosts.
+        assert_eq!(
+            t.schedules(
+                &HostMap::new(&eight_dc(2), ARTIFACT_HOSTS_PER_DC),
+                &lcmp_topology::Scaling::NONE
+            )
+            .unwrap_err()
+            .to_string(),
+            "t.txt:4: trace host id 25 (DC 2, host 10) is not in the testbed (8 DCs x 2 hosts)"
+        );
         // Errors still name the line as the file numbers it.
         assert_eq!(
             err(parse(
@@ -822,7 +843,7 @@ mod tests {
             t.schedules(&m, &lcmp_topology::Scaling::NONE)
                 .unwrap_err()
                 .to_string(),
-            "trace host id 2 (DC 1, host 3) is not in the testbed (8 DCs x 2 hosts)"
+            "t:1: trace host id 2 (DC 1, host 3) is not in the testbed (8 DCs x 2 hosts)"
         );
     }
 }

@@ -287,9 +287,13 @@ pub struct ExperimentConfig {
     /// LCMP beta.
     #[serde(default = "one_u32")]
     pub beta: u32,
-    /// Source DC switch: its hosts send.
+    /// Source DC switch: its hosts send. With a trace, `from` and `to`
+    /// may both be left out: its flows then go between any two DCs
+    /// ([`ExperimentConfig::all_pairs`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub from: String,
     /// Destination DC switch: its hosts receive.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub to: String,
     /// Workload names (websearch, alistorage, fbhadoop, googlerpc) or CDF
     /// files; not with `trace`.
@@ -531,11 +535,12 @@ pub struct ExperimentArgs {
     pub name: String,
     #[command(flatten)]
     pub topo: TopologyArgs,
-    /// Source DC switch (its hosts send).
-    #[arg(long = "from", required_unless_present = "config")]
+    /// Source DC switch (its hosts send). Without --from and --to a
+    /// --trace's flows go between any two DCs (one-process engines).
+    #[arg(long = "from", required_unless_present_any = ["config", "trace"])]
     pub from: Option<String>,
     /// Destination DC switch (its hosts receive).
-    #[arg(long = "to", required_unless_present = "config")]
+    #[arg(long = "to", required_unless_present_any = ["config", "trace"])]
     pub to: Option<String>,
     /// Workload name or CDF file (comma-separated for several).
     #[arg(long, value_delimiter = ',', required_unless_present_any = ["config", "trace"], conflicts_with = "trace")]
@@ -806,9 +811,17 @@ impl ExperimentConfig {
     }
 
     /// The DC switches that get generated hosts: the two that send and
-    /// receive.
-    pub fn host_switches(&self) -> Vec<String> {
-        vec![self.from.clone(), self.to.clone()]
+    /// receive, or every one (`None`) when a trace's flows go between any
+    /// two DCs.
+    pub fn host_switches(&self) -> Option<Vec<String>> {
+        (!self.all_pairs()).then(|| vec![self.from.clone(), self.to.clone()])
+    }
+
+    /// Whether the flows go between any two DCs: a trace, and neither
+    /// `from` nor `to` (every host may send and receive; each flow's ideal
+    /// is its own DC pair's).
+    pub fn all_pairs(&self) -> bool {
+        self.trace.is_some() && self.from.is_empty() && self.to.is_empty()
     }
 
     /// Refuses, in one line each, what the engine cannot run: on the
@@ -816,6 +829,12 @@ impl ExperimentConfig {
     /// configures the namespace engine's processes, kernels or links.
     fn check_engine(&self) -> Result<()> {
         if self.engine == Engine::Namespaces {
+            if self.all_pairs() {
+                return Err(Error::new(
+                    "a trace between any DCs (no from and to) runs on a one-process engine \
+                     (engine = \"virtual\" or \"wall\"); on the namespaces give from and to",
+                ));
+            }
             if self.pfc {
                 return Err(Error::new(
                     "pfc (--pfc): a one-process engine option (engine = \"virtual\" or \"wall\"); \
@@ -983,6 +1002,28 @@ impl ExperimentConfig {
         if let Some(cc) = &self.cc {
             crate::bed::check_congestion_control(cc)?;
         }
+        if self.all_pairs() {
+            if !self.reference.is_empty() {
+                return Err(Error::new(
+                    "[reference] (--reference) compares one DC pair's flows with the simulator's; \
+                     a trace between any DCs (no from and to) has none",
+                ));
+            }
+            // Hosts on every DC switch; the trace's hosts are checked
+            // against them as it is read.
+            return crate::bed::effective_topology(
+                self.topology.as_deref(),
+                self.hosts_per_dc,
+                None,
+                self.scaling(),
+            );
+        }
+        if self.from.is_empty() || self.to.is_empty() {
+            return Err(Error::new(
+                "from and to (--from, --to): the DC switches whose hosts send and receive; \
+                 only a trace may leave both out, its flows then between any two DCs",
+            ));
+        }
         // The names first: the hosts are generated on them.
         let file_topo = load_topology(self.topology.as_deref())?;
         let topo = if [&self.from, &self.to]
@@ -992,7 +1033,7 @@ impl ExperimentConfig {
             crate::bed::effective_topology(
                 self.topology.as_deref(),
                 self.hosts_per_dc,
-                Some(&self.host_switches()),
+                self.host_switches().as_deref(),
                 self.scaling(),
             )?
         } else {

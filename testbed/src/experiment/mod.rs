@@ -8,6 +8,7 @@
 pub mod calibrate;
 pub mod config;
 pub mod framework;
+pub(crate) mod ideals;
 pub mod one_process;
 pub mod run;
 
@@ -79,8 +80,39 @@ pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
 /// Each sender's flows of a trace replay.
 type Schedules = std::collections::BTreeMap<String, Vec<trace::ScheduleRow>>;
 
+/// Who sends and who receives: `from`'s hosts to `to`'s (`pair`), or
+/// every host when a trace's flows go between any two DCs (`pair` is
+/// `None`; [`ExperimentConfig::all_pairs`]).
+pub(crate) struct Ends {
+    pub pair: Option<(SwitchId, SwitchId)>,
+    pub senders: Vec<String>,
+    pub receivers: Vec<String>,
+}
+
+impl Ends {
+    /// The ends of `cfg` in `topo`, its validated effective topology.
+    pub fn of(cfg: &ExperimentConfig, topo: &Topology) -> Ends {
+        if cfg.all_pairs() {
+            let all: Vec<String> = topo.hosts().iter().map(|h| h.name.clone()).collect();
+            return Ends {
+                pair: None,
+                senders: all.clone(),
+                receivers: all,
+            };
+        }
+        let from = topo.switch_by_name(&cfg.from).expect("validated").id;
+        let to = topo.switch_by_name(&cfg.to).expect("validated").id;
+        Ends {
+            pair: Some((from, to)),
+            senders: hosts_behind(topo, from),
+            receivers: hosts_behind(topo, to),
+        }
+    }
+}
+
 /// A trace's flows per sender, checked against the testbed: every sender
-/// a host of `from`, every receiver one of `to`.
+/// one of `senders` (`from`'s hosts), every receiver one of `receivers`
+/// (`to`'s; every host of the testbed when every DC sends).
 fn trace_schedules(
     cfg: &ExperimentConfig,
     topo: &Topology,
@@ -126,11 +158,22 @@ fn trace_schedules(
 pub fn check(cfg: &ExperimentConfig) -> Result<String> {
     use std::fmt::Write;
     let topo = cfg.validate()?;
-    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
-    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
-    let senders = hosts_behind(&topo, from);
-    let receivers = hosts_behind(&topo, to);
+    let Ends {
+        pair,
+        senders,
+        receivers,
+    } = Ends::of(cfg, &topo);
     let replay = trace_schedules(cfg, &topo, &senders, &receivers)?;
+    // Between any DCs: every pair's paths and ideal, as a run finds them.
+    let pairs = match &replay {
+        Some((t, schedules)) if pair.is_none() => Some(ideals::Ideals::of_pairs(
+            &topo,
+            cfg.transport,
+            t,
+            schedules,
+        )?),
+        _ => None,
+    };
     let switches = switch_settings(cfg, "ecmp");
     let base_spec = |policy: &str, seed: u64| run_spec(cfg, &switches, policy, seed, None);
     let (specs, trace_echo) = plan_runs(cfg, &topo, &senders, replay.as_ref(), None, &base_spec)?;
@@ -149,16 +192,34 @@ pub fn check(cfg: &ExperimentConfig) -> Result<String> {
         cfg.transport.name(),
         cfg.policies.join(", ")
     );
+    let ends = match pair {
+        Some(_) => format!(
+            "from {} ({} hosts) to {} ({} hosts)",
+            cfg.from,
+            senders.len(),
+            cfg.to,
+            receivers.len()
+        ),
+        None => "flows between any two DCs (every host sends and receives)".to_string(),
+    };
     let _ = writeln!(
         o,
-        "topology {topology}: {} switches, {} hosts; from {} ({} hosts) to {} ({} hosts)",
+        "topology {topology}: {} switches, {} hosts; {ends}",
         topo.switches().len(),
         topo.hosts().len(),
-        cfg.from,
-        senders.len(),
-        cfg.to,
-        receivers.len()
     );
+    if let Some(pairs) = &pairs {
+        let rtts = pairs.pair_base_rtts_ns();
+        let ms = |ns: Option<&u64>| ns.map_or(0.0, |&ns| ns as f64 / 1e6);
+        let _ = writeln!(
+            o,
+            "ideal per pair of the hosts' switches: {} pairs ({} DC pairs), base RTTs {:.3}-{:.3} ms",
+            rtts.len(),
+            pairs.dc_pairs(&topo),
+            ms(rtts.iter().min()),
+            ms(rtts.iter().max())
+        );
+    }
     let _ = writeln!(o, "scaling: {}", cfg.scaling());
     match &replay {
         Some((t, _)) => {
@@ -232,26 +293,45 @@ pub fn rate_per_sender(
     senders: &[String],
     load: f64,
 ) -> f64 {
-    let from = topo.switch_by_name(&cfg.from).expect("validated");
+    load * load_capacity_bps(topo, cfg, senders) / senders.len().max(1) as f64
+}
+
+/// What load 1.0 offers in all, bit/s: under `inter-dc` the rates of the
+/// source DC switch's links to other DCs (`from`'s; when every DC sends,
+/// every DC's), under `host-nic` the NIC rates of `senders` added up.
+fn load_capacity_bps(topo: &Topology, cfg: &ExperimentConfig, senders: &[String]) -> f64 {
     match cfg.load_definition {
         LoadDefinition::InterDc => {
-            // Its links to other DCs' switches (a DC modelled with its
-            // fabric: not those to its own spines).
-            let capacity: u64 = topo
-                .ports(from.id)
-                .iter()
-                .filter(|p| {
-                    p.peer_switch()
-                        .is_some_and(|s| from.dc.is_none() || topo.switch(s).dc != from.dc)
-                })
-                .map(|p| p.rate_bps)
-                .sum();
-            load * capacity as f64 / senders.len().max(1) as f64
+            let sources: Vec<&lcmp_topology::Switch> = if cfg.all_pairs() {
+                // Every switch with hosts behind it: of a DC with its
+                // fabric, the leaves have no such links, the DCI switch has.
+                topo.switches()
+                    .iter()
+                    .filter(|s| !hosts_behind(topo, s.id).is_empty())
+                    .collect()
+            } else {
+                vec![topo.switch_by_name(&cfg.from).expect("validated")]
+            };
+            let mut capacity = 0u64;
+            for from in sources {
+                // Its links to other DCs' switches (a DC modelled with its
+                // fabric: not those to its own spines).
+                capacity += topo
+                    .ports(from.id)
+                    .iter()
+                    .filter(|p| {
+                        p.peer_switch()
+                            .is_some_and(|s| from.dc.is_none() || topo.switch(s).dc != from.dc)
+                    })
+                    .map(|p| p.rate_bps)
+                    .sum::<u64>();
+            }
+            capacity as f64
         }
-        LoadDefinition::HostNic => {
-            let h = topo.host_by_name(&senders[0]).expect("sender exists");
-            load * h.rate_bps as f64
-        }
+        LoadDefinition::HostNic => senders
+            .iter()
+            .map(|h| topo.host_by_name(h).expect("sender exists").rate_bps as f64)
+            .sum(),
     }
 }
 
@@ -399,7 +479,7 @@ impl framework::Experiment for FctExperiment<'_> {
             name: cfg.name.clone(),
             topology: cfg.topology.clone(),
             hosts_per_dc: cfg.hosts_per_dc,
-            host_switches: Some(cfg.host_switches()),
+            host_switches: cfg.host_switches(),
             scaling: cfg.scaling(),
             switches: self.switches.clone(),
             // Set per connection by the clients (`lcmp-traffic --cc`): the
@@ -449,7 +529,7 @@ impl framework::Experiment for FctExperiment<'_> {
         // switches downstream choose (the ideal below rests on the
         // calibrated minimum-delay path end to end).
         let paths: Vec<PathSpec> = cal.first_hops();
-        let ideal = ideal_model(cfg.transport, &cal);
+        let ideal = ideal_model(cfg.transport, cal.base_rtt_ns, cal.bottleneck_bps);
         let failure = match &cfg.failure {
             Some(f) => {
                 let l = config::find_link(topo, &f.link)?;
@@ -554,12 +634,13 @@ impl framework::Experiment for FctExperiment<'_> {
             outcomes.len(),
             runs_started.elapsed().as_secs_f64()
         ));
+        let ideals = ideals::Ideals::One(ideals::Pair { cal, ideal });
         let results = Results {
             cfg: self.cfg,
+            topo: &self.topo,
             senders: &self.senders,
             receivers: &self.receivers,
-            cal: &cal,
-            ideal: &ideal,
+            ideals: &ideals,
             trace_echo,
             rates_per_sender,
             engine: json!({ "name": config::Engine::Namespaces.name() }),
@@ -571,10 +652,12 @@ impl framework::Experiment for FctExperiment<'_> {
 /// What `summary.json` echoes besides the runs, from either engine.
 struct Results<'a> {
     cfg: &'a ExperimentConfig,
+    /// The experiment's topology (names in the echo).
+    topo: &'a Topology,
     senders: &'a [String],
     receivers: &'a [String],
-    cal: &'a calibrate::Calibration,
-    ideal: &'a IdealModel,
+    /// The calibration and the ideals the slowdowns rest on.
+    ideals: &'a ideals::Ideals,
     /// The trace's echo (null without one).
     trace_echo: serde_json::Value,
     /// The offered rate per sender at each of `cfg.loads`.
@@ -592,6 +675,24 @@ fn write_results(
     say: &dyn Fn(&str),
 ) -> Result<analysis::Summary> {
     let cfg = r.cfg;
+    let ideal = r.ideals.run_ideal();
+    let mut ideal_echo = r.ideals.echo(r.topo);
+    ideal_echo["definition"] = serde_json::json!(match (cfg.transport, cfg.engine) {
+        (Transport::Tcp, _) => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck".to_string(),
+        (Transport::Rocev2, config::Engine::Namespaces) => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT".to_string(),
+        (Transport::Rocev2, engine) => {
+            let delays = if engine == config::Engine::Wall {
+                "configured delays, which the wall clock can only exceed"
+            } else {
+                "configured delays, exact on the virtual clock"
+            };
+            if cfg.all_pairs() {
+                format!("each flow's own, its DC pair's (`pairs`): base RTT of the minimum-delay path between its sender's and its receiver's switches ({delays}) + size (payload bytes, scaled) over that path's bottleneck: the simulator's standalone FCT per host pair (flows.csv: src_dc, dst_dc, ideal_ns)")
+            } else {
+                format!("base RTT of the minimum-delay path (its {delays}) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT")
+            }
+        }
+    });
     let mut inputs = Vec::new();
     // What every switch saw in each run (`networks[i]` is `inputs[i]`'s).
     let mut networks = Vec::new();
@@ -613,18 +714,8 @@ fn write_results(
             LoadDefinition::HostNic => "each sender offers load x its NIC rate (the LCMP artifact's definition)",
         },
         "rate_bps_per_sender": r.rates_per_sender,
-        "ideal": {
-            "base_rtt_ns": r.ideal.base_rtt_ns,
-            "bottleneck_bps": r.ideal.bottleneck_bps,
-            "path": r.cal.paths[r.cal.min_path].name,
-            "definition": match (cfg.transport, cfg.engine) {
-                (Transport::Tcp, _) => "2 x measured base RTT of the minimum-delay path (handshake + last byte and its acknowledgement) + ceil(size/1448) x 1514 bytes over its bottleneck",
-                (Transport::Rocev2, config::Engine::Namespaces) => "measured base RTT of the minimum-delay path + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-                (Transport::Rocev2, config::Engine::Virtual) => "base RTT of the minimum-delay path (its configured delays, exact on the virtual clock) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-                (Transport::Rocev2, config::Engine::Wall) => "base RTT of the minimum-delay path (its configured delays, which the wall clock can only exceed) + size (payload bytes, scaled) over its bottleneck: the simulator's standalone FCT",
-            },
-        },
-        "calibration": r.cal,
+        "ideal": ideal_echo,
+        "calibration": r.ideals.calibration_json(r.topo),
         "failures": failures,
         "transport": cfg.transport.name(),
         "size_scale": cfg.size_scale(),
@@ -632,12 +723,12 @@ fn write_results(
         "scaling": cfg.scaling().to_string(),
         "trace": r.trace_echo,
     });
-    let summary = analysis::build_summary_with_network(echo, &inputs, &networks, r.ideal);
+    let summary = analysis::build_summary_with_network(echo, &inputs, &networks, ideal);
     std::fs::write(
         out.join("summary.json"),
         serde_json::to_string_pretty(&summary).expect("summary serializes"),
     )?;
-    write_report(cfg, out, &summary, &inputs, r.ideal, say)?;
+    write_report(cfg, out, &summary, &inputs, ideal, say)?;
     Ok(summary)
 }
 
@@ -695,20 +786,20 @@ fn start_servers(
     Ok((servers, dsts))
 }
 
-/// The ideal FCT model the slowdowns rest on: the calibrated
+/// The ideal FCT model the slowdowns rest on: a calibrated
 /// minimum-delay path's base RTT and bottleneck, per transport.
-fn ideal_model(transport: Transport, cal: &calibrate::Calibration) -> IdealModel {
+fn ideal_model(transport: Transport, base_rtt_ns: u64, bottleneck_bps: u64) -> IdealModel {
     match transport {
         Transport::Tcp => IdealModel {
-            base_rtt_ns: cal.base_rtt_ns,
-            bottleneck_bps: cal.bottleneck_bps,
+            base_rtt_ns,
+            bottleneck_bps,
             ..IdealModel::default()
         },
         // The simulator's `standalone`: one base RTT + size over the
         // bottleneck (no handshake; the payload alone, per byte).
         Transport::Rocev2 => IdealModel {
-            base_rtt_ns: cal.base_rtt_ns,
-            bottleneck_bps: cal.bottleneck_bps,
+            base_rtt_ns,
+            bottleneck_bps,
             rtts: 1.0,
             mss_bytes: 1,
             wire_bytes_per_segment: 1,
@@ -754,9 +845,11 @@ fn plan_runs(
             .iter()
             .map(|f| cfg.scaling().size_bytes(f.size_bytes) as f64)
             .sum();
-        // Offered payload over the source DC's inter-DC capacity while the
-        // flows arrive (the load definition of the Poisson experiments).
-        let capacity = rate_per_sender(topo, cfg, &["x".to_string()], 1.0);
+        // Offered payload while the flows arrive over what load 1.0 offers
+        // (the load definition of the Poisson experiments; per NIC, the
+        // NICs of the hosts that send).
+        let sending: Vec<String> = schedules.keys().cloned().collect();
+        let capacity = load_capacity_bps(topo, cfg, &sending);
         let offered = if span_ns > 0 {
             bytes * 8.0 / (span_ns as f64 / 1e9) / capacity
         } else {
@@ -769,7 +862,10 @@ fn plan_runs(
             for policy in &cfg.policies {
                 let mut s = base_spec(policy, seed);
                 s.id = format!("{label}-{policy}-seed{seed}");
-                s.workload = label.clone();
+                // The file, labelled once where the runs are summed up, as
+                // a workload file is (a label's own stem would cut
+                // `traffic_WebSearch_8DC-0.3util` at its dot).
+                s.workload = t.file.clone();
                 s.duration_s = (span_ns as f64 / 1e9).max(1e-3);
                 s.schedules = Some(files.clone());
                 specs.push((load, s));
@@ -838,6 +934,7 @@ fn run_input(
         flows,
         transport_counters: meas.transport_counters.clone(),
         switch_drops: meas.switch_drops.clone(),
+        flow_ideals: Default::default(),
     }
 }
 

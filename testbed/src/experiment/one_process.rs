@@ -39,6 +39,7 @@ use lcmp_traffic::record::FlowRecord;
 use lcmp_traffic::rocev2::client::RoceOptions;
 use serde_json::json;
 
+use super::ideals::{Ideals, Pair};
 use super::run::{self, RunMeasurements, RunSpec};
 use super::{calibrate, config, framework, ExperimentConfig, Results, RunOutcome, ROCEV2_PORT};
 use crate::flow_paths::SwitchDecisions;
@@ -63,14 +64,26 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let network = bed::testbed_network(
         cfg.topology.as_deref(),
         cfg.hosts_per_dc,
-        Some(&cfg.host_switches()),
+        cfg.host_switches().as_deref(),
     )?;
-    let from = topo.switch_by_name(&cfg.from).expect("validated").id;
-    let to = topo.switch_by_name(&cfg.to).expect("validated").id;
-    let senders = super::hosts_behind(&topo, from);
-    let receivers = super::hosts_behind(&topo, to);
+    let super::Ends {
+        pair,
+        senders,
+        receivers,
+    } = super::Ends::of(cfg, &topo);
     let replay = super::trace_schedules(cfg, &topo, &senders, &receivers)?;
     let dsts = destinations(&topo, &receivers)?;
+    // One DC pair's calibration, or, when every DC sends, each pair's:
+    // the topology's RTTs, exact on this engine.
+    let ideals = match (pair, &replay) {
+        (Some((from, to)), _) => {
+            let cal = calibrate::configured(&topo, from, to)?;
+            let ideal = super::ideal_model(cfg.transport, cal.base_rtt_ns, cal.bottleneck_bps);
+            Ideals::One(Pair { cal, ideal })
+        }
+        (None, Some((t, schedules))) => Ideals::of_pairs(&topo, cfg.transport, t, schedules)?,
+        (None, None) => unreachable!("only a trace sends between any two DCs"),
+    };
 
     std::fs::create_dir_all(out.join("runs"))
         .map_err(|e| Error::new(format!("{}: {e}", out.display())))?;
@@ -78,10 +91,13 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         out.join("experiment.toml"),
         toml::to_string(cfg).expect("config serializes"),
     )?;
-    let cal = calibrate::configured(&topo, from, to)?;
-    write_calibration(&cal, cfg.engine, &out.join("calibration.json"))?;
-    let paths = cal.first_hops();
-    let ideal = super::ideal_model(cfg.transport, &cal);
+    write_calibration(
+        ideals.calibration_json(&topo),
+        cfg.engine,
+        &out.join("calibration.json"),
+    )?;
+    let paths = ideals.first_hops();
+    let ideal = ideals.run_ideal();
 
     let switches = super::switch_settings(cfg, "ecmp");
     let base_spec = |policy: &str, seed: u64| super::run_spec(cfg, &switches, policy, seed, None);
@@ -96,7 +112,8 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         wall_testbed: wall.then_some(cfg.name.as_str()),
         topo: &topo,
         network: &network,
-        src: from,
+        src: pair.map(|(from, _)| from),
+        ideals: &ideals,
         senders: &senders,
         dsts: &dsts,
         pfc: cfg.pfc,
@@ -114,10 +131,11 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
         ));
         let dir = out.join("runs").join(&spec.id);
         let (flows, meas, timing) = bed.run(spec, &dir)?;
-        let input = super::run_input(spec, *load, flows, &meas, &cal.notes, &paths);
+        let mut input = super::run_input(spec, *load, flows, &meas, ideals.notes(), &paths);
+        input.flow_ideals = ideals.flow_ideals(&topo, &input.flows);
         say(&format!(
             "{}  [{:.6} s of the network's clock in {:.2} s wall]",
-            super::run_line(&input, &meas.network, &ideal),
+            super::run_line(&input, &meas.network, ideal),
             timing.virtual_s,
             timing.wall_s
         ));
@@ -141,10 +159,10 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     ));
     let results = Results {
         cfg,
+        topo: &topo,
         senders: &senders,
         receivers: &receivers,
-        cal: &cal,
-        ideal: &ideal,
+        ideals: &ideals,
         trace_echo,
         rates_per_sender: cfg
             .loads
@@ -164,14 +182,10 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     super::write_results(results, outcomes, out, say)
 }
 
-/// `calibration.json`: the namespace engine's schema, with a note of what
-/// the configured RTTs are on `engine`.
-fn write_calibration(
-    cal: &calibrate::Calibration,
-    engine: config::Engine,
-    file: &Path,
-) -> Result<()> {
-    let mut v = serde_json::to_value(cal).expect("calibration serializes");
+/// `calibration.json`: the namespace engine's schema (`cal`; when every
+/// DC sends, per pair), with a note of what the configured RTTs are on
+/// `engine`.
+fn write_calibration(mut v: serde_json::Value, engine: config::Engine, file: &Path) -> Result<()> {
     v["engine"] = json!(engine.name());
     if engine == config::Engine::Wall {
         v["floor"] = json!(FLOOR_NOTE);
@@ -251,8 +265,11 @@ struct VirtualBed<'a> {
     topo: &'a Topology,
     /// The network as written, hosts included, that the engine runs.
     network: &'a Topology,
-    /// The source DC switch.
-    src: SwitchId,
+    /// The source DC switch; `None` when every DC sends.
+    src: Option<SwitchId>,
+    /// What the flows' slowdowns rest on (when every DC sends, the DC
+    /// pair of each flow, written beside it in `flows.csv`).
+    ideals: &'a Ideals,
     senders: &'a [String],
     dsts: &'a [Destination],
     /// Priority flow control on the switches that can keep it lossless.
@@ -334,13 +351,18 @@ impl VirtualBed<'_> {
             &mut flows,
             &mut meas.network,
         );
-        let dst_args: Vec<String> = self
-            .dsts
-            .iter()
-            .map(|d| format!("{}={}", d.name, d.addr))
-            .collect();
-        meas.network.transit_choices = Some(run::transit_choices(self.topo, self.src, &dst_args));
-        run::write_flows(&dir.join("flows.csv"), &flows)?;
+        let pairs = match self.src {
+            Some(src) => self
+                .dsts
+                .iter()
+                .filter_map(|d| Some((src, self.topo.host_by_name(&d.name)?.switch)))
+                .collect(),
+            None => self.ideals.pairs(),
+        };
+        meas.network.transit_choices = Some(run::transit_choices(self.topo, pairs));
+        run::write_flows(&dir.join("flows.csv"), &flows, |f| {
+            self.ideals.columns(self.topo, f)
+        })?;
         Ok((flows, meas, timing))
     }
 
@@ -427,14 +449,22 @@ impl VirtualBed<'_> {
             .iter()
             .map(|d| d.as_ref().map(|m| m.keys().map(|&p| (p, 0)).collect()))
             .collect();
-        let src_name = &self.topo.switch(self.src).name;
-        let src = switches.iter().find(|(n, _)| n == src_name).map(|(_, s)| s);
+        // Every DC sends: every switch is a source, and no one switch's
+        // ports are the paths.
+        let is_src = |name: &str| self.src.is_none_or(|s| self.topo.switch(s).name == name);
         RunMeasurements {
-            port_tx_bytes: departed[self.src.0].clone().unwrap_or_default(),
+            port_tx_bytes: self
+                .src
+                .and_then(|s| departed[s.0].clone())
+                .unwrap_or_default(),
             window_s,
             notes: Vec::new(),
             failure_at_s: None,
-            failovers: src.map_or(0, |s| s.flows.failovers),
+            failovers: switches
+                .iter()
+                .filter(|(n, _)| is_src(n))
+                .map(|(_, s)| s.flows.failovers)
+                .sum(),
             network: NetworkInput {
                 links: run::link_loads(self.topo, &zero, &departed),
                 flow_log_lost: run::flow_log_lost_of(switches),

@@ -554,13 +554,17 @@ pub fn run_one(
     annotate_paths(
         topo,
         &decisions,
-        src,
+        Some(src),
         spec.transport,
         &mut flows,
         &mut meas.network,
     );
-    meas.network.transit_choices = Some(transit_choices(topo, src, env.dsts));
-    write_flows(&dir.join("flows.csv"), &flows)?;
+    let pairs = env
+        .dsts
+        .iter()
+        .filter_map(|d| Some((src, topo.host_by_name(d.split_once('=')?.0)?.switch)));
+    meas.network.transit_choices = Some(transit_choices(topo, pairs));
+    write_flows(&dir.join("flows.csv"), &flows, |_| None::<()>)?;
     for (_, path) in &clients {
         let _ = std::fs::remove_file(path);
     }
@@ -684,18 +688,22 @@ fn read_client_flows(clients: &[(Bg, PathBuf)]) -> Result<Vec<FlowRecord>> {
 }
 
 /// Each flow's path as the decision logs tell it: `path` (the neighbour
-/// behind the port the source switch `src` logged), `switch_path` and
+/// behind the port the source switch `src` logged; without one, when
+/// every DC sends, the flow's sender's switch), `switch_path` and
 /// `reverse_switch_path` end to end; the flows after warm-up whose paths
 /// the logs do not complete are tallied in `network`.
 pub(super) fn annotate_paths(
     topo: &Topology,
     decisions: &[Option<SwitchDecisions>],
-    src: SwitchId,
+    src: Option<SwitchId>,
     transport: Transport,
     flows: &mut [FlowRecord],
     network: &mut NetworkInput,
 ) {
     for f in flows {
+        let Some(src) = src.or_else(|| Some(topo.host_by_name(&f.sender)?.switch)) else {
+            continue;
+        };
         let tuple = f
             .src
             .parse::<SocketAddr>()
@@ -725,30 +733,40 @@ pub(super) fn annotate_paths(
     }
 }
 
-/// Writes the run's merged `flows.csv`.
-pub(super) fn write_flows(merged: &Path, flows: &[FlowRecord]) -> Result<()> {
+/// Writes the run's merged `flows.csv`: every [`FlowRecord`] with, where
+/// `extra` gives them, more columns after its own (which stay as they
+/// are: readers take the record's columns by name).
+pub(super) fn write_flows<E: serde::Serialize>(
+    merged: &Path,
+    flows: &[FlowRecord],
+    extra: impl Fn(&FlowRecord) -> Option<E>,
+) -> Result<()> {
     let mut wr = csv::Writer::from_path(merged)
         .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
     for f in flows {
-        wr.serialize(f)
-            .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
+        match extra(f) {
+            Some(e) => wr.serialize((f, e)),
+            None => wr.serialize(f),
+        }
+        .map_err(|e| Error::new(format!("{}: {e}", merged.display())))?;
     }
     wr.flush()?;
     Ok(())
 }
 
-/// The switches after `src` that choose a next hop toward any receiver
-/// of `dsts` (`NAME=ADDR:PORT`), by name in topology order.
-pub(super) fn transit_choices(topo: &Topology, src: SwitchId, dsts: &[String]) -> Vec<String> {
-    let mut tos: Vec<SwitchId> = dsts
-        .iter()
-        .filter_map(|d| Some(topo.host_by_name(d.split_once('=')?.0)?.switch))
-        .collect();
-    tos.sort();
-    tos.dedup();
-    let mut choosing: Vec<SwitchId> = tos
+/// The switches after the source that choose a next hop, over every
+/// (source switch, destination switch) of `pairs`, by name in topology
+/// order.
+pub(super) fn transit_choices(
+    topo: &Topology,
+    pairs: impl IntoIterator<Item = (SwitchId, SwitchId)>,
+) -> Vec<String> {
+    let mut pairs: Vec<(SwitchId, SwitchId)> = pairs.into_iter().collect();
+    pairs.sort();
+    pairs.dedup();
+    let mut choosing: Vec<SwitchId> = pairs
         .into_iter()
-        .flat_map(|to| flow_paths::transit_choices(topo, src, to))
+        .flat_map(|(src, to)| flow_paths::transit_choices(topo, src, to))
         .collect();
     choosing.sort();
     choosing.dedup();
@@ -1023,14 +1041,19 @@ mod tests {
             .unwrap()
             .with_generated_hosts(2, host)
             .unwrap();
-        let dc1 = t.switch_by_name("dc1").unwrap().id;
-        let dsts = [
-            "dc13h1=10.13.0.2:5001".to_string(),
-            "dc13h2=10.13.0.3:5001".to_string(),
-        ];
-        assert_eq!(transit_choices(&t, dc1, &dsts), ["dc3", "dc6"]);
+        let id = |n: &str| t.switch_by_name(n).unwrap().id;
+        let (dc1, dc3, dc13) = (id("dc1"), id("dc3"), id("dc13"));
+        // Two receivers behind DC13: one pair.
+        assert_eq!(
+            transit_choices(&t, [(dc1, dc13), (dc1, dc13)]),
+            ["dc3", "dc6"]
+        );
         // Toward DC3 itself nobody after DC1 chooses.
-        assert!(transit_choices(&t, dc1, &["dc3h1=10.3.0.2:5001".to_string()]).is_empty());
+        assert!(transit_choices(&t, [(dc1, dc3)]).is_empty());
+        assert_eq!(
+            transit_choices(&t, [(dc1, dc3), (dc1, dc13)]),
+            ["dc3", "dc6"]
+        );
     }
 
     #[test]
