@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use lcmp_traffic::cdf::{Cdf, BUILTIN};
@@ -416,27 +415,9 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match lcmp_topology::cli::parse_or_exit("lcmp-traffic") {
         Ok(cli) => cli,
-        Err(e) => {
-            return match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = e.print();
-                    ExitCode::SUCCESS
-                }
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = e.print();
-                    ExitCode::from(2)
-                }
-                _ => {
-                    eprintln!(
-                        "lcmp-traffic: {} (see --help)",
-                        lcmp_topology::cli::clap_error_line(&e)
-                    );
-                    ExitCode::from(2)
-                }
-            };
-        }
+        Err(code) => return code,
     };
     match cli.command {
         Command::Server(args) => server_main(args),

@@ -25,7 +25,6 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 use lcmp_netlab::xdp::{self, Action};
 use lcmp_netlab::{udp_send, Mac, Netns, UdpReceiver};
@@ -333,28 +332,9 @@ fn latency(a: &LatencyArgs) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match lcmp_topology::cli::parse_or_exit("lcmp-bench-tool") {
         Ok(cli) => cli,
-        Err(e) => {
-            return match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-                    let _ = e.print();
-                    ExitCode::SUCCESS
-                }
-                // No subcommand: the help, on stderr, as a usage error.
-                ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-                    let _ = e.print();
-                    ExitCode::from(2)
-                }
-                _ => {
-                    eprintln!(
-                        "lcmp-bench-tool: {} (see --help)",
-                        lcmp_topology::cli::clap_error_line(&e)
-                    );
-                    ExitCode::from(2)
-                }
-            };
-        }
+        Err(code) => return code,
     };
     let r = match &cli.command {
         Command::Gen(a) => gen(a),

@@ -15,7 +15,6 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use clap::error::ErrorKind;
 use clap::{Parser, ValueEnum};
 use lcmp_ebpf::{XdpMode, XdpSteering};
 
@@ -132,19 +131,9 @@ fn run(cli: Cli) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match lcmp_topology::cli::parse_or_exit("lcmp-xdp-attach") {
         Ok(cli) => cli,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!(
-                "lcmp-xdp-attach: {} (see --help)",
-                lcmp_topology::cli::clap_error_line(&e)
-            );
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

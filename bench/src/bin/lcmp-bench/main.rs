@@ -16,7 +16,6 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use clap::error::ErrorKind;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use lcmp_netlab::{release_binary, Error, Result};
 
@@ -815,19 +814,9 @@ fn virtual_bench(bench: VirtualBench) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli: Cli = match lcmp_topology::cli::parse_or_exit("lcmp-bench") {
         Ok(cli) => cli,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
-            let _ = e.print();
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!(
-                "lcmp-bench: {} (see --help)",
-                lcmp_topology::cli::clap_error_line(&e)
-            );
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if let Some(bench) = cli.virtual_bench {
         return virtual_bench(bench);
@@ -1088,7 +1077,7 @@ mod tests {
             assert_eq!(bursts, want, "{argv:?}");
         }
         let e = parse(&["virtual-chain", "--help"]).err().unwrap();
-        assert_eq!(e.kind(), ErrorKind::DisplayHelp);
+        assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp);
         assert!(e.to_string().starts_with(virtual_chain::HELP));
         let e = parse(&["virtual-rotor", "--help"]).err().unwrap();
         assert!(e.to_string().starts_with(virtual_rotor::HELP));
