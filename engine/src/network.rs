@@ -117,6 +117,10 @@ pub struct VirtualOutcome {
     /// Every switch's final snapshot (the stats-file schema), by switch
     /// name, in the topology's order.
     pub switches: Vec<(String, Snapshot)>,
+    /// Every host's final status ([`crate::host::HostStatus`] as JSON:
+    /// its counters, the sender's DCQCN and go-back-N totals, the
+    /// receiver's), by host name, in the order the hosts were built.
+    pub hosts: Vec<(String, serde_json::Value)>,
     /// Virtual time when the run ended, ns.
     pub end_ns: u64,
     /// Node polls the driver made (for the benchmark).
@@ -347,7 +351,16 @@ pub fn run_virtual_observed(
             serde_json::from_slice(json).map_err(|e| format!("switch {name}: status: {e}"))?;
         switches.push((name, snap));
     }
-    Ok(outcome(records, switches, ended_ns, polls))
+    let mut hosts = Vec::new();
+    for (name, i) in host_nodes {
+        let json = finals[i]
+            .as_ref()
+            .map_err(|e| format!("host {name}: status: {e}"))?;
+        let status =
+            serde_json::from_slice(json).map_err(|e| format!("host {name}: status: {e}"))?;
+        hosts.push((name, status));
+    }
+    Ok(outcome(records, switches, hosts, ended_ns, polls))
 }
 
 /// How a [`run_wall`] is watched while it runs.
@@ -414,12 +427,18 @@ pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, S
     let mut ended_ns = 0;
     let mut polls = 0;
     let mut switches = Vec::new();
+    let mut hosts = Vec::new();
     let mut by_host = Vec::new();
     let per_round = nodes.len() as u64 - 1;
     for n in nodes {
         match n {
             WallNode::Switch(name, mut d) => switches.push((name, d.finish())),
-            WallNode::Host(name, d) => by_host.push((name, d.node_ref().records().to_vec())),
+            WallNode::Host(name, mut d) => {
+                by_host.push((name.clone(), d.node_ref().records().to_vec()));
+                let status = serde_json::to_value(d.finish())
+                    .map_err(|e| format!("host {name}: status: {e}"))?;
+                hosts.push((name, status));
+            }
             WallNode::Until(mut u) => {
                 ended_ns = u.clock.now_ns().min(built.end_ns);
                 polls = u.rounds.saturating_mul(per_round);
@@ -434,13 +453,14 @@ pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, S
             .ok_or_else(|| format!("sender {name} is not a host node"))?;
         records.push(by_host.swap_remove(i));
     }
-    Ok(outcome(records, switches, ended_ns, polls))
+    Ok(outcome(records, switches, hosts, ended_ns, polls))
 }
 
 /// The outcome, with the frame-hops summed from the switches' counters.
 fn outcome(
     records: Vec<(String, Vec<FlowRecord>)>,
     switches: Vec<(String, Snapshot)>,
+    hosts: Vec<(String, serde_json::Value)>,
     end_ns: u64,
     polls: u64,
 ) -> VirtualOutcome {
@@ -451,6 +471,7 @@ fn outcome(
     VirtualOutcome {
         records,
         switches,
+        hosts,
         end_ns,
         polls,
         frame_hops,

@@ -151,6 +151,17 @@ fn a_trace_replays_on_the_virtual_clock_exactly_and_deterministically() {
             let snap = json(&dir.join(format!("switch-{sw}.json")));
             assert_eq!(snap["switch"], sw);
         }
+        // And every host's final counters: the trace's 926, 60,000,
+        // 20,000, 3,000 and 100,000 bytes are 1 + 60 + 20 + 3 + 100 = 184
+        // packets of at most 1,000 bytes, each sent once by a, received
+        // by b and acknowledged.
+        let hosts = json(&dir.join("hosts.json"));
+        let (a, b) = (&hosts["a"], &hosts["b"]);
+        assert_eq!(a["host"]["flows_completed"], 5, "{a}");
+        assert_eq!(a["sender"]["packets"], 184, "{a}");
+        assert_eq!(a["sender"]["retransmissions"], 0, "{a}");
+        assert_eq!(b["receiver"]["data_packets"], 184, "{b}");
+        assert_eq!(b["receiver"]["acks_sent"], 184, "{b}");
     }
 
     // Calibration: the topology's RTTs, exactly (2 x (one-way delay of
@@ -200,7 +211,7 @@ fn a_trace_replays_on_the_virtual_clock_exactly_and_deterministically() {
     let again = scratch("again");
     run_fixture(&again);
     for policy in ["lcmp", "ecmp"] {
-        let mut files = vec!["flows.csv".to_string()];
+        let mut files = vec!["flows.csv".to_string(), "hosts.json".to_string()];
         for sw in ["s1", "s2", "p1", "p2", "p3"] {
             files.push(format!("decisions-{sw}.csv"));
             files.push(format!("switch-{sw}.json"));

@@ -16,7 +16,8 @@
 //! calibration is the topology's own RTTs (exact on the virtual clock; on
 //! the wall clock frames never leave early, so the configured RTT is the
 //! floor; the flows' `min_rtt_us` say how far above it a run was);
-//! every switch's final snapshot is kept (`switch-<name>.json`), and its
+//! every switch's final snapshot is kept (`switch-<name>.json`) and every
+//! host's final counters (`hosts.json`, by host name), and the switches'
 //! counters, which cover the whole run, give the drops and the link loads;
 //! `summary.json` says which engine ran and each run's virtual and wall
 //! time.
@@ -339,6 +340,17 @@ impl VirtualBed<'_> {
             )
             .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
         }
+        // Every host's final counters in one file (a network has up to
+        // hundreds): DCQCN's ECN echoes and rate cuts, go-back-N's
+        // retransmissions, the NIC's drops and PFC pauses.
+        let hosts: serde_json::Map<String, serde_json::Value> =
+            outcome.hosts.iter().cloned().collect();
+        let file = dir.join("hosts.json");
+        std::fs::write(
+            &file,
+            serde_json::to_string_pretty(&hosts).expect("host statuses serialize"),
+        )
+        .map_err(|e| Error::new(format!("{}: {e}", file.display())))?;
         let mut meas = self.measurements(&outcome.switches, timing.virtual_s);
         let decisions = self.decision_logs(dir)?;
         let mut flows: Vec<FlowRecord> = outcome.records.into_iter().flat_map(|(_, r)| r).collect();
