@@ -228,7 +228,7 @@ pub fn status(name: &str) -> Result<Status> {
         .collect();
     if st.agent.is_some() && !crate::bed::agent_running(&st) {
         problems.push(format!(
-            "the agent is not running (`lcmp-testbed agent --name {name}` restarts it)"
+            "the agent is not running (`lcmp-testbed agent --testbed {name}` restarts it)"
         ));
     }
     Ok(Status {

@@ -73,7 +73,7 @@ pub enum SwitchProcesses {
     /// core (switch i on loop i mod cores), opening each switch's ports in
     /// its namespace: the default, as it takes about two thirds of the CPU
     /// per forwarded gigabit of a process per switch with emulated links
-    /// and a quarter of the drops at transit switches (README, "Switches
+    /// and a quarter of the drops at transit switches (docs/performance.md, "Switches
     /// per process").
     #[default]
     One,
@@ -340,7 +340,7 @@ pub fn check_free(name: &str) -> Result<()> {
     if State::path(name).exists() || !netns::list_with_prefix(&state::netns_prefix(name)).is_empty()
     {
         return Err(Error::new(format!(
-            "testbed {name:?} is already up: `lcmp-testbed down --name {name}` first, or pick another name"
+            "testbed {name:?} is already up: `lcmp-testbed down --testbed {name}` first, or pick another name"
         )));
     }
     Ok(())

@@ -11,12 +11,44 @@ use lcmp_topology::{out, outln};
 
 use super::say;
 
+/// Which testbed a command acts on: `--testbed NAME` (`--name` as an
+/// alias, the old spelling), or the one testbed that is up.
+#[derive(Args, Debug, Clone)]
+pub struct Selector {
+    /// The testbed (default: the one that is up; with several up, name
+    /// one).
+    #[arg(long = "testbed", visible_alias = "name", value_name = "NAME")]
+    testbed: Option<String>,
+}
+
+impl Selector {
+    /// The testbed's name.
+    pub fn name(&self) -> Result<String> {
+        pick(self.testbed.as_deref(), &state::list())
+    }
+}
+
+/// `given`, or the only name of `up`; else an error that says what to do.
+fn pick(given: Option<&str>, up: &[String]) -> Result<String> {
+    match (given, up) {
+        (Some(name), _) => Ok(name.to_string()),
+        (None, [only]) => Ok(only.clone()),
+        (None, []) => Err(Error::new(
+            "no testbed is up (`lcmp-testbed up` starts one; --testbed NAME names one)",
+        )),
+        (None, several) => Err(Error::new(format!(
+            "{} testbeds are up ({}): name one with --testbed NAME",
+            several.len(),
+            several.join(", ")
+        ))),
+    }
+}
+
 /// `lcmp-testbed status`.
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    /// Testbed name.
-    #[arg(long)]
-    name: String,
+    #[command(flatten)]
+    testbed: Selector,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -25,9 +57,8 @@ pub struct StatusArgs {
 /// `lcmp-testbed exec`.
 #[derive(Args, Debug)]
 pub struct ExecArgs {
-    /// Testbed name.
-    #[arg(long)]
-    name: String,
+    #[command(flatten)]
+    testbed: Selector,
     /// Host or switch name in the topology.
     node: String,
     /// The command and its arguments (after `--`).
@@ -38,9 +69,8 @@ pub struct ExecArgs {
 /// `lcmp-testbed link`.
 #[derive(Args, Debug)]
 pub struct LinkArgs {
-    /// Testbed name.
-    #[arg(long)]
-    name: String,
+    #[command(flatten)]
+    testbed: Selector,
     /// The link between two switches: SWITCH-SWITCH (either order).
     link: String,
     /// Its new carrier state.
@@ -51,20 +81,18 @@ pub struct LinkArgs {
 /// `lcmp-testbed down`.
 #[derive(Args, Debug)]
 pub struct DownArgs {
-    /// Testbed name.
-    #[arg(long, required_unless_present = "all", conflicts_with = "all")]
-    name: Option<String>,
+    #[command(flatten)]
+    testbed: Selector,
     /// Remove every testbed (and any leftover lcmptb-* namespace).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "testbed")]
     all: bool,
 }
 
 /// `lcmp-testbed agent`.
 #[derive(Args, Debug)]
 pub struct AgentArgs {
-    /// Testbed name.
-    #[arg(long)]
-    name: String,
+    #[command(flatten)]
+    testbed: Selector,
     /// Stop the agent instead.
     #[arg(long)]
     stop: bool,
@@ -78,7 +106,7 @@ pub struct AgentArgs {
 
 /// `lcmp-testbed status`: exit code 1 unless the testbed is healthy.
 pub fn cmd_status(a: StatusArgs) -> Result<ExitCode> {
-    let s = status::status(&a.name)?;
+    let s = status::status(&a.testbed.name()?)?;
     if a.json {
         outln!(
             "{}",
@@ -96,7 +124,8 @@ pub fn cmd_status(a: StatusArgs) -> Result<ExitCode> {
 
 /// `lcmp-testbed exec`: the command's exit code.
 pub fn cmd_exec(a: ExecArgs) -> Result<ExitCode> {
-    let ExecArgs { name, node, cmd } = a;
+    let ExecArgs { testbed, node, cmd } = a;
+    let name = testbed.name()?;
     bed::require_root()?;
     let st = State::load(&name)?;
     let ns = state::netns_name(&name, &node);
@@ -124,7 +153,7 @@ pub fn cmd_exec(a: ExecArgs) -> Result<ExitCode> {
 /// `lcmp-testbed link`: fails or restores a link (veth or memory).
 pub fn cmd_link(a: LinkArgs) -> Result<ExitCode> {
     bed::require_root()?;
-    let st = State::load(&a.name)?;
+    let st = State::load(&a.testbed.name()?)?;
     let (topo, tb) = bed::attach(&st)?;
     let link = bed::find_link(&topo, &a.link)?;
     say(&bed::set_carrier(&st.name, &tb, link.id, a.state == "up")?);
@@ -137,7 +166,7 @@ pub fn cmd_down(a: DownArgs) -> Result<ExitCode> {
         bed::require_root()?;
         state::list()
     } else {
-        vec![a.name.expect("clap requires --name without --all")]
+        vec![a.testbed.name()?]
     };
     if a.all && names.is_empty() {
         say("no testbed is up");
@@ -163,7 +192,7 @@ pub fn cmd_list() -> Result<ExitCode> {
                 s.hosts.len(),
                 s.health
             ),
-            Err(e) => outln!("{n}\t(broken: {e}; `lcmp-testbed down --name {n}`)"),
+            Err(e) => outln!("{n}\t(broken: {e}; `lcmp-testbed down --testbed {n}`)"),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -172,11 +201,12 @@ pub fn cmd_list() -> Result<ExitCode> {
 /// `lcmp-testbed agent`: starts the agent unless it runs, or stops it.
 pub fn cmd_agent(a: AgentArgs) -> Result<ExitCode> {
     let AgentArgs {
-        name,
+        testbed,
         stop,
         metrics_listen,
         no_metrics,
     } = a;
+    let name = testbed.name()?;
     bed::require_root()?;
     let mut st = State::load(&name)?;
     if stop {
@@ -207,4 +237,29 @@ pub fn cmd_agent(a: AgentArgs) -> Result<ExitCode> {
         ));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick;
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_named_testbed_wins_and_the_only_one_up_is_the_default() {
+        assert_eq!(pick(Some("x"), &names(&["a", "b"])).unwrap(), "x");
+        assert_eq!(pick(Some("x"), &[]).unwrap(), "x");
+        assert_eq!(pick(None, &names(&["tb"])).unwrap(), "tb");
+    }
+
+    #[test]
+    fn none_or_several_up_without_a_name_say_what_to_do() {
+        let none = pick(None, &[]).unwrap_err().to_string();
+        assert!(none.contains("no testbed is up"), "{none}");
+        let two = pick(None, &names(&["a", "b"])).unwrap_err().to_string();
+        assert!(two.contains("2 testbeds are up (a, b)"), "{two}");
+        assert!(two.contains("--testbed NAME"), "{two}");
+    }
 }

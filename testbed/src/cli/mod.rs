@@ -37,11 +37,11 @@ enum Cmd {
     /// Show a testbed's switches, ports, links and health.
     Status(manage::StatusArgs),
     /// Run a command in a host's (or switch's) namespace, e.g.
-    /// `lcmp-testbed exec --name tb dc1h1 -- ping 10.8.0.2`.
+    /// `lcmp-testbed exec --testbed tb dc1h1 -- ping 10.8.0.2`.
     Exec(manage::ExecArgs),
     /// Fail or restore a link between two switches, as pulling or plugging
     /// its cable would: both ends see it down (a veth's carrier, or a
-    /// memory link's), e.g. `lcmp-testbed link --name tb p1-s2 down`.
+    /// memory link's), e.g. `lcmp-testbed link --testbed tb p1-s2 down`.
     Link(manage::LinkArgs),
     /// Remove a testbed: its switches, namespaces, veths and XDP programs.
     /// Works after `kill -9` of the tool or of a switch.

@@ -16,7 +16,12 @@ use super::say;
 #[derive(Args, Debug, Clone)]
 pub struct UpArgs {
     /// Testbed name: 1 to 16 of a-z, 0-9, _.
-    #[arg(long, default_value = "tb")]
+    #[arg(
+        long = "testbed",
+        visible_alias = "name",
+        value_name = "NAME",
+        default_value = "tb"
+    )]
     name: String,
     #[command(flatten)]
     topo: experiment::TopologyArgs,
@@ -119,8 +124,8 @@ pub fn cmd_up(a: UpArgs) -> Result<ExitCode> {
     let s = status::status(&st.name)?;
     out!("{}", status::render(&s));
     say(&format!(
-        "testbed {} is up; `lcmp-testbed exec --name {} HOST -- CMD` runs a command on a \
-         host, `lcmp-testbed down --name {}` removes it",
+        "testbed {} is up; `lcmp-testbed exec --testbed {} HOST -- CMD` runs a command on a \
+         host, `lcmp-testbed down --testbed {}` removes it",
         st.name, st.name, st.name
     ));
     Ok(ExitCode::SUCCESS)
@@ -166,7 +171,7 @@ fn up_rotor(a: &UpArgs, network: RotorNetwork, source: String) -> Result<ExitCod
     let s = status::status(&st.name)?;
     out!("{}", status::render(&s));
     say(&format!(
-        "rotor network {} is up; `lcmp-testbed exec --name {} h0x0 -- ping 10.1.0.2` runs a command on a host, `lcmp-testbed down --name {}` removes it",
+        "rotor network {} is up; `lcmp-testbed exec --testbed {} h0x0 -- ping 10.1.0.2` runs a command on a host, `lcmp-testbed down --testbed {}` removes it",
         st.name, st.name, st.name
     ));
     Ok(ExitCode::SUCCESS)
