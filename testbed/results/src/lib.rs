@@ -2,20 +2,32 @@
 //! measurements, with no root, no processes and no namespaces (files in,
 //! files out), so that all of it is tested by `cargo test` alone.
 //!
-//! - [`analysis`]: slowdowns, size buckets, aggregates over seeds, the
-//!   `summary.json` schema; [`report`]: `report.md` and the table printed
-//!   after a run; [`plots`]: the SVG and PNG figures.
-//! - [`trace`]: simulator traces to replay; [`fidelity`]: a run's results
-//!   against the simulator's (also `lcmp-testbed fidelity` on a run
-//!   directory).
+//! Models first, then one renderer per output format, each depending on
+//! the models and on [`format`](mod@format) and [`table`] only, never on another:
+//!
+//! - Models: [`analysis`] (slowdowns, size buckets, aggregates over seeds,
+//!   the `summary.json` schema), [`pairs`] (per DC pair of a trace
+//!   between any two DCs, and `pairs.csv`), [`paper`] (the paper's
+//!   claims), [`trace`] (simulator traces to replay), [`fidelity`] (a
+//!   run's results against the simulator's, or against another run;
+//!   `fidelity.json`), read from a run directory by [`run_dir`].
+//! - Renderers: [`report`] (markdown: `report.md`), [`text`] (what the
+//!   tools print), [`plots`] (the SVG and PNG figures); JSON and CSV are
+//!   the models' own serde forms.
 //! - [`rotor`]: rotor networks' designs, the throughput experiment's file,
 //!   bounds, report and chart, and the slot-boundary statistics.
 
 pub mod analysis;
 pub mod fidelity;
+pub mod format;
+pub mod pairs;
+pub mod paper;
 pub mod plots;
 pub mod report;
 pub mod rotor;
+pub mod run_dir;
+pub mod table;
+pub mod text;
 pub mod trace;
 
 /// What went wrong, in one line for the user (file, line, field).

@@ -50,7 +50,7 @@ pub const ROCEV2_ECN_FLOOR_BYTES: u64 = 2000;
 
 /// The switches' drop headroom under rocev2: the simulator's fabric is
 /// lossless (PFC), so a port drops only beyond 1000 times its buffer
-/// (README, RDMA-faithful experiments).
+/// (docs/experiments.md, RDMA-faithful experiments).
 pub const ROCEV2_DROP_HEADROOM: u64 = 1000;
 
 /// The switch settings of an experiment running `policy`: under rocev2
@@ -955,7 +955,8 @@ fn write_report(
         .iter()
         .filter_map(|p| p.strip_prefix(out).ok().map(Path::to_path_buf))
         .collect();
-    std::fs::write(out.join("report.md"), report::render_report(summary, &rel))?;
+    // With flows between many DC pairs, also the pair tables and pairs.csv.
+    report::write_report(out, summary, &rel).map_err(Error::new)?;
     if !cfg.reference.is_empty() {
         let (refs, reruns) = cfg.fidelity_references();
         let f = lcmp_results::fidelity::run_fidelity(out, &refs, &reruns).map_err(Error::new)?;

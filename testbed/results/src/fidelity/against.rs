@@ -15,57 +15,19 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use super::{
-    d_text, distance, flows_csv, has_any_flows_csv, load_summary, nothing_to_compare, our_samples,
-    read_flows, require_flows, s_text, selected_runs, sorted_slowdowns, Counted, Distance,
-    Selector,
-};
+use super::compute::{nothing_to_compare, selected_runs, Counted};
+use super::model::Selector;
+use super::stats::{distance, our_samples, sorted_slowdowns};
 use crate::analysis::{order_policies, quantile_sorted, IdealModel, RunSummary};
+use crate::run_dir::{flows_csv, has_any_flows_csv, load_summary, read_flows, require_flows};
 use crate::{Error, Result};
+
+pub use super::model::{AgainstPolicy, AgainstReport};
+pub use crate::text::render_against as render_text;
 
 /// The file the comparison is written to, in A: not `fidelity.json`,
 /// which is the reference mode's.
 pub const FILE: &str = "fidelity-against.json";
-
-/// One policy of both runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgainstPolicy {
-    pub policy: String,
-    /// The runs (seeds) pooled on each side.
-    pub run_runs: usize,
-    pub against_runs: usize,
-    /// Flows with a slowdown on each side.
-    pub run_flows: u64,
-    pub against_flows: u64,
-    /// A against B (ratios: A / B).
-    #[serde(flatten)]
-    pub distance: Distance,
-    /// The median and p99 slowdown of each side.
-    pub run_median: Option<f64>,
-    pub run_p99: Option<f64>,
-    pub against_median: Option<f64>,
-    pub against_p99: Option<f64>,
-}
-
-/// A (`--run`) against B (`--against`), per policy in both.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AgainstReport {
-    /// A and B, as given.
-    pub run_dir: String,
-    pub against_dir: String,
-    /// The (workload, load) compared on each side.
-    pub run_workload: String,
-    pub run_load: f64,
-    pub against_workload: String,
-    pub against_load: f64,
-    /// In display order (LCMP first).
-    pub policies: Vec<AgainstPolicy>,
-    /// Policies of one side only, not compared.
-    pub only_in_run: Vec<String>,
-    pub only_in_against: Vec<String>,
-}
 
 /// One side: the selected (workload, load), its runs and the ideal model
 /// they were measured against.
@@ -192,51 +154,4 @@ pub fn run(run_dir: &Path, against_dir: &Path, sel: &Selector) -> Result<Against
     )
     .map_err(|e| Error::new(format!("{}: {e}", json.display())))?;
     Ok(report)
-}
-
-/// The terminal output: per policy the flows of each side, W1 and KS of
-/// ln slowdown, the ratios A / B of the median and p99 (three decimals:
-/// two runs of ours differ by percents), and both sides' median and p99.
-pub fn render_text(r: &AgainstReport) -> String {
-    let mut out = format!(
-        "fidelity of A = {} ({}, load {}) against B = {} ({}, load {})\n\
-         (slowdown = max(1, FCT/ideal), each run against its own ideal; ratios A / B)\n",
-        r.run_dir, r.run_workload, r.run_load, r.against_dir, r.against_workload, r.against_load
-    );
-    out += &format!(
-        "{:<14} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>9}\n",
-        "policy",
-        "flows A",
-        "flows B",
-        "W1 ln",
-        "KS ln",
-        "med x",
-        "p99 x",
-        "med A",
-        "med B",
-        "p99 A",
-        "p99 B"
-    );
-    for p in &r.policies {
-        out += &format!(
-            "{:<14} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>9} {:>9}\n",
-            p.policy,
-            p.run_flows,
-            p.against_flows,
-            d_text(p.distance.w1_ln_slowdown),
-            d_text(p.distance.ks_ln_slowdown),
-            d_text(p.distance.median_ratio),
-            d_text(p.distance.p99_ratio),
-            s_text(p.run_median),
-            s_text(p.against_median),
-            s_text(p.run_p99),
-            s_text(p.against_p99),
-        );
-    }
-    for (side, only) in [("A", &r.only_in_run), ("B", &r.only_in_against)] {
-        if !only.is_empty() {
-            out += &format!("note: only in {side}, not compared: {}\n", only.join(", "));
-        }
-    }
-    out
 }

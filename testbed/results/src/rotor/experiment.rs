@@ -12,8 +12,9 @@ use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
 use serde::{Deserialize, Serialize};
 
 use super::{Design, RotorParams};
+use crate::format::{distinct, pct};
 use crate::plots::BarChart;
-use crate::report::{distinct, pct, row};
+use crate::table::{Table, L, R};
 
 /// A traffic pattern.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -159,6 +160,11 @@ pub struct RotorExperimentConfig {
     /// default) or `memory` (every switch in one process).
     #[serde(default)]
     pub links: Option<String>,
+    /// Where the experiment runs: `namespaces` (the default) or `virtual`
+    /// (the whole network in one process on a virtual clock). The name is
+    /// checked by the testbed, which owns the engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
 }
 
 impl Default for RotorExperimentConfig {
@@ -435,26 +441,27 @@ fn ratio(v: Option<f64>) -> String {
 
 /// The result table printed at the end.
 pub fn table(s: &RotorSummary) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "\n{:<17} {:<12} {:>10} {:>8} {:>10} {:>10} {:>8}",
-        "design", "pattern", "delivered", "bound", "of bound", "mars/this", "paper"
-    );
+    let mut t = Table::text(&[
+        ("design", L, 17),
+        ("pattern", L, 12),
+        ("delivered", R, 10),
+        ("bound", R, 8),
+        ("of bound", R, 10),
+        ("mars/this", R, 10),
+        ("paper", R, 8),
+    ]);
     for r in &s.runs {
-        let _ = writeln!(
-            out,
-            "{:<17} {:<12} {:>9.1}% {:>7.1}% {:>9.0}% {:>10} {:>8}",
-            r.design,
-            r.pattern,
-            r.delivered_fraction * 100.0,
-            r.bound * 100.0,
-            r.delivered_fraction / r.bound * 100.0,
+        t.row([
+            r.design.clone(),
+            r.pattern.clone(),
+            format!("{:.1}%", r.delivered_fraction * 100.0),
+            format!("{:.1}%", r.bound * 100.0),
+            format!("{:.0}%", r.delivered_fraction / r.bound * 100.0),
             ratio(mars_ratio(s, r)),
-            paper_cell(r)
-        );
+            paper_cell(r),
+        ]);
     }
-    out
+    format!("\n{}", t.text_lines())
 }
 
 fn paper_cell(r: &RunResult) -> String {
@@ -463,16 +470,6 @@ fn paper_cell(r: &RunResult) -> String {
         Some(v) if r.pattern == "all-to-all" => format!("{v}x"),
         _ => "-".into(),
     }
-}
-
-/// A markdown table's head: the column names, then `rule` (the
-/// separator row, with the columns' alignment).
-fn head(out: &mut String, names: &[&str], rule: &str) {
-    row(
-        out,
-        &names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
-    );
-    let _ = writeln!(out, "{rule}");
 }
 
 /// `report.md`.
@@ -521,39 +518,35 @@ pub fn report(s: &RotorSummary) -> String {
          static expander and 7x RotorNet/Sirius (all-to-all).\n"
     );
     let whole_pct = |v: f64| format!("{:.0} %", v * 100.0);
-    head(
-        &mut out,
-        &[
-            "design",
-            "pattern",
-            "routing",
-            "delivered (of line rate)",
-            "bound",
-            "delivered / bound",
-            "Mars / design (measured)",
-            "Mars / design (bounds)",
-            "paper Mars / design",
-            "offered",
-        ],
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    );
+    let mut t = Table::new([
+        "design",
+        "pattern",
+        "routing",
+        "delivered (of line rate)",
+        "bound",
+        "delivered / bound",
+        "Mars / design (measured)",
+        "Mars / design (bounds)",
+        "paper Mars / design",
+        "offered",
+    ])
+    .right(3..10)
+    .compact_rule();
     for r in &s.runs {
-        row(
-            &mut out,
-            &[
-                r.design.clone(),
-                r.pattern.clone(),
-                r.routing.clone(),
-                pct(Some(r.delivered_fraction)),
-                pct(Some(r.bound)),
-                whole_pct(r.delivered_fraction / r.bound),
-                ratio(mars_ratio(s, r)),
-                ratio(mars_bound_ratio(s, r)),
-                paper_cell(r),
-                whole_pct(r.offered_fraction),
-            ],
-        );
+        t.row([
+            r.design.clone(),
+            r.pattern.clone(),
+            r.routing.clone(),
+            pct(Some(r.delivered_fraction)),
+            pct(Some(r.bound)),
+            whole_pct(r.delivered_fraction / r.bound),
+            ratio(mars_ratio(s, r)),
+            ratio(mars_bound_ratio(s, r)),
+            paper_cell(r),
+            whole_pct(r.offered_fraction),
+        ]);
     }
+    out += &t.markdown();
     let _ = writeln!(out, "\n## Bounds\n");
     for r in &s.runs {
         let _ = writeln!(
@@ -563,30 +556,25 @@ pub fn report(s: &RotorSummary) -> String {
         );
     }
     let _ = writeln!(out, "\n## Switch drops during the window\n");
-    head(
-        &mut out,
-        &[
-            "design",
-            "pattern",
-            "ToRs",
-            "rotors",
-            "ToR slot lateness p50 / p99 (worst ToR)",
-        ],
-        "|---|---|---|---|---|",
-    );
+    let mut t = Table::new([
+        "design",
+        "pattern",
+        "ToRs",
+        "rotors",
+        "ToR slot lateness p50 / p99 (worst ToR)",
+    ])
+    .compact_rule();
     let us = |v: Option<u64>| v.map_or("-".into(), |v| format!("{:.0} us", v as f64 / 1e3));
     for r in &s.runs {
-        row(
-            &mut out,
-            &[
-                r.design.clone(),
-                r.pattern.clone(),
-                drops(&r.tor_counters),
-                drops(&r.rotor_counters),
-                format!("{} / {}", us(r.lateness_p50_ns), us(r.lateness_p99_ns)),
-            ],
-        );
+        t.row([
+            r.design.clone(),
+            r.pattern.clone(),
+            drops(&r.tor_counters),
+            drops(&r.rotor_counters),
+            format!("{} / {}", us(r.lateness_p50_ns), us(r.lateness_p99_ns)),
+        ]);
     }
+    out += &t.markdown();
     let _ = writeln!(
         out,
         "\nEvery counter's change per switch is in `runs/<design>-<pattern>.json`; the sums \
