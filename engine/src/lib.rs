@@ -9,12 +9,18 @@
 //! - [`network`]: a whole network (switches and hosts) on the virtual
 //!   clock ([`run_virtual`]).
 //! - [`roce_frame`]: RoCEv2 datagrams in Ethernet frames.
+//! - [`rotor`]: a rotor network (ToRs, rotors, UDP hosts) on the virtual
+//!   clock, for `lcmp-testbed rotor-experiment --engine virtual`.
+//! - [`udp_host`]: the constant-rate UDP sender and receiver of the rotor
+//!   experiments as a node.
 //!
 //! TCP stays a namespace transport.
 
 pub mod host;
 pub mod network;
 pub mod roce_frame;
+pub mod rotor;
+pub mod udp_host;
 
 pub use network::{
     run_virtual, run_virtual_observed, HostTraffic, Progress, VirtualOutcome, VirtualRun,

@@ -18,7 +18,11 @@
 //!
 //! The experiment file, the patterns' demand, the bounds and what the
 //! results become (table, `report.md`, chart) are
-//! `lcmp_results::rotor::experiment`'s; this module runs it.
+//! `lcmp_results::rotor::experiment`'s; this module runs it on the
+//! namespace engine, and [`super::one_process`] on the virtual engine
+//! (`--engine virtual`, `engine = "virtual"`): the same runs, traffic and
+//! window with the whole network in this process on a virtual clock; the
+//! results are made here for both ([`write_results`], [`run_result`]).
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -26,6 +30,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use lcmp_control::rotor::RotorStatus;
 use lcmp_netlab::traffic::realtime_ns;
 use lcmp_netlab::{udp_send_flows, Lab, Netns, UdpReceiver};
 use lcmp_results::plots::write_bar_chart;
@@ -40,6 +45,7 @@ use serde_json::json;
 
 use super::boundary::HEADERS;
 use super::{host_name, RotorUpOptions};
+use crate::experiment::config::Engine;
 use crate::experiment::framework;
 use crate::state::State;
 use crate::{Error, Result};
@@ -72,6 +78,15 @@ pub struct RotorExperimentArgs {
     /// process (larger networks fit the cores).
     #[arg(long, value_name = "KIND", value_parser = crate::bed::parse_links)]
     pub links: Option<lcmp_netlab::SwitchLinks>,
+    /// Where the experiment runs (overrides the file's `engine`):
+    /// `namespaces` (the default: namespaces, lcmp-switch processes and
+    /// kernel UDP on the wall clock; needs root) or `virtual` (the same
+    /// networks, traffic and window in this one process on a virtual
+    /// clock: no root, deterministic; --name, --links and switch_args,
+    /// which configure the namespaces' testbed, are refused). `wall` is
+    /// not built for rotor networks.
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub engine: Option<Engine>,
 }
 
 /// The file's config (or the defaults) with the command line's overrides.
@@ -99,7 +114,57 @@ pub fn config_from_args(a: &RotorExperimentArgs) -> Result<RotorExperimentConfig
     if let Some(l) = a.links {
         c.links = Some(l.name().to_string());
     }
+    if let Some(e) = a.engine {
+        c.engine = Some(e.name().to_string());
+    }
+    if a.name.is_some() && engine_of(&c)? == Engine::Virtual {
+        return Err(Error::new(
+            "--name names the namespaces' testbed: not with engine virtual, which builds none",
+        ));
+    }
     Ok(c)
+}
+
+/// The engine the experiment runs on (`engine`, checked; default
+/// namespaces).
+pub fn engine_of(c: &RotorExperimentConfig) -> Result<Engine> {
+    let Some(name) = c.engine.as_deref() else {
+        return Ok(Engine::Namespaces);
+    };
+    <Engine as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+        Error::new(format!(
+            "engine = {}: one of namespaces, virtual",
+            lcmp_topology::echo(name)
+        ))
+    })
+}
+
+/// Refuses, in one line, an engine rotor networks do not run on and what
+/// configures the namespaces' testbed under the virtual engine.
+fn check_engine(c: &RotorExperimentConfig) -> Result<()> {
+    match engine_of(c)? {
+        Engine::Namespaces => Ok(()),
+        Engine::Wall => Err(Error::new(
+            "engine wall: rotor-experiment runs on engine namespaces or virtual (a rotor \
+             network in one process on the wall clock is not built)",
+        )),
+        Engine::Virtual => {
+            if let Some(l) = &c.links {
+                return Err(Error::new(format!(
+                    "links = {} (--links) makes the namespaces' ToR-rotor links: not with \
+                     engine virtual, whose links are all in memory",
+                    lcmp_topology::echo(l)
+                )));
+            }
+            if !c.switch_args.is_empty() {
+                return Err(Error::new(
+                    "switch_args are lcmp-switch command-line arguments: not with engine \
+                     virtual, which runs no lcmp-switch",
+                ));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// How the experiment's ToR-rotor links are made (`links`, checked).
@@ -115,6 +180,7 @@ pub fn links_of(c: &RotorExperimentConfig) -> Result<lcmp_netlab::SwitchLinks> {
 /// patterns, before anything is started.
 pub fn validate(c: &RotorExperimentConfig) -> Result<(Vec<DesignNet>, Vec<Pattern>)> {
     crate::state::validate_name(&c.name)?;
+    check_engine(c)?;
     links_of(c)?;
     let positive = |v: f64, what: &str| {
         if v.is_finite() && v > 0.0 {
@@ -205,8 +271,13 @@ pub fn run_cli(a: &RotorExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
 /// Runs every (design, pattern) on one testbed and writes `summary.json`,
 /// `report.md`, `plots/rotor-throughput.{svg,png}` and per run the
 /// counter changes of every switch (`runs/<design>-<pattern>.json`) under
-/// `out`.
+/// `out`; on the engine `cfg` names.
 pub fn run(cfg: &RotorExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<RotorSummary> {
+    // Before root is asked for: a refused engine is refused as such.
+    check_engine(cfg)?;
+    if engine_of(cfg)? == Engine::Virtual {
+        return super::one_process::run(cfg, out, say);
+    }
     framework::run(out, say, || {
         let (designs, patterns) = validate(cfg)?;
         Ok(RotorExperiment {
@@ -318,18 +389,8 @@ impl framework::Experiment for RotorExperiment<'_> {
             run.index,
             &|elapsed| progress.tick(elapsed),
         )?;
-        std::fs::write(
-            out.join("runs").join(format!("{}.json", run.id)),
-            serde_json::to_string_pretty(&per_switch).expect("counters serialize"),
-        )?;
-        let line = format!(
-            "{:<17} {:<12} delivered {:>6.1} % of line rate (bound {:>5.1} %, offered {:>5.1} %)",
-            r.design,
-            r.pattern,
-            r.delivered_fraction * 100.0,
-            r.bound * 100.0,
-            r.offered_fraction * 100.0
-        );
+        write_run_counters(out, &run.id, &per_switch)?;
+        let line = result_line(&r);
         Ok((r, line))
     }
 
@@ -340,34 +401,66 @@ impl framework::Experiment for RotorExperiment<'_> {
         out: &Path,
         _: &dyn Fn(&str),
     ) -> Result<RotorSummary> {
-        let summary = RotorSummary {
-            config: self.cfg.clone(),
-            mars: self.designs.iter().find_map(|d| {
-                d.chosen.map(|c| {
-                    json!({
-                        "degree": c.degree,
-                        "diameter": c.diameter,
-                        "throughput_bound": c.throughput_bound,
-                        "delay_ns": c.delay_ns,
-                        "buffer_bytes": c.buffer_bytes,
-                    })
-                })
-            }),
-            runs: results,
-        };
-        std::fs::write(
-            out.join("summary.json"),
-            serde_json::to_string_pretty(&summary).expect("summary serializes"),
-        )?;
-        let plot_dir = out.join("plots");
-        write_bar_chart(&plot_dir, "rotor-throughput", &chart(&summary)).map_err(Error::new)?;
-        std::fs::write(out.join("report.md"), report(&summary))?;
-        Ok(summary)
+        write_results(self.cfg, &self.designs, results, out)
     }
 }
 
-/// Every host's destinations under `pattern`.
-fn destinations(
+/// A run's result line.
+pub(super) fn result_line(r: &RunResult) -> String {
+    format!(
+        "{:<17} {:<12} delivered {:>6.1} % of line rate (bound {:>5.1} %, offered {:>5.1} %)",
+        r.design,
+        r.pattern,
+        r.delivered_fraction * 100.0,
+        r.bound * 100.0,
+        r.offered_fraction * 100.0
+    )
+}
+
+/// Writes a run's counter changes per switch (`runs/<id>.json`).
+pub(super) fn write_run_counters(out: &Path, id: &str, per_switch: &PerSwitch) -> Result<()> {
+    std::fs::write(
+        out.join("runs").join(format!("{id}.json")),
+        serde_json::to_string_pretty(per_switch).expect("counters serialize"),
+    )?;
+    Ok(())
+}
+
+/// Writes `summary.json`, `report.md` and the chart of the runs' results
+/// under `out`, whichever engine ran them.
+pub(super) fn write_results(
+    cfg: &RotorExperimentConfig,
+    designs: &[DesignNet],
+    results: Vec<RunResult>,
+    out: &Path,
+) -> Result<RotorSummary> {
+    let summary = RotorSummary {
+        config: cfg.clone(),
+        mars: designs.iter().find_map(|d| {
+            d.chosen.map(|c| {
+                json!({
+                    "degree": c.degree,
+                    "diameter": c.diameter,
+                    "throughput_bound": c.throughput_bound,
+                    "delay_ns": c.delay_ns,
+                    "buffer_bytes": c.buffer_bytes,
+                })
+            })
+        }),
+        runs: results,
+    };
+    std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).expect("summary serializes"),
+    )?;
+    let plot_dir = out.join("plots");
+    write_bar_chart(&plot_dir, "rotor-throughput", &chart(&summary)).map_err(Error::new)?;
+    std::fs::write(out.join("report.md"), report(&summary))?;
+    Ok(summary)
+}
+
+/// Every host's destinations under `pattern`, hosts in (ToR, host) order.
+pub(super) fn destinations(
     cfg: &RotorExperimentConfig,
     pattern: Pattern,
     perm: &[u32],
@@ -393,7 +486,115 @@ fn destinations(
     out
 }
 
-type PerSwitch = BTreeMap<String, BTreeMap<String, f64>>;
+/// Every switch's counter changes over the window, by switch and counter.
+pub(super) type PerSwitch = BTreeMap<String, BTreeMap<String, f64>>;
+
+/// The gap between a host's frames: `load` x U x c per ToR, shared by its
+/// hosts.
+pub(super) fn send_gap(cfg: &RotorExperimentConfig, net: &RotorNetwork) -> Duration {
+    let frame_bits = u64::from(cfg.frame_bytes) * 8;
+    let per_host_bps =
+        cfg.load * f64::from(cfg.rotors) * net.rate_bps as f64 / f64::from(cfg.hosts_per_tor);
+    Duration::from_secs_f64(frame_bits as f64 / per_host_bps)
+}
+
+/// The rounds a host sends `per_round` frames in (one per flow): past the
+/// window's end, so the senders still send while it closes.
+pub(super) fn send_rounds(cfg: &RotorExperimentConfig, gap: Duration, per_round: usize) -> u64 {
+    let total = cfg.warmup_s + cfg.window_s;
+    ((total + 0.5) / (gap.as_secs_f64() * per_round as f64)).ceil() as u64
+}
+
+/// The window's start and end, ns from the senders' start.
+pub(super) fn window_ns(cfg: &RotorExperimentConfig) -> (u64, u64) {
+    let start = (cfg.warmup_s * 1e9) as u64;
+    (start, start + (cfg.window_s * 1e9) as u64)
+}
+
+/// What a run measured, whichever engine ran it.
+pub(super) struct Measured<'a> {
+    /// Per host, its ToR and the frames it received inside the window.
+    pub received: Vec<(u32, u64)>,
+    /// Frames the senders sent.
+    pub sent_frames: u64,
+    /// Over how long, seconds.
+    pub send_secs: f64,
+    /// Frames the senders failed to send.
+    pub send_errors: u64,
+    /// Every switch's status at the window's start.
+    pub before: &'a BTreeMap<String, RotorStatus>,
+    /// And at its end.
+    pub after: &'a BTreeMap<String, RotorStatus>,
+}
+
+/// A run's result and its counter changes per switch, from what it
+/// measured.
+pub(super) fn run_result(
+    cfg: &RotorExperimentConfig,
+    dn: &DesignNet,
+    pattern: Pattern,
+    perm: &[u32],
+    m: Measured<'_>,
+) -> (RunResult, PerSwitch) {
+    let net = &dn.net;
+    let frame_bits = u64::from(cfg.frame_bytes) * 8;
+    let capacity_bits =
+        f64::from(cfg.tors) * f64::from(cfg.rotors) * net.rate_bps as f64 * cfg.window_s;
+    let mut delivered = 0u64;
+    let mut per_tor = vec![0.0; cfg.tors as usize];
+    for &(t, n) in &m.received {
+        delivered += n * u64::from(cfg.frame_bytes);
+        per_tor[t as usize] += (n * frame_bits) as f64 / capacity_bits;
+    }
+    let mut per_switch = PerSwitch::new();
+    let mut tor_counters = BTreeMap::new();
+    let mut rotor_counters = BTreeMap::new();
+    let mut lateness = Vec::new();
+    for (name, after_status) in m.after {
+        let after = super::counters(after_status);
+        let before = m.before.get(name).map(super::counters).unwrap_or_default();
+        let d = super::counter_delta(&before, &after);
+        if after_status.lateness.samples > 0 {
+            lateness.push(after_status.lateness);
+        }
+        let sum = match net.role(name) {
+            Ok(RotorRole::Tor(_)) => &mut tor_counters,
+            _ => &mut rotor_counters,
+        };
+        for (key, v) in &d {
+            *sum.entry(key.clone()).or_insert(0.0) += v;
+        }
+        per_switch.insert(name.clone(), d);
+    }
+    let w = demand(pattern, cfg.tors, perm);
+    let (b, formula) = bound(net, dn.chosen.as_ref(), &w);
+    let sent_bits = (m.sent_frames * frame_bits) as f64;
+    (
+        RunResult {
+            design: dn.design.name().into(),
+            pattern: pattern.name().into(),
+            routing: net.routing().name().into(),
+            matchings: net.matchings.len(),
+            permutation: (pattern == Pattern::Permutation).then(|| perm.to_vec()),
+            delivered_bytes: delivered,
+            delivered_fraction: delivered as f64 * 8.0 / capacity_bits,
+            delivered_fraction_per_tor: per_tor,
+            offered_fraction: sent_bits
+                / (f64::from(cfg.tors)
+                    * f64::from(cfg.rotors)
+                    * net.rate_bps as f64
+                    * m.send_secs.max(1e-9)),
+            send_errors: m.send_errors,
+            bound: b,
+            bound_formula: formula,
+            tor_counters,
+            rotor_counters,
+            lateness_p50_ns: lateness.iter().map(|l| l.p50_ns).max(),
+            lateness_p99_ns: lateness.iter().map(|l| l.p99_ns).max(),
+        },
+        per_switch,
+    )
+}
 
 /// Senders wake at most every this often and send what is due by then:
 /// eight senders waking once per 60 us frame would take most of the two
@@ -426,11 +627,7 @@ fn run_one(
         let bind = SocketAddr::new(RotorNetwork::host_ip(t, h).into(), port);
         receivers.push(UdpReceiver::start(&node.netns, bind)?);
     }
-    let frame_bits = u64::from(cfg.frame_bytes) * 8;
-    let per_host_bps =
-        cfg.load * f64::from(cfg.rotors) * net.rate_bps as f64 / f64::from(cfg.hosts_per_tor);
-    let gap = Duration::from_secs_f64(frame_bits as f64 / per_host_bps);
-    let total = cfg.warmup_s + cfg.window_s;
+    let gap = send_gap(cfg, net);
     let payload = (cfg.frame_bytes - HEADERS) as usize;
     let ports = vec![0u16; cfg.flows_per_destination as usize];
     let start = realtime_ns();
@@ -439,10 +636,7 @@ fn run_one(
         .zip(&dsts)
         .map(|(&(t, h), to)| {
             let ns_name = tb.host(&host_name(t, h)).netns.name().to_string();
-            let per_round = (ports.len() * to.len()) as f64;
-            // Past the window's end, so the senders still send while it
-            // closes.
-            let rounds = ((total + 0.5) / (gap.as_secs_f64() * per_round)).ceil() as u64;
+            let rounds = send_rounds(cfg, gap, ports.len() * to.len());
             let (to, ports) = (to.clone(), ports.clone());
             std::thread::spawn(move || {
                 let ns = Netns::open(&ns_name)?;
@@ -450,29 +644,26 @@ fn run_one(
             })
         })
         .collect();
-    let window_start = start + (cfg.warmup_s * 1e9) as u64;
-    let window_end = window_start + (cfg.window_s * 1e9) as u64;
+    let (window_start, window_end) = window_ns(cfg);
+    let (window_start, window_end) = (start + window_start, start + window_end);
     wait_until(start, window_start, tick);
     let before = super::fresh_status(st)?;
     wait_until(start, window_end, tick);
     let after = super::fresh_status(st)?;
-    let mut sent_bits = 0.0;
+    let mut sent_frames = 0;
     let mut send_secs = 0.0f64;
     let mut send_errors = 0;
     for s in senders {
         let r = s
             .join()
             .map_err(|_| Error::new("a UDP sender panicked"))??;
-        sent_bits += (r.sent * frame_bits) as f64;
+        sent_frames += r.sent;
         send_secs = send_secs.max(r.elapsed.as_secs_f64());
         send_errors += r.errors;
     }
     let period = net.slot_ns * u64::from(net.per_rotor);
     let quiet = Duration::from_nanos(8 * period).max(Duration::from_millis(300));
-    let capacity_bits =
-        f64::from(cfg.tors) * f64::from(cfg.rotors) * net.rate_bps as f64 * cfg.window_s;
-    let mut delivered = 0u64;
-    let mut per_tor = vec![0.0; cfg.tors as usize];
+    let mut received = Vec::new();
     for (rx, &(t, _)) in receivers.into_iter().zip(&hosts) {
         let rep = rx.finish(quiet, Duration::from_secs(10))?;
         let n = rep
@@ -480,55 +671,21 @@ fn run_one(
             .iter()
             .filter(|a| (window_start..window_end).contains(&a.rx_ns()))
             .count() as u64;
-        delivered += n * u64::from(cfg.frame_bytes);
-        per_tor[t as usize] += (n * frame_bits) as f64 / capacity_bits;
+        received.push((t, n));
     }
-    let mut per_switch = PerSwitch::new();
-    let mut tor_counters = BTreeMap::new();
-    let mut rotor_counters = BTreeMap::new();
-    let mut lateness = Vec::new();
-    for (name, after_status) in &after {
-        let after = super::counters(after_status);
-        let before = before.get(name).map(super::counters).unwrap_or_default();
-        let d = super::counter_delta(&before, &after);
-        if after_status.lateness.samples > 0 {
-            lateness.push(after_status.lateness);
-        }
-        let sum = match net.role(name) {
-            Ok(RotorRole::Tor(_)) => &mut tor_counters,
-            _ => &mut rotor_counters,
-        };
-        for (key, v) in &d {
-            *sum.entry(key.clone()).or_insert(0.0) += v;
-        }
-        per_switch.insert(name.clone(), d);
-    }
-    let w = demand(pattern, cfg.tors, perm);
-    let (b, formula) = bound(net, dn.chosen.as_ref(), &w);
-    Ok((
-        RunResult {
-            design: dn.design.name().into(),
-            pattern: pattern.name().into(),
-            routing: net.routing().name().into(),
-            matchings: net.matchings.len(),
-            permutation: (pattern == Pattern::Permutation).then(|| perm.to_vec()),
-            delivered_bytes: delivered,
-            delivered_fraction: delivered as f64 * 8.0 / capacity_bits,
-            delivered_fraction_per_tor: per_tor,
-            offered_fraction: sent_bits
-                / (f64::from(cfg.tors)
-                    * f64::from(cfg.rotors)
-                    * net.rate_bps as f64
-                    * send_secs.max(1e-9)),
+    Ok(run_result(
+        cfg,
+        dn,
+        pattern,
+        perm,
+        Measured {
+            received,
+            sent_frames,
+            send_secs,
             send_errors,
-            bound: b,
-            bound_formula: formula,
-            tor_counters,
-            rotor_counters,
-            lateness_p50_ns: lateness.iter().map(|l| l.p50_ns).max(),
-            lateness_p99_ns: lateness.iter().map(|l| l.p99_ns).max(),
+            before: &before,
+            after: &after,
         },
-        per_switch,
     ))
 }
 
@@ -627,6 +784,25 @@ mod tests {
         .unwrap();
         let c: RotorExperimentConfig = toml::from_str(&shipped).unwrap();
         validate(&c).unwrap();
+        // The virtual engine's file is the same experiment: only the
+        // engine differs (and the testbed's name, which it has no use for).
+        let virt = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../experiments/rotor-throughput-virtual.toml"),
+        )
+        .unwrap();
+        let v: RotorExperimentConfig = toml::from_str(&virt).unwrap();
+        validate(&v).unwrap();
+        assert_eq!(engine_of(&v).unwrap(), Engine::Virtual);
+        assert_eq!(engine_of(&c).unwrap(), Engine::Namespaces);
+        assert_eq!(
+            RotorExperimentConfig {
+                engine: None,
+                name: c.name.clone(),
+                ..v
+            },
+            c
+        );
     }
 }
 
@@ -654,6 +830,7 @@ mod config_file_tests {
             window_s: None,
             warmup_s: None,
             links: None,
+            engine: None,
         };
         let err = config_from_args(&args).unwrap_err().to_string();
         assert_eq!(

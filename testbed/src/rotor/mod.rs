@@ -16,6 +16,7 @@
 pub mod boundary;
 pub mod clock_floor;
 pub mod experiment;
+pub mod one_process;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
