@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: the LCMP paper's 8-DC testbed in network namespaces (one
-# lcmp-switch per DC, links at 1/1000 of the paper's rates with their real
+# lcmp-switch per DC, links at 1/2000 of the paper's rates with their real
 # delays, two hosts per DC), a short WebSearch comparison of ECMP, UCMP and
 # LCMP (experiments/demo.toml), the result table, and where the report and
 # plots are. Tears the testbed down at the end (also on error or Ctrl-C).

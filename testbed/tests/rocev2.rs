@@ -274,7 +274,7 @@ fn rocev2_flows_cross_the_switches_byte_exact() {
 /// all 2.4 MB: the switch marks on admission, so the echo of a mark comes
 /// back after the queue ahead of it has drained, and the queue DCQCN lets
 /// build grows with it (a 2 MB buffer overflowed in one run of four);
-/// the LCMP simulator marks at dequeue instead (README, RDMA experiments).
+/// the LCMP simulator marks at dequeue instead (docs/experiments.md, RDMA-faithful experiments).
 #[test]
 fn rocev2_congestion_marks_and_senders_cut_without_loss() {
     require_root!();

@@ -552,7 +552,7 @@ fn smoke_experiment_lcmp_avoids_the_last_ranked_path_ecmp_uses_it() {
             .map(|r| r.unwrap())
             .collect();
         // Every completed flow's slowdown is >= 0.9, with the ideal as the
-        // README defines it: 2 x base RTT + ceil(size / 1448) x 1514 bytes
+        // docs/experiments.md defines it: 2 x base RTT + ceil(size / 1448) x 1514 bytes
         // over the bottleneck of the minimum-delay path. Not 1: the base RTT
         // is the minimum of pings through idle switches, which wake for
         // each one, and a flow through busy switches can be faster (flow
