@@ -508,10 +508,17 @@ pub fn report(s: &RotorSummary) -> String {
             m["throughput_bound"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    // How arrivals were timed: by the kernel on namespaces, by the
+    // network's clock on the virtual engine.
+    let timed = if c.engine.as_deref() == Some("virtual") {
+        "arrival times on the virtual clock"
+    } else {
+        "kernel receive timestamps"
+    };
     let _ = writeln!(
         out,
-        "Delivered: frame bytes the receiving hosts got inside the window (kernel receive \
-         timestamps) x 8 / (n_t x U x c x window). Bounds are reconstructions (no public Mars \
+        "Delivered: frame bytes the receiving hosts got inside the window ({timed}) x 8 / \
+         (n_t x U x c x window). Bounds are reconstructions (no public Mars \
          code; see `lcmp_topology::rotor` and `bound` in `testbed/src/rotor/experiment.rs`). \
          \"mars/this\" is Mars's delivered fraction over the design's in the same pattern; the \
          paper's ratios (websearch at 20 % load) are Mars 1.37x Opera (not run here), 1.64x the \
