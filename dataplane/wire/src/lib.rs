@@ -59,6 +59,7 @@ pub mod ethernet;
 mod flow;
 pub mod icmp;
 pub mod ip;
+pub mod ndp;
 mod parse;
 pub mod pfc;
 mod rewrite;
