@@ -1,7 +1,13 @@
 //! Live heap bytes of this process: the system allocator with a counter,
 //! so the virtual-clock benchmarks can say what each switch's structures
 //! take (the bytes allocated while building it and still held), which
-//! RSS cannot tell apart from the rest of the process.
+//! RSS cannot tell apart from the rest of the process; and the most live
+//! at once since [`reset_peak`] (a `fetch_max` on every allocation), for
+//! what a whole run takes at its worst.
+//!
+//! Bytes are what the callers asked for (a layout's size): malloc's own
+//! overhead per block is not in them, and a block counts whole whether or
+//! not its pages were ever touched (RSS counts those only).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,6 +17,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts `size` more bytes live, and the peak.
+#[inline]
+fn grew(size: usize) {
+    let live = LIVE.fetch_add(size, Ordering::Relaxed).wrapping_add(size);
+    PEAK.fetch_max(live, Ordering::Relaxed);
+}
 
 // SAFETY: every method forwards to `System` with the caller's arguments
 // unchanged, so `System`'s guarantees hold; the counter only observes.
@@ -19,7 +33,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: forwarded as given (the caller's contract).
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            grew(layout.size());
         }
         p
     }
@@ -28,7 +42,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: forwarded as given (the caller's contract).
         let p = unsafe { System.alloc_zeroed(layout) };
         if !p.is_null() {
-            LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+            grew(layout.size());
         }
         p
     }
@@ -42,9 +56,14 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: forwarded as given (the caller's contract).
         let p = unsafe { System.realloc(ptr, layout, new_size) };
+        // Its net change: a block that moves is briefly held twice (the
+        // copy), which the peak does not count.
         if !p.is_null() {
-            LIVE.fetch_add(new_size, Ordering::Relaxed);
-            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
         }
         p
     }
@@ -53,6 +72,17 @@ unsafe impl GlobalAlloc for Counting {
 /// Heap bytes allocated and not yet freed, by every thread.
 pub fn live_bytes() -> usize {
     LIVE.load(Ordering::Relaxed)
+}
+
+/// The most heap bytes live at once, by every thread, since the last
+/// [`reset_peak`] (or the start).
+pub fn peak_bytes() -> usize {
+    PEAK.load(Ordering::Relaxed)
+}
+
+/// Starts a new peak from the bytes live now.
+pub fn reset_peak() {
+    PEAK.store(live_bytes(), Ordering::Relaxed);
 }
 
 /// The heap bytes `f` leaves allocated (what it built and still holds,
@@ -79,6 +109,13 @@ pub fn proc_status_bytes(field: &str) -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// Resets this process's peak RSS (`VmHWM`) to its RSS now (`echo 5 >
+/// /proc/self/clear_refs`, Linux 4.0 and later); false if the kernel
+/// refused.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +129,17 @@ mod tests {
         assert!(held > 32 << 20, "{held}");
         drop(kept);
         assert!(proc_status_bytes("VmHWM").is_some_and(|b| b > 1 << 20));
+        // The peak saw it (other tests may have reset it meanwhile, but
+        // not below what was live then).
+        reset_peak();
+        let base = peak_bytes();
+        let v = vec![1u8; 32 << 20];
+        assert!(
+            peak_bytes() >= base + (32 << 20) - (4 << 20),
+            "{}",
+            peak_bytes()
+        );
+        drop(v);
         assert!(proc_status_bytes("NoSuchField").is_none());
     }
 }

@@ -9,6 +9,7 @@ mod rig;
 mod stats;
 mod testbeds;
 mod virtual_chain;
+mod virtual_hosts;
 mod virtual_rotor;
 
 use std::path::PathBuf;
@@ -139,6 +140,7 @@ EXAMPLES:
   The virtual-clock engine (no root):
     lcmp-bench virtual-rotor --tors 16 --kind complete
     lcmp-bench virtual-chain --bursts 50
+    lcmp-bench virtual-hosts
 
 EXIT CODES:
   0  the run finished and printed its JSON (virtual-*: its report)
@@ -166,6 +168,8 @@ struct Cli {
     run: RunArgs,
 }
 
+// The variants are the subcommands' names (virtual-*).
+#[allow(clippy::enum_variant_names)]
 #[derive(Subcommand, Debug)]
 enum VirtualBench {
     /// A rotor network on the virtual clock (no root).
@@ -184,6 +188,9 @@ enum VirtualBench {
         #[arg(long, value_name = "N", default_value_t = 20)]
         bursts: usize,
     },
+    /// Memory per host and per queue pair of the virtual engine (no root).
+    #[command(name = "virtual-hosts", override_help = virtual_hosts::HELP)]
+    VirtualHosts(virtual_hosts::Opts),
 }
 
 #[derive(Args, Debug)]
@@ -803,6 +810,7 @@ fn virtual_bench(bench: VirtualBench) -> ExitCode {
             }
         },
         VirtualBench::VirtualChain { bursts } => ("virtual-chain", virtual_chain::main(bursts)),
+        VirtualBench::VirtualHosts(o) => ("virtual-hosts", virtual_hosts::main(&o)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
