@@ -13,10 +13,13 @@
 //!   clock, for `lcmp-testbed rotor-experiment --engine virtual`.
 //! - [`udp_host`]: the constant-rate UDP sender and receiver of the rotor
 //!   experiments as a node.
+//! - [`ndp_host`]: the NDP host (sender and receiver, pulls paced at its
+//!   line rate), the trimming transport of the rotor networks.
 //!
 //! TCP stays a namespace transport.
 
 pub mod host;
+pub mod ndp_host;
 pub mod network;
 pub mod roce_frame;
 pub mod rotor;

@@ -8,6 +8,8 @@
 //! 5-tuple) per flow; and RoCEv2, one RC queue pair per flow sending one
 //! RDMA WRITE as real RoCEv2 packets, paced by DCQCN as the LCMP paper's
 //! simulator runs it, reliable by go-back-N, no handshake ([`rocev2`]).
+//! The socket-free state machines of NDP, the rotor networks' trimming
+//! transport, are [`ndp`] (run by the engine's hosts).
 //!
 //! Modules: [`cdf`] (flow sizes), [`arrivals`] (Poisson arrival times),
 //! [`flows`] (which flows start when: Poisson or schedule, size scaling),
@@ -20,6 +22,7 @@ pub mod arrivals;
 pub mod cdf;
 pub mod client;
 pub mod flows;
+pub mod ndp;
 pub mod protocol;
 pub mod record;
 pub mod rocev2;
