@@ -448,6 +448,13 @@ impl<IO: PacketIo> TorNode<IO> {
             ("valiant_detours".to_string(), pc.valiant_detours),
             ("transit".to_string(), pc.transit),
         ]);
+        // With NDP trimming on: trimmed headers, the high-priority queues'
+        // traffic and the host downlinks'.
+        s.counters.extend(
+            t.trim_counters()
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v)),
+        );
         let traffic = t.traffic().to_vec();
         let uplinks = t.uplinks();
         let mut p = ports(&self.slots.cfg.port_names, &traffic, "host", |p| {

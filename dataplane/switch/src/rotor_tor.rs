@@ -17,6 +17,43 @@
 //! which): straight to the target (RotorNet), or the next hop of a route
 //! table on the emulated graph (Mars's shift routing, from
 //! `lcmp_topology::rotor::routes`).
+//!
+//! # NDP trimming (optional: [`TrimSettings`], off by default)
+//!
+//! With trimming on, each next hop has two queues: a *data* queue of at
+//! most K frames and a *high-priority* queue. The packet path
+//! ([`crate::tor_path`]) decides which a frame joins and makes the one
+//! rewrite ([`lcmp_wire::ndp::trim`]): an NDP data packet that its data
+//! queue refuses (K reached, or the shared buffer full) is cut to its
+//! headers and queued at high priority; NDP control packets and headers
+//! trimmed upstream always go there; any other frame past K is dropped.
+//! This core sees only a [`FrameClass`] and a length. An uplink serves
+//! the high-priority queue first (non-preemptive strict priority: of the
+//! two heads, the one that could start first, the high-priority one on a
+//! tie), within the same slot rules: a head that cannot finish before the
+//! slot's end does not block the other queue's head if that one fits (a
+//! 58-byte header fits slot ends a full frame does not). Both queues take
+//! their bytes from the shared buffer. The high-priority queue holds at
+//! most [`TrimSettings::priority_bytes`], by default as many bytes as
+//! the data queue at full size (K x 1500): opera-sim's NDP queue
+//! (`CompositeQueue`, the simulator the Mars paper's numbers come from)
+//! bounds its header queue by the same byte limit as its data queue, and
+//! with it a header burst costs a port at most what its data queue may
+//! hold. (That queue serves headers and data 640:1500 bytes round robin;
+//! here it is strict priority, as issue 27 puts it: headers "forwarded at
+//! high priority". Headers arriving without pause starve the data queue
+//! for as long as they last.)
+//!
+//! [`Downlink`] is the same pair of queues on a ToR's link to one of its
+//! hosts, serialized at the host link's rate with no slots: the server
+//! downlink, whose utilization is Mars's headline metric. It is a small
+//! queue of its own rather than [`crate::egress::Egress`]: an egress fixes
+//! each frame's departure when it is queued (a FIFO on a virtual shaper
+//! clock), so a header queued later could not overtake the data before
+//! it, and it bounds bytes, not packets; its delay line and ECN have no
+//! use here (the rotor network's links have no delay). With trimming off
+//! there are no downlinks: frames for this ToR's hosts go to their ports
+//! at once, as before.
 
 use std::collections::VecDeque;
 
@@ -39,6 +76,169 @@ pub enum TorDrop {
     QueueFull,
     /// The target is this ToR or unknown.
     NoRoute,
+    /// Trimming: the data queue holds K frames already.
+    DataQueueFull,
+    /// Trimming: the high-priority queue would exceed its bytes.
+    PriorityQueueFull,
+}
+
+/// Which of a queue pair a frame joins (the packet path decides; without
+/// trimming every frame is [`FrameClass::Data`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameClass {
+    /// The data queue: at most K frames when trimming.
+    Data,
+    /// The high-priority queue, served first: NDP headers and control.
+    Priority,
+}
+
+/// NDP trimming: the bounds of each queue pair (per next hop, and per
+/// host downlink).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TrimSettings {
+    /// K: frames a data queue holds; past it NDP data is trimmed and
+    /// anything else dropped.
+    pub data_packets: u32,
+    /// Bytes a high-priority queue holds.
+    pub priority_bytes: u64,
+}
+
+impl TrimSettings {
+    /// The full frame size the default high-priority bound is counted in.
+    pub const FULL_FRAME_BYTES: u64 = 1500;
+
+    /// K-packet data queues, high-priority queues of as many bytes as K
+    /// full frames (see the module docs).
+    pub fn new(k: u32) -> Self {
+        TrimSettings {
+            data_packets: k,
+            priority_bytes: u64::from(k) * Self::FULL_FRAME_BYTES,
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.data_packets == 0 {
+            return Err("trimming needs data queues of at least one packet".into());
+        }
+        if self.priority_bytes == 0 {
+            return Err("trimming needs high-priority queues of some bytes".into());
+        }
+        Ok(())
+    }
+}
+
+/// A queued frame: the handle, its length and when it was queued, ns.
+type Queued<F> = (F, u32, u64);
+
+/// A data queue and a high-priority queue sharing one link.
+struct QueuePair<F> {
+    data: VecDeque<Queued<F>>,
+    priority: VecDeque<Queued<F>>,
+    /// Bytes in both.
+    bytes: u64,
+    priority_bytes: u64,
+}
+
+/// What a link takes next from a [`QueuePair`].
+enum Next {
+    /// Nothing queued.
+    Empty,
+    /// Frames wait, but none could finish in time.
+    Blocked,
+    /// The head of this queue, ending its serialization then, ns.
+    Take(FrameClass, u64),
+}
+
+impl<F: Copy> QueuePair<F> {
+    fn new() -> Self {
+        QueuePair {
+            data: VecDeque::new(),
+            priority: VecDeque::new(),
+            bytes: 0,
+            priority_bytes: 0,
+        }
+    }
+
+    fn frames(&self) -> usize {
+        self.data.len() + self.priority.len()
+    }
+
+    /// Whether the class's limit under `trim` (none without) takes `len`
+    /// more bytes.
+    fn admits(
+        &self,
+        class: FrameClass,
+        len: u32,
+        trim: Option<&TrimSettings>,
+    ) -> Result<(), TorDrop> {
+        let Some(t) = trim else { return Ok(()) };
+        match class {
+            FrameClass::Data if self.data.len() >= t.data_packets as usize => {
+                Err(TorDrop::DataQueueFull)
+            }
+            FrameClass::Priority if self.priority_bytes + u64::from(len) > t.priority_bytes => {
+                Err(TorDrop::PriorityQueueFull)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn push(&mut self, class: FrameClass, frame: F, len: u32, now_ns: u64) {
+        match class {
+            FrameClass::Data => self.data.push_back((frame, len, now_ns)),
+            FrameClass::Priority => {
+                self.priority.push_back((frame, len, now_ns));
+                self.priority_bytes += u64::from(len);
+            }
+        }
+        self.bytes += u64::from(len);
+    }
+
+    fn pop(&mut self, class: FrameClass) -> Option<Queued<F>> {
+        let q = match class {
+            FrameClass::Data => self.data.pop_front(),
+            FrameClass::Priority => self.priority.pop_front(),
+        }?;
+        if class == FrameClass::Priority {
+            self.priority_bytes -= u64::from(q.1);
+        }
+        self.bytes -= u64::from(q.1);
+        Some(q)
+    }
+
+    /// The frame a link free from `free_ns` serves next (non-preemptive
+    /// strict priority): of the heads that `fits` their serialization's
+    /// end, the one that can start first, the high-priority one on a tie.
+    fn next(&self, free_ns: u64, byte_ns_fp: u64, fits: impl Fn(u64) -> bool) -> Next {
+        let head = |q: &VecDeque<Queued<F>>| {
+            q.front().map(|&(_, len, queued_ns)| {
+                let start = free_ns.max(queued_ns);
+                (start, start + ((len as u64 * byte_ns_fp) >> 16))
+            })
+        };
+        let p = head(&self.priority).filter(|&(_, end)| fits(end));
+        let d = head(&self.data).filter(|&(_, end)| fits(end));
+        match (p, d) {
+            (Some((ps, pe)), Some((ds, _))) if ps <= ds => Next::Take(FrameClass::Priority, pe),
+            (_, Some((_, de))) => Next::Take(FrameClass::Data, de),
+            (Some((_, pe)), None) => Next::Take(FrameClass::Priority, pe),
+            (None, None) if self.frames() == 0 => Next::Empty,
+            (None, None) => Next::Blocked,
+        }
+    }
+
+    fn drain(&mut self, out: &mut impl FnMut(F)) {
+        for (f, _, _) in self.priority.drain(..).chain(self.data.drain(..)) {
+            out(f);
+        }
+        self.bytes = 0;
+        self.priority_bytes = 0;
+    }
+}
+
+/// Serialization of one byte at `rate_bps`, ns x 2^16.
+fn byte_ns_fp(rate_bps: u64) -> u64 {
+    ((8_000_000_000u128 << 16) / rate_bps.max(1) as u128) as u64
 }
 
 /// Counters of a ToR's uplinks.
@@ -60,6 +260,14 @@ pub struct TorCounters {
     pub late_frames: u64,
     /// Total lateness of those frames, ns.
     pub late_ns: u64,
+    /// Of `queued`, frames queued at high priority.
+    pub priority_queued: u64,
+    /// Of `sent`, frames from a high-priority queue.
+    pub priority_sent: u64,
+    /// Dropped: a data queue held K frames (trimming).
+    pub dropped_data_full: u64,
+    /// Dropped: a high-priority queue was full (trimming).
+    pub dropped_priority_full: u64,
 }
 
 /// One ToR's uplink side.
@@ -76,10 +284,12 @@ pub struct RotorTor<F: Copy> {
     byte_ns_fp: u64,
     buffer_bytes: u64,
     routing: TorRouting,
-    /// Per next-hop ToR: frames, their lengths and when they were queued.
-    queues: Vec<VecDeque<(F, u32, u64)>>,
-    queued_bytes: Vec<u64>,
+    /// Per next-hop ToR: its queues (frames, their lengths and when they
+    /// were queued).
+    queues: Vec<QueuePair<F>>,
     total_bytes: u64,
+    /// Trimming's bounds, if on.
+    trim: Option<TrimSettings>,
     /// Per uplink: when its current transmission ends, ns.
     busy_until: Vec<u64>,
     /// Per uplink: the last slot a deferral was counted in.
@@ -112,7 +322,7 @@ pub struct TorSettings {
 }
 
 impl<F: Copy> RotorTor<F> {
-    /// A ToR's uplink side.
+    /// A ToR's uplink side (no trimming: [`RotorTor::set_trim`]).
     pub fn new(s: TorSettings) -> Result<Self, String> {
         if s.tor >= s.tors {
             return Err(format!("ToR {} of {}", s.tor, s.tors));
@@ -136,7 +346,7 @@ impl<F: Copy> RotorTor<F> {
         Ok(RotorTor {
             tor: s.tor,
             fixed: s.rotors.iter().all(|r| r.len() == 1),
-            byte_ns_fp: ((8_000_000_000u128 << 16) / s.rate_bps as u128) as u64,
+            byte_ns_fp: byte_ns_fp(s.rate_bps),
             busy_until: vec![0; s.rotors.len()],
             deferred_in: vec![u64::MAX; s.rotors.len()],
             rotors: s.rotors,
@@ -144,13 +354,32 @@ impl<F: Copy> RotorTor<F> {
             guard_ns: s.guard_ns,
             buffer_bytes: s.buffer_bytes,
             routing: s.routing,
-            queues: (0..n).map(|_| VecDeque::new()).collect(),
-            queued_bytes: vec![0; n],
+            queues: (0..n).map(|_| QueuePair::new()).collect(),
             total_bytes: 0,
+            trim: None,
             next_due: u64::MAX,
             last_release_slot: u64::MAX,
             counters: TorCounters::default(),
         })
+    }
+
+    /// Turns NDP trimming on (`Some`) or off; only while nothing is
+    /// queued (frames queued under other rules would be served out of
+    /// turn).
+    pub fn set_trim(&mut self, trim: Option<TrimSettings>) -> Result<(), String> {
+        if let Some(t) = &trim {
+            t.check()?;
+        }
+        if self.total_bytes > 0 || self.queues.iter().any(|q| q.frames() > 0) {
+            return Err("trimming can change only while the ToR holds no frame".into());
+        }
+        self.trim = trim;
+        Ok(())
+    }
+
+    /// Trimming's bounds, if on.
+    pub fn trim(&self) -> Option<TrimSettings> {
+        self.trim
     }
 
     /// The next hop towards `target`.
@@ -167,24 +396,63 @@ impl<F: Copy> RotorTor<F> {
         }
     }
 
-    /// Queues a frame of `len` bytes towards ToR `target` at `now_ns`.
+    /// Queues a frame of `len` bytes towards ToR `target` at `now_ns` (in
+    /// the data queue).
     pub fn enqueue(&mut self, target: u32, frame: F, len: u32, now_ns: u64) -> Result<(), TorDrop> {
-        let Some(hop) = self.next_hop(target) else {
+        self.enqueue_class(target, FrameClass::Data, frame, len, now_ns)
+    }
+
+    /// Queues a frame of `len` bytes towards ToR `target` at `now_ns` in
+    /// the `class` queue of its next hop. With trimming on, a data queue
+    /// takes at most K frames and a high-priority queue its bytes; without,
+    /// only the buffer limits either.
+    pub fn enqueue_class(
+        &mut self,
+        target: u32,
+        class: FrameClass,
+        frame: F,
+        len: u32,
+        now_ns: u64,
+    ) -> Result<(), TorDrop> {
+        let hop = match self.admits(target, class, len) {
+            Ok(hop) => hop,
+            Err(e) => {
+                let c = &mut self.counters;
+                *match e {
+                    TorDrop::NoRoute => &mut c.dropped_no_route,
+                    TorDrop::QueueFull => &mut c.dropped_queue_full,
+                    TorDrop::DataQueueFull => &mut c.dropped_data_full,
+                    TorDrop::PriorityQueueFull => &mut c.dropped_priority_full,
+                } += 1;
+                return Err(e);
+            }
+        };
+        let Some(q) = self.queues.get_mut(hop) else {
             self.counters.dropped_no_route += 1;
             return Err(TorDrop::NoRoute);
         };
-        let h = hop as usize;
-        if self.total_bytes + len as u64 > self.buffer_bytes {
-            self.counters.dropped_queue_full += 1;
-            return Err(TorDrop::QueueFull);
-        }
-        self.queues[h].push_back((frame, len, now_ns));
-        self.queued_bytes[h] += len as u64;
+        q.push(class, frame, len, now_ns);
         self.total_bytes += len as u64;
         self.counters.queued += 1;
+        if class == FrameClass::Priority {
+            self.counters.priority_queued += 1;
+        }
         // Wake at once: the frame may go now.
         self.next_due = now_ns;
         Ok(())
+    }
+
+    /// Whether [`RotorTor::enqueue_class`] would take the frame now (and
+    /// into which next hop's queues), without counting a refusal: the
+    /// packet path asks before it trims.
+    pub fn admits(&self, target: u32, class: FrameClass, len: u32) -> Result<usize, TorDrop> {
+        let hop = self.next_hop(target).ok_or(TorDrop::NoRoute)? as usize;
+        let q = self.queues.get(hop).ok_or(TorDrop::NoRoute)?;
+        q.admits(class, len, self.trim.as_ref())?;
+        if self.total_bytes + len as u64 > self.buffer_bytes {
+            return Err(TorDrop::QueueFull);
+        }
+        Ok(hop)
     }
 
     /// The ToR uplink `r` reaches in slot `slot`, if any.
@@ -194,9 +462,10 @@ impl<F: Copy> RotorTor<F> {
         (to != self.tor).then_some(to)
     }
 
-    /// Hands out, on each uplink, the frames of the queue of the ToR it
-    /// reaches in this slot whose serialization has ended by `now_ns` and
-    /// ends `guard` before the slot does: `out(uplink, frame)`.
+    /// Hands out, on each uplink, the frames of the queues of the ToR it
+    /// reaches in this slot (high priority first) whose serialization has
+    /// ended by `now_ns` and ends `guard` before the slot does:
+    /// `out(uplink, frame)`.
     pub fn poll(&mut self, now_ns: u64, out: &mut impl FnMut(usize, F)) -> usize {
         let pos = self.clock.at(now_ns);
         let slot_start = pos.end_ns.saturating_sub(self.clock.slot_ns);
@@ -222,30 +491,40 @@ impl<F: Copy> RotorTor<F> {
             let Some(to) = self.circuit(r, pos.slot) else {
                 continue;
             };
-            let q = to as usize;
-            while let Some(&(frame, len, queued_ns)) = self.queues[q].front() {
-                let start = self.busy_until[r].max(usable).max(queued_ns);
-                let end = start + ((len as u64 * self.byte_ns_fp) >> 16);
+            let Some(queue) = self.queues.get_mut(to as usize) else {
+                continue;
+            };
+            loop {
+                let free = self.busy_until[r].max(usable);
                 // A late poll must not hand out what would reach the
                 // rotor after the guard either.
-                if end.max(now_ns) > limit {
-                    if self.deferred_in[r] != pos.slot {
-                        self.deferred_in[r] = pos.slot;
-                        self.counters.deferred_slot_end += 1;
-                    }
-                    break;
-                }
+                let (class, end) =
+                    match queue.next(free, self.byte_ns_fp, |end| end.max(now_ns) <= limit) {
+                        Next::Empty => break,
+                        Next::Blocked => {
+                            if self.deferred_in[r] != pos.slot {
+                                self.deferred_in[r] = pos.slot;
+                                self.counters.deferred_slot_end += 1;
+                            }
+                            break;
+                        }
+                        Next::Take(class, end) => (class, end),
+                    };
                 if end > now_ns {
                     due = due.min(end);
                     break;
                 }
-                self.queues[q].pop_front();
-                self.queued_bytes[q] -= len as u64;
+                let Some((frame, len, _)) = queue.pop(class) else {
+                    break;
+                };
                 self.total_bytes -= len as u64;
                 self.busy_until[r] = end;
                 if now_ns > end {
                     self.counters.late_frames += 1;
                     self.counters.late_ns += now_ns - end;
+                }
+                if class == FrameClass::Priority {
+                    self.counters.priority_sent += 1;
                 }
                 out(r, frame);
                 self.last_release_slot = pos.slot;
@@ -273,9 +552,9 @@ impl<F: Copy> RotorTor<F> {
         self.last_release_slot == self.clock.at(at_ns).slot
     }
 
-    /// Bytes queued for next hop `hop`.
+    /// Bytes queued for next hop `hop` (both queues).
     pub fn queue_bytes(&self, hop: u32) -> u64 {
-        self.queued_bytes.get(hop as usize).copied().unwrap_or(0)
+        self.queues.get(hop as usize).map_or(0, |q| q.bytes)
     }
 
     /// Bytes queued in all.
@@ -283,19 +562,28 @@ impl<F: Copy> RotorTor<F> {
         self.total_bytes
     }
 
-    /// Frames queued for next hop `hop`.
+    /// Frames queued for next hop `hop` (both queues).
     pub fn queue_frames(&self, hop: u32) -> usize {
-        self.queues.get(hop as usize).map_or(0, VecDeque::len)
+        self.queues.get(hop as usize).map_or(0, QueuePair::frames)
+    }
+
+    /// Frames in next hop `hop`'s data queue.
+    pub fn data_frames(&self, hop: u32) -> usize {
+        self.queues.get(hop as usize).map_or(0, |q| q.data.len())
+    }
+
+    /// Frames in next hop `hop`'s high-priority queue.
+    pub fn priority_frames(&self, hop: u32) -> usize {
+        self.queues
+            .get(hop as usize)
+            .map_or(0, |q| q.priority.len())
     }
 
     /// Takes every queued frame out (shutdown).
     pub fn drain(&mut self, out: &mut impl FnMut(F)) {
         for q in &mut self.queues {
-            for (f, _, _) in q.drain(..) {
-                out(f);
-            }
+            q.drain(out);
         }
-        self.queued_bytes.iter_mut().for_each(|b| *b = 0);
         self.total_bytes = 0;
     }
 
@@ -312,6 +600,145 @@ impl<F: Copy> RotorTor<F> {
     /// Sets the shared epoch (from the agent).
     pub fn set_epoch(&mut self, epoch_ns: u64) {
         self.clock.epoch_ns = epoch_ns;
+    }
+}
+
+/// Counters of a host downlink.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DownlinkCounters {
+    /// Frames queued.
+    pub queued: u64,
+    /// Frames handed to the host port.
+    pub sent: u64,
+    /// Of `sent`, frames from the high-priority queue.
+    pub priority_sent: u64,
+    /// Dropped: the data queue held K frames.
+    pub dropped_data_full: u64,
+    /// Dropped: the high-priority queue was full.
+    pub dropped_priority_full: u64,
+    /// Frames handed out after their serialization ended (a late poll).
+    pub late_frames: u64,
+    /// Total lateness of those frames, ns.
+    pub late_ns: u64,
+}
+
+/// A ToR's emulated link to one host with NDP trimming: a K-frame data
+/// queue and a high-priority queue, served high priority first, at the
+/// host link's rate (see the module docs). Each frame is handed out when
+/// its serialization ends.
+pub struct Downlink<F: Copy> {
+    byte_ns_fp: u64,
+    trim: TrimSettings,
+    queue: QueuePair<F>,
+    /// When the current transmission ends, ns.
+    busy_until: u64,
+    next_due: u64,
+    counters: DownlinkCounters,
+}
+
+impl<F: Copy> Downlink<F> {
+    /// A downlink of `rate_bps` with `trim`'s bounds.
+    pub fn new(rate_bps: u64, trim: TrimSettings) -> Result<Self, String> {
+        if rate_bps == 0 {
+            return Err("host links need a rate".into());
+        }
+        trim.check()?;
+        Ok(Downlink {
+            byte_ns_fp: byte_ns_fp(rate_bps),
+            trim,
+            queue: QueuePair::new(),
+            busy_until: 0,
+            next_due: u64::MAX,
+            counters: DownlinkCounters::default(),
+        })
+    }
+
+    /// Whether [`Downlink::enqueue`] would take the frame now, without
+    /// counting a refusal.
+    pub fn admits(&self, class: FrameClass, len: u32) -> Result<(), TorDrop> {
+        self.queue.admits(class, len, Some(&self.trim))
+    }
+
+    /// Queues a frame of `len` bytes in its `class` queue at `now_ns`.
+    pub fn enqueue(
+        &mut self,
+        class: FrameClass,
+        frame: F,
+        len: u32,
+        now_ns: u64,
+    ) -> Result<(), TorDrop> {
+        if let Err(e) = self.queue.admits(class, len, Some(&self.trim)) {
+            match e {
+                TorDrop::PriorityQueueFull => self.counters.dropped_priority_full += 1,
+                _ => self.counters.dropped_data_full += 1,
+            }
+            return Err(e);
+        }
+        self.queue.push(class, frame, len, now_ns);
+        self.counters.queued += 1;
+        self.next_due = self.next_due.min(now_ns);
+        Ok(())
+    }
+
+    /// Hands out the frames whose serialization has ended by `now_ns`.
+    pub fn poll(&mut self, now_ns: u64, out: &mut impl FnMut(F)) -> usize {
+        let mut sent = 0;
+        self.next_due = u64::MAX;
+        while let Next::Take(class, end) =
+            self.queue.next(self.busy_until, self.byte_ns_fp, |_| true)
+        {
+            if end > now_ns {
+                self.next_due = end;
+                break;
+            }
+            let Some((frame, _, _)) = self.queue.pop(class) else {
+                break;
+            };
+            self.busy_until = end;
+            if now_ns > end {
+                self.counters.late_frames += 1;
+                self.counters.late_ns += now_ns - end;
+            }
+            if class == FrameClass::Priority {
+                self.counters.priority_sent += 1;
+            }
+            out(frame);
+            sent += 1;
+        }
+        self.counters.sent += sent as u64;
+        sent
+    }
+
+    /// When [`Downlink::poll`] next has something to do, ns (`u64::MAX`:
+    /// nothing queued).
+    pub fn next_deadline(&self) -> u64 {
+        self.next_due
+    }
+
+    /// Frames in the data queue.
+    pub fn data_frames(&self) -> usize {
+        self.queue.data.len()
+    }
+
+    /// Frames in the high-priority queue.
+    pub fn priority_frames(&self) -> usize {
+        self.queue.priority.len()
+    }
+
+    /// Bytes queued (both queues).
+    pub fn bytes(&self) -> u64 {
+        self.queue.bytes
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> DownlinkCounters {
+        self.counters
+    }
+
+    /// Takes every queued frame out (shutdown).
+    pub fn drain(&mut self, out: &mut impl FnMut(F)) {
+        self.queue.drain(out);
+        self.next_due = u64::MAX;
     }
 }
 
@@ -458,5 +885,112 @@ mod tests {
         let mut got = poll(&mut t, SLOT + SER);
         got.sort();
         assert_eq!(got, vec![(0, 2), (0, 3)]);
+    }
+
+    #[test]
+    fn a_header_does_not_preempt_a_frame_on_the_wire_but_goes_next() {
+        let mut t = tor(1 << 20, 0, TorRouting::Direct);
+        t.set_trim(Some(TrimSettings::new(4))).unwrap();
+        // Two 1000-byte frames for ToR 1 at 0; a 58-byte header (464 ns at
+        // 1 Gbit/s) at 104 us, while the first is on the wire (100-108 us).
+        t.enqueue_class(1, FrameClass::Data, 1, 1000, 0).unwrap();
+        t.enqueue_class(1, FrameClass::Data, 2, 1000, 0).unwrap();
+        assert!(poll(&mut t, RECONF + 4_000).is_empty());
+        t.enqueue_class(1, FrameClass::Priority, 9, 58, RECONF + 4_000)
+            .unwrap();
+        assert_eq!((t.data_frames(1), t.priority_frames(1)), (2, 1));
+        assert_eq!(t.queue_frames(1), 3);
+        assert_eq!(t.queue_bytes(1), 2058);
+        assert!(poll(&mut t, RECONF + 4_000).is_empty());
+        assert_eq!(t.next_deadline(), RECONF + SER);
+        assert_eq!(poll(&mut t, RECONF + SER), vec![(0, 1)]);
+        // Both heads could start at 108 us: the header first.
+        assert_eq!(t.next_deadline(), RECONF + SER + 464);
+        assert_eq!(poll(&mut t, RECONF + SER + 464), vec![(0, 9)]);
+        assert_eq!(poll(&mut t, RECONF + 2 * SER + 464), vec![(0, 2)]);
+        let c = t.counters();
+        assert_eq!(
+            (c.queued, c.priority_queued, c.sent, c.priority_sent),
+            (3, 1, 3, 1)
+        );
+    }
+
+    #[test]
+    fn trimming_bounds_the_data_queue_in_frames_and_the_priority_queue_in_bytes() {
+        let mut t = tor(1 << 20, 0, TorRouting::Direct);
+        let trim = TrimSettings {
+            data_packets: 2,
+            priority_bytes: 100,
+        };
+        t.set_trim(Some(trim)).unwrap();
+        assert_eq!(t.trim(), Some(trim));
+        t.enqueue_class(2, FrameClass::Data, 1, 1000, 0).unwrap();
+        t.enqueue_class(2, FrameClass::Data, 2, 1000, 0).unwrap();
+        assert_eq!(
+            t.enqueue_class(2, FrameClass::Data, 3, 10, 0),
+            Err(TorDrop::DataQueueFull)
+        );
+        // K is per next hop.
+        t.enqueue_class(3, FrameClass::Data, 4, 1000, 0).unwrap();
+        t.enqueue_class(2, FrameClass::Priority, 5, 58, 0).unwrap();
+        assert_eq!(
+            t.enqueue_class(2, FrameClass::Priority, 6, 58, 0),
+            Err(TorDrop::PriorityQueueFull),
+            "116 bytes > 100"
+        );
+        t.enqueue_class(2, FrameClass::Priority, 7, 42, 0).unwrap();
+        let c = t.counters();
+        assert_eq!(
+            (c.queued, c.dropped_data_full, c.dropped_priority_full),
+            (5, 1, 1)
+        );
+        assert!(t.set_trim(None).is_err(), "frames are held");
+        assert!(t.set_trim(Some(TrimSettings::new(0))).is_err());
+        let mut drained = Vec::new();
+        t.drain(&mut |f| drained.push(f));
+        drained.sort();
+        assert_eq!(drained, vec![1, 2, 4, 5, 7]);
+        t.set_trim(None).unwrap();
+        // Off: no bound but the buffer, whatever the class.
+        for i in 0..10 {
+            t.enqueue_class(2, FrameClass::Data, i, 1000, 0).unwrap();
+        }
+        assert_eq!(TrimSettings::new(8).priority_bytes, 12_000);
+    }
+
+    #[test]
+    fn a_downlink_serves_high_priority_first_at_its_rate() {
+        // 1 Gbit/s: 1000 bytes in 8 us, 58 in 464 ns.
+        let mut d: Downlink<u32> = Downlink::new(1_000_000_000, TrimSettings::new(2)).unwrap();
+        let mut out = Vec::new();
+        d.enqueue(FrameClass::Data, 1, 1000, 10).unwrap();
+        d.enqueue(FrameClass::Data, 2, 1000, 10).unwrap();
+        assert_eq!(
+            d.enqueue(FrameClass::Data, 3, 1000, 10),
+            Err(TorDrop::DataQueueFull)
+        );
+        d.enqueue(FrameClass::Priority, 4, 58, 20).unwrap();
+        assert_eq!(d.next_deadline(), 10);
+        assert_eq!(d.poll(10, &mut |f| out.push(f)), 0);
+        assert_eq!(d.next_deadline(), 10 + SER);
+        // 1 at 8.01 us; then the header, queued at 20 ns, before 2.
+        assert_eq!(d.poll(10 + SER + 464, &mut |f| out.push(f)), 2);
+        assert_eq!(out, vec![1, 4]);
+        assert_eq!(d.next_deadline(), 10 + 2 * SER + 464);
+        assert_eq!(d.poll(u64::MAX / 2, &mut |f| out.push(f)), 1);
+        assert_eq!(out, vec![1, 4, 2]);
+        assert_eq!(d.next_deadline(), u64::MAX);
+        let c = d.counters();
+        assert_eq!(
+            (
+                c.queued,
+                c.sent,
+                c.priority_sent,
+                c.dropped_data_full,
+                c.late_frames
+            ),
+            (3, 3, 1, 1, 2)
+        );
+        assert!(Downlink::<u32>::new(0, TrimSettings::new(2)).is_err());
     }
 }

@@ -16,12 +16,29 @@
 //! the ToR handed it to the uplink ([`send_stamp`]): AF_XDP gives a rotor
 //! no arrival timestamps, and a rotor polled late would otherwise judge a
 //! frame that entered it before the reconfiguration as arriving during it.
+//!
+//! NDP trimming ([`TorSwitch::set_trimming`], off by default) is decided
+//! here, where the bytes are: an NDP data packet
+//! ([`lcmp_wire::ndp::header_of`]) goes to its queue pair's data queue,
+//! and if that refuses it (K frames queued, or the shared buffer full) it
+//! is cut to its headers ([`lcmp_wire::ndp::trim`], the frame's length
+//! shrinks) and goes to the high-priority queue; NDP control packets and
+//! headers trimmed upstream go to the high-priority queue; anything else
+//! to the data queue, dropped past K. The queues ([`RotorTor`],
+//! [`Downlink`]) see only the class and the length. With trimming on,
+//! frames for this ToR's own hosts wait in an emulated downlink per host
+//! port, serialized at the host link's rate: the network's `rate_bps`
+//! (the file has one rate; [`RotorNetwork::wiring`] gives the host links
+//! that rate too). Off, they go to the host port at once, as before, and
+//! the drop reasons trimming adds stay out of [`TorSwitch::drops`], so the
+//! stats are as before byte for byte.
 
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
+use lcmp_wire::ndp::{self, Kind};
 use lcmp_wire::{forward_rewrite, parse, MacAddr, ParseError, L3};
 
 use crate::io::{Frame, PacketIo};
-use crate::rotor_tor::{RotorTor, TorDrop, TorSettings};
+use crate::rotor_tor::{Downlink, FrameClass, RotorTor, TorDrop, TorSettings, TrimSettings};
 
 pub use crate::slot::PortTraffic;
 
@@ -45,6 +62,16 @@ pub enum TorDropReason {
     QueueFull,
     /// No next hop towards the target.
     NoRoute,
+    /// Trimming: a frame that is not NDP data found its next hop's data
+    /// queue holding K frames.
+    DataQueueFull,
+    /// Trimming: a next hop's high-priority queue was full.
+    PriorityQueueFull,
+    /// Trimming: a frame that is not NDP data found its host downlink's
+    /// data queue holding K frames.
+    DownlinkDataQueueFull,
+    /// Trimming: a host downlink's high-priority queue was full.
+    DownlinkPriorityQueueFull,
     /// A host's MAC is not known yet.
     NoPeerMac,
     /// The transmit ring was full.
@@ -55,7 +82,7 @@ pub enum TorDropReason {
 
 impl TorDropReason {
     /// Every reason, in report order.
-    pub const ALL: [TorDropReason; 10] = [
+    pub const ALL: [TorDropReason; 14] = [
         TorDropReason::NoEpoch,
         TorDropReason::NotForwardable,
         TorDropReason::TtlExpired,
@@ -63,6 +90,10 @@ impl TorDropReason {
         TorDropReason::Misrouted,
         TorDropReason::QueueFull,
         TorDropReason::NoRoute,
+        TorDropReason::DataQueueFull,
+        TorDropReason::PriorityQueueFull,
+        TorDropReason::DownlinkDataQueueFull,
+        TorDropReason::DownlinkPriorityQueueFull,
         TorDropReason::NoPeerMac,
         TorDropReason::TxRingFull,
         TorDropReason::Shutdown,
@@ -78,10 +109,112 @@ impl TorDropReason {
             TorDropReason::Misrouted => "misrouted",
             TorDropReason::QueueFull => "queue_full",
             TorDropReason::NoRoute => "no_route",
+            TorDropReason::DataQueueFull => "data_queue_full",
+            TorDropReason::PriorityQueueFull => "priority_queue_full",
+            TorDropReason::DownlinkDataQueueFull => "downlink_data_queue_full",
+            TorDropReason::DownlinkPriorityQueueFull => "downlink_priority_queue_full",
             TorDropReason::NoPeerMac => "no_peer_mac",
             TorDropReason::TxRingFull => "tx_ring_full",
             TorDropReason::Shutdown => "shutdown",
         }
+    }
+
+    /// Whether only trimming drops for this reason.
+    pub fn trimming(self) -> bool {
+        matches!(
+            self,
+            TorDropReason::DataQueueFull
+                | TorDropReason::PriorityQueueFull
+                | TorDropReason::DownlinkDataQueueFull
+                | TorDropReason::DownlinkPriorityQueueFull
+        )
+    }
+}
+
+/// What trimming makes of a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NdpRole {
+    /// An NDP data packet not yet trimmed: data queue, trimmed past K.
+    Trimmable,
+    /// NDP control, or a header trimmed upstream: high priority.
+    Priority,
+    /// Anything else: data queue, dropped past K.
+    Other,
+}
+
+fn ndp_role(frame: &[u8]) -> NdpRole {
+    match ndp::header_of(frame) {
+        Ok(h) if h.kind == Kind::Data && !h.trimmed() => NdpRole::Trimmable,
+        Ok(_) => NdpRole::Priority,
+        Err(_) => NdpRole::Other,
+    }
+}
+
+/// A queue pair a frame may join: a next hop's or a host downlink's.
+trait ClassQueues {
+    /// Whether the `class` queue takes `len` bytes now (nothing counted).
+    fn admits(&self, class: FrameClass, len: u32) -> Result<(), TorDrop>;
+    /// Queues the frame (a refusal is counted).
+    fn enqueue(&mut self, class: FrameClass, f: Frame) -> Result<(), TorDrop>;
+}
+
+/// The queues of the next hop towards `target`, at `now_ns`.
+struct TowardsTor<'a> {
+    core: &'a mut RotorTor<Frame>,
+    target: u32,
+    now_ns: u64,
+}
+
+impl ClassQueues for TowardsTor<'_> {
+    fn admits(&self, class: FrameClass, len: u32) -> Result<(), TorDrop> {
+        self.core.admits(self.target, class, len).map(|_| ())
+    }
+    fn enqueue(&mut self, class: FrameClass, f: Frame) -> Result<(), TorDrop> {
+        self.core
+            .enqueue_class(self.target, class, f, f.len, self.now_ns)
+    }
+}
+
+/// A host downlink, at `now_ns`.
+struct ToHost<'a> {
+    downlink: &'a mut Downlink<Frame>,
+    now_ns: u64,
+}
+
+impl ClassQueues for ToHost<'_> {
+    fn admits(&self, class: FrameClass, len: u32) -> Result<(), TorDrop> {
+        self.downlink.admits(class, len)
+    }
+    fn enqueue(&mut self, class: FrameClass, f: Frame) -> Result<(), TorDrop> {
+        self.downlink.enqueue(class, f, f.len, self.now_ns)
+    }
+}
+
+/// Queues `f` in `queues` by its NDP role, trimming an NDP data packet
+/// its data queue refuses (K frames, or the buffer full) and queueing the
+/// header at high priority. Ok(true): queued trimmed.
+fn enqueue_trimming<IO: PacketIo>(
+    io: &mut IO,
+    f: Frame,
+    queues: &mut impl ClassQueues,
+) -> Result<bool, TorDrop> {
+    match ndp_role(io.frame(f)) {
+        NdpRole::Priority => queues.enqueue(FrameClass::Priority, f).map(|()| false),
+        NdpRole::Other => queues.enqueue(FrameClass::Data, f).map(|()| false),
+        NdpRole::Trimmable => match queues.admits(FrameClass::Data, f.len) {
+            Err(TorDrop::DataQueueFull | TorDrop::QueueFull) => {
+                let Ok(len) = ndp::trim(io.frame_mut(f)) else {
+                    // Classified as trimmable just now: not reached.
+                    return queues.enqueue(FrameClass::Data, f).map(|()| false);
+                };
+                let header = Frame {
+                    addr: f.addr,
+                    len: (len as u32).min(f.len),
+                };
+                queues.enqueue(FrameClass::Priority, header).map(|()| true)
+            }
+            _ => queues.enqueue(FrameClass::Data, f).map(|()| false),
+        },
     }
 }
 
@@ -96,6 +229,12 @@ pub struct TorPathCounters {
     /// Frames from an uplink queued onward (shift-routing transit or the
     /// intermediate of a Valiant detour).
     pub transit: u64,
+    /// NDP data packets trimmed to their headers in a next hop's queues
+    /// (and queued at high priority).
+    pub trimmed: u64,
+    /// NDP data packets trimmed to their headers in a host downlink (and
+    /// queued at high priority).
+    pub trimmed_downlink: u64,
 }
 
 /// A ToR's ports and settings.
@@ -132,6 +271,8 @@ pub struct TorSwitch<IO: PacketIo> {
     port_macs: Vec<MacAddr>,
     host_macs: Vec<Option<MacAddr>>,
     core: RotorTor<Frame>,
+    /// With trimming on, one emulated downlink per host port (else none).
+    downlinks: Vec<Downlink<Frame>>,
     epoch_known: bool,
     rng: u64,
     deliver_send_stamps: bool,
@@ -172,6 +313,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
             port_macs: cfg.port_macs,
             host_macs: cfg.host_macs,
             core,
+            downlinks: Vec::new(),
             epoch_known,
             rng: cfg.seed | 1,
             deliver_send_stamps: cfg.deliver_send_stamps,
@@ -205,6 +347,58 @@ impl<IO: PacketIo> TorSwitch<IO> {
         &self.core
     }
 
+    /// Turns NDP trimming on with `trim`'s bounds for the next hops' queues
+    /// and an emulated downlink per host port at the network's rate, or
+    /// off (`None`, the default). Only while the ToR holds no frame.
+    pub fn set_trimming(&mut self, trim: Option<TrimSettings>) -> Result<(), String> {
+        if self.downlinks.iter().any(|d| d.bytes() > 0) {
+            return Err("trimming can change only while the ToR holds no frame".into());
+        }
+        let downlinks = match trim {
+            Some(t) => (0..self.host_macs.len())
+                .map(|_| Downlink::new(self.net.rate_bps, t))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        self.core.set_trim(trim)?;
+        self.downlinks = downlinks;
+        Ok(())
+    }
+
+    /// Trimming's bounds, if on.
+    pub fn trimming(&self) -> Option<TrimSettings> {
+        self.core.trim()
+    }
+
+    /// Host `host`'s emulated downlink (trimming on).
+    pub fn downlink(&self, host: usize) -> Option<&Downlink<Frame>> {
+        self.downlinks.get(host)
+    }
+
+    /// Trimming's counters for the stats, by name (none with trimming
+    /// off): trimmed packets, high-priority frames queued and sent, on the
+    /// uplinks and the host downlinks.
+    pub fn trim_counters(&self) -> Vec<(&'static str, u64)> {
+        if self.core.trim().is_none() {
+            return Vec::new();
+        }
+        let c = self.core.counters();
+        let sum = |f: fn(&crate::rotor_tor::DownlinkCounters) -> u64| {
+            self.downlinks.iter().map(|d| f(&d.counters())).sum::<u64>()
+        };
+        vec![
+            ("trimmed", self.counters.trimmed),
+            ("queued_priority", c.priority_queued),
+            ("sent_priority_uplink", c.priority_sent),
+            ("trimmed_downlink", self.counters.trimmed_downlink),
+            ("queued_downlink", sum(|d| d.queued)),
+            ("sent_downlink", sum(|d| d.sent)),
+            ("sent_priority_downlink", sum(|d| d.priority_sent)),
+            ("late_frames_downlink", sum(|d| d.late_frames)),
+            ("late_ns_downlink", sum(|d| d.late_ns)),
+        ]
+    }
+
     /// Sets the shared epoch; forwarding into the circuits starts.
     pub fn set_epoch(&mut self, epoch_ns: u64) {
         self.core.set_epoch(epoch_ns);
@@ -216,12 +410,15 @@ impl<IO: PacketIo> TorSwitch<IO> {
         &self.traffic
     }
 
-    /// Drops by reason, in [`TorDropReason::ALL`] order.
+    /// Drops by reason, in [`TorDropReason::ALL`] order; the reasons only
+    /// trimming has only while it is on.
     pub fn drops(&self) -> impl Iterator<Item = (TorDropReason, u64)> + '_ {
+        let trimming = self.core.trim().is_some();
         TorDropReason::ALL
             .iter()
             .copied()
             .zip(self.drops.iter().copied())
+            .filter(move |(r, _)| trimming || !r.trimming())
     }
 
     /// The packet path's counters.
@@ -241,7 +438,10 @@ impl<IO: PacketIo> TorSwitch<IO> {
 
     /// When the next frame is due, ns of the slot clock.
     pub fn next_deadline(&self) -> u64 {
-        self.core.next_deadline()
+        self.downlinks
+            .iter()
+            .map(Downlink::next_deadline)
+            .fold(self.core.next_deadline(), u64::min)
     }
 
     fn drop_frame(&mut self, frame: Frame, why: TorDropReason) {
@@ -284,6 +484,14 @@ impl<IO: PacketIo> TorSwitch<IO> {
             }
             out[r].push(f);
         });
+        for (h, d) in self.downlinks.iter_mut().enumerate() {
+            let Some(port_out) = out.get_mut(self.uplinks + h) else {
+                continue;
+            };
+            let n = d.poll(now_ns, &mut |f| port_out.push(f));
+            self.counters.delivered += n as u64;
+            work += n;
+        }
         for (port, frames) in out.iter_mut().enumerate() {
             if frames.is_empty() {
                 continue;
@@ -361,7 +569,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
                 return self.drop_frame(f, TorDropReason::Misrouted);
             }
             let keep_stamp = !from_host && self.deliver_send_stamps && marked.is_some();
-            return self.deliver(dst_host as usize, f, &parsed, keep_stamp);
+            return self.deliver(dst_host as usize, f, &parsed, keep_stamp, now_ns);
         }
         if !from_host {
             self.counters.transit += 1;
@@ -379,10 +587,22 @@ impl<IO: PacketIo> TorSwitch<IO> {
             }
             Err(_) => return self.drop_frame(f, TorDropReason::NotForwardable),
         }
-        match self.core.enqueue(target, f, f.len, now_ns) {
-            Ok(()) => {}
+        let queued = if self.core.trim().is_some() {
+            let mut queues = TowardsTor {
+                core: &mut self.core,
+                target,
+                now_ns,
+            };
+            enqueue_trimming(&mut self.io, f, &mut queues)
+        } else {
+            self.core.enqueue(target, f, f.len, now_ns).map(|()| false)
+        };
+        match queued {
+            Ok(trimmed) => self.counters.trimmed += u64::from(trimmed),
             Err(TorDrop::QueueFull) => self.drop_frame(f, TorDropReason::QueueFull),
             Err(TorDrop::NoRoute) => self.drop_frame(f, TorDropReason::NoRoute),
+            Err(TorDrop::DataQueueFull) => self.drop_frame(f, TorDropReason::DataQueueFull),
+            Err(TorDrop::PriorityQueueFull) => self.drop_frame(f, TorDropReason::PriorityQueueFull),
         }
     }
 
@@ -392,6 +612,7 @@ impl<IO: PacketIo> TorSwitch<IO> {
         f: Frame,
         parsed: &lcmp_wire::ParsedFrame,
         keep_stamp: bool,
+        now_ns: u64,
     ) {
         let port = self.uplinks + host;
         let Some(host_mac) = self.host_macs[host] else {
@@ -410,14 +631,27 @@ impl<IO: PacketIo> TorSwitch<IO> {
             }
             Err(_) => return self.drop_frame(f, TorDropReason::NotForwardable),
         }
-        self.counters.delivered += 1;
-        self.out[port].push(f);
+        let Some(downlink) = self.downlinks.get_mut(host) else {
+            self.counters.delivered += 1;
+            self.out[port].push(f);
+            return;
+        };
+        match enqueue_trimming(&mut self.io, f, &mut ToHost { downlink, now_ns }) {
+            Ok(trimmed) => self.counters.trimmed_downlink += u64::from(trimmed),
+            Err(TorDrop::PriorityQueueFull) => {
+                self.drop_frame(f, TorDropReason::DownlinkPriorityQueueFull)
+            }
+            Err(_) => self.drop_frame(f, TorDropReason::DownlinkDataQueueFull),
+        }
     }
 
     /// Shutdown: every queued frame back to the pool, counted.
     pub fn drain(&mut self) {
         let mut held = Vec::new();
         self.core.drain(&mut |f| held.push(f));
+        for d in &mut self.downlinks {
+            d.drain(&mut |f| held.push(f));
+        }
         for f in held {
             self.drop_frame(f, TorDropReason::Shutdown);
         }

@@ -389,6 +389,13 @@ struct RotorArgs {
     /// hosts (`lcmp-testbed rotor-timing`).
     #[arg(long)]
     deliver_send_stamps: bool,
+    /// ToRs: NDP packet trimming, the Mars paper's transport: a next-hop
+    /// queue and an emulated host downlink (at the network's rate) hold at
+    /// most K data frames; an NDP data packet beyond is cut to its headers
+    /// and sent ahead at high priority, anything else dropped. Off by
+    /// default (host ports unshaped, queues bounded by the buffer only).
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..))]
+    trim_packets: Option<u32>,
     /// The start of slot 0, CLOCK_REALTIME ns (overrides the file's
     /// epoch_unix_ns). Without either the switch forwards nothing into the
     /// circuits until the agent sets one.

@@ -8,7 +8,7 @@ use lcmp_switch::daemon::{Daemon, DaemonConfig, Loop, PollMode as LoopMode, Real
 use lcmp_switch::mem_link::port_mac;
 use lcmp_switch::rotor::SlotClock;
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
-use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
+use lcmp_switch::rotor_tor::{TorRouting, TorSettings, TrimSettings};
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use tracing::{info, warn};
@@ -204,7 +204,7 @@ fn open_switch(
             } else {
                 TorRouting::Direct
             };
-            let sw = TorSwitch::new(
+            let mut sw = TorSwitch::new(
                 io,
                 TorConfig {
                     tor: t,
@@ -229,6 +229,7 @@ fn open_switch(
                 },
                 epoch.is_some(),
             )?;
+            sw.set_trimming(args.trim_packets.map(TrimSettings::new))?;
             let mut d = Daemon::new(TorNode::new(sw, node_cfg), RealtimeClock, daemon_cfg);
             d.attach_inbox(inbox);
             RotorDaemon::Tor(Box::new(d))
