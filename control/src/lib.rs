@@ -15,6 +15,7 @@ pub mod client;
 pub mod http;
 pub mod metrics;
 pub mod paths;
+pub mod pcapng;
 pub mod proto;
 pub mod rotor;
 pub mod scrape;

@@ -43,12 +43,15 @@
 //!   end never started and have no record (as the client past its
 //!   duration).
 
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use lcmp_control::server::{serve_scoped, Inbox};
 use lcmp_control::Snapshot;
+use lcmp_switch::capture::{Capture, CaptureSpec, Captured};
 use lcmp_switch::config::{defaults, delay_line_frames, Options};
 use lcmp_switch::daemon::{run_many, Clock, Daemon, DaemonConfig, Loop, MonotonicClock};
 use lcmp_switch::frames::FrameShare;
@@ -121,6 +124,9 @@ pub struct VirtualOutcome {
     /// its counters, the sender's DCQCN and go-back-N totals, the
     /// receiver's), by host name, in the order the hosts were built.
     pub hosts: Vec<(String, serde_json::Value)>,
+    /// What each capture of the run's [`Recording`] recorded, in the
+    /// order asked.
+    pub captures: Vec<PortCapture>,
     /// Virtual time when the run ended, ns.
     pub end_ns: u64,
     /// Node polls the driver made (for the benchmark).
@@ -144,14 +150,14 @@ const FRAME_OVERHEAD: u64 = (ETHERNET_HEADER + IPV4_LEN + UDP_LEN + BTH_LEN + IC
 /// An ACK's frame, the smallest a host queues: the overhead and its AETH.
 const ACK_FRAME_BYTES: u64 = FRAME_OVERHEAD + AETH_LEN as u64;
 /// What one slot of an egress queue or delay line takes, bytes.
-const EGRESS_SLOT_BYTES: u64 = 40;
+pub const EGRESS_SLOT_BYTES: u64 = 40;
 /// The slots an egress preallocates per queue at most (`Egress::new`).
 const EGRESS_PREALLOC_SLOTS: u64 = 1 << 20;
 /// The smallest frame an egress sizes its queue by (`Egress::new`).
 const EGRESS_MIN_FRAME: u64 = 60;
 /// A flow's queue pair while it runs, and its record until the end
 /// (the struct and its strings), bytes.
-const FLOW_BYTES: u64 = 340 + std::mem::size_of::<FlowRecord>() as u64 + 96;
+pub const FLOW_BYTES: u64 = 340 + std::mem::size_of::<FlowRecord>() as u64 + 96;
 /// A port's pool at most, buffers (64 GiB of address space).
 const MAX_PORT_FRAMES: u64 = 1 << 25;
 
@@ -183,6 +189,15 @@ pub fn host_pool_frames(
     pool_frames(rate_bps, delay_ns, 0, payload) + acks as usize
 }
 
+/// The slots (queue, delay line) an egress of this link preallocates
+/// (`Egress::new`), each [`EGRESS_SLOT_BYTES`]: what [`MemoryEstimate`]
+/// counts per port and NIC.
+pub fn egress_slots(rate_bps: u64, delay_ns: u64, buffer_bytes: u64) -> (u64, u64) {
+    let queue = (buffer_bytes / EGRESS_MIN_FRAME + 1).min(EGRESS_PREALLOC_SLOTS);
+    let line = (delay_line_frames(rate_bps, delay_ns) as u64).min(EGRESS_PREALLOC_SLOTS);
+    (queue, line)
+}
+
 /// What a network needs in memory before its first frame moves, bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemoryEstimate {
@@ -208,8 +223,7 @@ impl MemoryEstimate {
     }
 
     fn egress(&mut self, rate_bps: u64, delay_ns: u64, buffer_bytes: u64) {
-        let queue = (buffer_bytes / EGRESS_MIN_FRAME + 1).min(EGRESS_PREALLOC_SLOTS);
-        let line = (delay_line_frames(rate_bps, delay_ns) as u64).min(EGRESS_PREALLOC_SLOTS);
+        let (queue, line) = egress_slots(rate_bps, delay_ns, buffer_bytes);
         self.egress_bytes = self
             .egress_bytes
             .saturating_add((queue + line) * EGRESS_SLOT_BYTES);
@@ -270,6 +284,178 @@ pub struct Progress {
     pub hosts: usize,
 }
 
+/// A port whose frames a run records: the switch's own capture (the one
+/// `lcmp-ctl capture` starts over the control socket), started before
+/// the run's first frame and drained while it goes, so a capture holds
+/// every frame the port received or sent, both directions, until its
+/// bytes reach `max_bytes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureAt {
+    /// The switch.
+    pub switch: String,
+    /// Its port: interface name (`p2`) or index (`2`), as `lcmp-ctl`
+    /// names ports. A switch captures one port.
+    pub port: String,
+    /// Bytes kept of each frame (its length is recorded whole).
+    pub snaplen: usize,
+    /// Bytes (as kept) recorded at most; nothing after.
+    pub max_bytes: u64,
+}
+
+/// What a [`CaptureAt`] recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PortCapture {
+    /// The switch.
+    pub switch: String,
+    /// The port's interface name.
+    pub port: String,
+    /// Bytes kept of each frame.
+    pub snaplen: usize,
+    /// The frames in the order the switch saw them; their times are the
+    /// network's clock, ns: virtual time on the virtual clock, the run's
+    /// monotonic clock from its start on the wall clock (the times of
+    /// `flows.csv` either way).
+    pub frames: Vec<Captured>,
+    /// The kept bytes `frames` point into.
+    pub data: Vec<u8>,
+    /// Frames the port received and sent in the whole run (its
+    /// `rx_frames` and `tx_frames`): more than `frames` when the capture
+    /// reached `max_bytes`.
+    pub seen: u64,
+    /// Frames lost because the switch's capture buffer filled between two
+    /// drains (0 unless the machine fell far behind).
+    pub dropped: u64,
+}
+
+impl PortCapture {
+    /// Frames the port carried that are not in `frames` (the capture's
+    /// limit reached, or lost).
+    pub fn not_recorded(&self) -> u64 {
+        self.seen.saturating_sub(self.frames.len() as u64)
+    }
+
+    /// Takes what `c` holds, when it holds at least `min_bytes`.
+    fn take_from(&mut self, c: &mut Capture, min_bytes: u64) {
+        let (_, taken_bytes, dropped) = c.counts();
+        self.dropped = dropped;
+        if taken_bytes.saturating_sub(self.data.len() as u64) < min_bytes.max(1) {
+            return;
+        }
+        let (frames, data) = c.drain();
+        let base = self.data.len();
+        self.frames.extend(frames.into_iter().map(|f| Captured {
+            start: f.start + base,
+            ..f
+        }));
+        self.data.extend_from_slice(&data);
+    }
+
+    /// The port's frames in the run, from the switch's final snapshot.
+    fn count_seen(&mut self, snap: &Snapshot) {
+        if let Some(p) = snap.port(&self.port) {
+            self.seen = p.counter("rx_frames") + p.counter("tx_frames");
+        }
+    }
+}
+
+/// What a run records besides its outcome ([`run_virtual_recorded`],
+/// [`run_wall_recorded`]).
+#[derive(Default, Clone, Copy)]
+pub struct Recording<'a> {
+    /// Ports whose frames are recorded (one per switch).
+    pub captures: &'a [CaptureAt],
+    /// On the wall clock: each switch's stats file (its snapshot, written
+    /// every second as `lcmp-switch --stats-file` does: what `lcmp-testbed
+    /// status` reads), by switch name. Not on the virtual clock.
+    pub stats_file: Option<&'a dyn Fn(&str) -> PathBuf>,
+}
+
+/// Captured bytes a switch may hold before the virtual driver drains
+/// them: well below the capture's buffer
+/// ([`lcmp_switch::capture::BUFFER_LIMIT`]), which a few polls cannot
+/// fill from here.
+const DRAIN_BYTES: u64 = 2 << 20;
+/// Polls between the virtual driver's looks at the captures.
+const DRAIN_EVERY_POLLS: u64 = 16;
+/// How often a wall-clock run drains its captures, ns.
+const WALL_DRAIN_NS: u64 = 2_000_000;
+
+/// Starts every capture of `captures` on its switch of `switches`;
+/// returns, per capture, the switch's index and what it will record. One
+/// line naming the capture for a switch or port the network does not
+/// have, or a second port of a switch.
+fn start_captures(
+    switches: &mut [(String, LcmpNode<Io>)],
+    captures: &[CaptureAt],
+) -> Result<Vec<(usize, PortCapture)>, String> {
+    let mut out: Vec<(usize, PortCapture)> = Vec::new();
+    for c in captures {
+        let what = format!("capture {}:{}", c.switch, c.port);
+        let i = switches
+            .iter()
+            .position(|(n, _)| *n == c.switch)
+            .ok_or_else(|| format!("{what}: the network has no switch {:?}", c.switch))?;
+        if let Some((_, other)) = out.iter().find(|(j, _)| *j == i) {
+            return Err(format!(
+                "{what}: {} captures {} already; a switch captures one port",
+                c.switch, other.port
+            ));
+        }
+        if c.snaplen == 0 || c.max_bytes == 0 {
+            return Err(format!("{what}: snaplen and max bytes must be positive"));
+        }
+        let sw = switches[i].1.switch();
+        let ports = sw.port_reports().len();
+        let port = sw.port_by_name(&c.port).ok_or_else(|| {
+            format!(
+                "{what}: {} has no port {:?} (its ports are p0 to p{})",
+                c.switch,
+                c.port,
+                ports.saturating_sub(1)
+            )
+        })?;
+        sw.start_capture(CaptureSpec {
+            port,
+            snaplen: c.snaplen,
+            max_frames: u64::MAX,
+            max_bytes: c.max_bytes,
+            until_ns: u64::MAX,
+        });
+        out.push((
+            i,
+            PortCapture {
+                switch: c.switch.clone(),
+                port: sw.port_name(port).to_string(),
+                snaplen: c.snaplen,
+                ..Default::default()
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Drains the captures of a virtual run's switches (`caps`: node index
+/// and capture) that hold at least `min_bytes`; with `stop`, all of it,
+/// and ends them.
+fn drain_virtual(
+    net: &mut VirtualNet,
+    caps: &mut [(usize, PortCapture)],
+    min_bytes: u64,
+    stop: bool,
+) {
+    for (i, pc) in caps.iter_mut() {
+        let Some(d) = net.daemon::<LcmpNode<Io>>(*i) else {
+            continue;
+        };
+        if let Some(c) = d.switch().capture_mut() {
+            pc.take_from(c, min_bytes);
+        }
+        if stop {
+            d.switch().stop_capture();
+        }
+    }
+}
+
 /// Builds the network (see the module docs), runs it until `run.end_ns`
 /// or until every flow has ended, and returns the outcome. Errors are one
 /// line naming the problem (a host without IPv4, an unknown or repeated
@@ -286,12 +472,29 @@ pub fn run_virtual_observed(
     every_ns: u64,
     observe: &mut dyn FnMut(&Progress),
 ) -> Result<VirtualOutcome, String> {
-    let built = build(run)?;
+    run_virtual_recorded(run, &Recording::default(), every_ns, observe)
+}
+
+/// [`run_virtual_observed`], recording what `rec` asks: its captures'
+/// frames at virtual times (the outcome's `captures`; deterministic as
+/// the run is).
+pub fn run_virtual_recorded(
+    run: VirtualRun,
+    rec: &Recording,
+    every_ns: u64,
+    observe: &mut dyn FnMut(&Progress),
+) -> Result<VirtualOutcome, String> {
+    let mut built = build(run)?;
+    let mut caps = start_captures(&mut built.switches, rec.captures)?;
     let mut net = VirtualNet::new(0);
     let mut switch_nodes = Vec::new();
     for (name, node) in built.switches {
         let i = net.add_node(node, DaemonConfig::quiet(&name));
         switch_nodes.push((name, i));
+    }
+    // Switches are the first nodes: a switch's index is its node's.
+    for (i, _) in &mut caps {
+        *i = switch_nodes[*i].1;
     }
     // Before any host is a node, so switch names find switches.
     net.join_links(&built.links)?;
@@ -313,6 +516,9 @@ pub fn run_virtual_observed(
             }
             _ => break,
         }
+        if !caps.is_empty() && net.polls().is_multiple_of(DRAIN_EVERY_POLLS) {
+            drain_virtual(&mut net, &mut caps, DRAIN_BYTES, false);
+        }
         if net.now_ns() >= next_report {
             observe(&Progress {
                 now_ns: net.now_ns(),
@@ -328,6 +534,7 @@ pub fn run_virtual_observed(
     }
     let ended_ns = net.now_ns();
     let polls = net.polls();
+    drain_virtual(&mut net, &mut caps, 0, true);
 
     let mut records: Vec<(String, Vec<FlowRecord>)> = Vec::new();
     for name in built.senders {
@@ -360,7 +567,26 @@ pub fn run_virtual_observed(
             serde_json::from_slice(json).map_err(|e| format!("host {name}: status: {e}"))?;
         hosts.push((name, status));
     }
-    Ok(outcome(records, switches, hosts, ended_ns, polls))
+    let captures = finish_captures(caps, &switches);
+    let mut out = outcome(records, switches, hosts, ended_ns, polls);
+    out.captures = captures;
+    Ok(out)
+}
+
+/// The captures with the frames their ports carried in the run, from the
+/// switches' final snapshots (`caps`' indices are no longer needed).
+fn finish_captures(
+    caps: Vec<(usize, PortCapture)>,
+    switches: &[(String, Snapshot)],
+) -> Vec<PortCapture> {
+    caps.into_iter()
+        .map(|(_, mut pc)| {
+            if let Some((_, snap)) = switches.iter().find(|(n, _)| *n == pc.switch) {
+                pc.count_seen(snap);
+            }
+            pc
+        })
+        .collect()
 }
 
 /// How a [`run_wall`] is watched while it runs.
@@ -387,12 +613,44 @@ pub struct WallOptions<'a> {
 /// `end_ns` are of the emulation's time. Not deterministic: a run is what
 /// the machine kept up with.
 pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, String> {
-    let built = build(run)?;
+    run_wall_recorded(run, opts, &Recording::default())
+}
+
+/// [`run_wall`], recording what `rec` asks: its captures' frames at the
+/// times of the run's clock (the outcome's `captures`), and each switch's
+/// stats file while the run goes on.
+pub fn run_wall_recorded(
+    run: VirtualRun,
+    opts: &WallOptions,
+    rec: &Recording,
+) -> Result<VirtualOutcome, String> {
+    let mut built = build(run)?;
+    let caps = start_captures(&mut built.switches, rec.captures)?;
+    // Drained by each switch's daemon as side work; the rest after the
+    // run.
+    let caps: Vec<(usize, Rc<RefCell<PortCapture>>)> = caps
+        .into_iter()
+        .map(|(i, pc)| (i, Rc::new(RefCell::new(pc))))
+        .collect();
     let clock = WallClock::starting_now();
     let mut served = Vec::new();
     let mut nodes = Vec::new();
-    for (name, node) in built.switches {
-        let mut d = Daemon::new(node, clock, DaemonConfig::quiet(&name));
+    for (k, (name, node)) in built.switches.into_iter().enumerate() {
+        let mut cfg = DaemonConfig::quiet(&name);
+        if let Some(stats) = rec.stats_file {
+            cfg.stats_file = Some(stats(&name));
+            cfg.stats_interval_ns = defaults::STATS_INTERVAL_MS * 1_000_000;
+        }
+        let mut d = Daemon::new(node, clock, cfg);
+        if let Some((_, pc)) = caps.iter().find(|(i, _)| *i == k) {
+            let pc = pc.clone();
+            d.add_side_task(Box::new(move |node: &mut LcmpNode<Io>, now| {
+                if let Some(c) = node.switch().capture_mut() {
+                    pc.borrow_mut().take_from(c, 0);
+                }
+                now.saturating_add(WALL_DRAIN_NS)
+            }));
+        }
         if let Some(socket) = opts.control_socket {
             let path = socket(&name);
             let inbox = Inbox::new().map_err(|e| format!("switch {name}: control inbox: {e}"))?;
@@ -432,7 +690,15 @@ pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, S
     let per_round = nodes.len() as u64 - 1;
     for n in nodes {
         match n {
-            WallNode::Switch(name, mut d) => switches.push((name, d.finish())),
+            WallNode::Switch(name, mut d) => {
+                if let Some((_, pc)) = caps.iter().find(|(_, pc)| pc.borrow().switch == name) {
+                    if let Some(c) = d.switch().capture_mut() {
+                        pc.borrow_mut().take_from(c, 0);
+                    }
+                    d.switch().stop_capture();
+                }
+                switches.push((name, d.finish()));
+            }
             WallNode::Host(name, mut d) => {
                 by_host.push((name.clone(), d.node_ref().records().to_vec()));
                 let status = serde_json::to_value(d.finish())
@@ -453,7 +719,14 @@ pub fn run_wall(run: VirtualRun, opts: &WallOptions) -> Result<VirtualOutcome, S
             .ok_or_else(|| format!("sender {name} is not a host node"))?;
         records.push(by_host.swap_remove(i));
     }
-    Ok(outcome(records, switches, hosts, ended_ns, polls))
+    let caps = caps
+        .into_iter()
+        .map(|(i, pc)| (i, std::mem::take(&mut *pc.borrow_mut())))
+        .collect();
+    let captures = finish_captures(caps, &switches);
+    let mut out = outcome(records, switches, hosts, ended_ns, polls);
+    out.captures = captures;
+    Ok(out)
 }
 
 /// The outcome, with the frame-hops summed from the switches' counters.
@@ -472,6 +745,7 @@ fn outcome(
         records,
         switches,
         hosts,
+        captures: Vec::new(),
         end_ns,
         polls,
         frame_hops,

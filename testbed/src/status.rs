@@ -143,7 +143,12 @@ pub fn status(name: &str) -> Result<Status> {
     for sw in topo.switches() {
         let proc = st.procs.iter().find(|p| p.name == sw.name);
         let pid = proc.map_or(0, |p| p.pid);
-        let running = pid != 0 && is_program(pid, "lcmp-switch");
+        // A wall-engine experiment's switches run in its own process
+        // (`lcmp-testbed`), a testbed without namespaces.
+        let in_experiment = proc.is_some_and(|p| p.shared)
+            && st.namespaces.is_empty()
+            && is_program(pid, "lcmp-testbed");
+        let running = pid != 0 && (is_program(pid, "lcmp-switch") || in_experiment);
         let stats: Option<lcmp_control::Snapshot> = proc
             .and_then(|p| std::fs::read_to_string(&p.stats).ok())
             .and_then(|t| serde_json::from_str(&t).ok());

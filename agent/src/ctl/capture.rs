@@ -6,30 +6,22 @@
 //! The switch copies the port's frames into a bounded buffer; this drains
 //! it every [`FETCH_INTERVAL`] and appends the frames to the file until
 //! the capture's limits (frames, bytes, duration) are reached or it is
-//! interrupted, then stops the capture. Each frame's direction is in its
-//! EPB flags (inbound: received on the port; outbound: leaving by it);
-//! times are nanoseconds.
+//! interrupted, then stops the capture; [`lcmp_control::pcapng`] writes
+//! the file (directions in the EPB flags, nanosecond times).
 //!
 //! The switch is asked to keep the limits, and this keeps them too, so
 //! that a broken or hostile switch can neither run a capture past its
 //! duration nor have more frames or bytes written than asked, or a frame
 //! longer than the snaplen.
 
-use std::borrow::Cow;
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use lcmp_control::pcapng::PcapngFile;
 use lcmp_control::proto::{hex_decode, CaptureReply};
 use lcmp_control::{Client, Reply, Request};
-use pcap_file::pcapng::blocks::enhanced_packet::{EnhancedPacketBlock, EnhancedPacketOption};
-use pcap_file::pcapng::blocks::interface_description::{
-    InterfaceDescriptionBlock, InterfaceDescriptionOption,
-};
-use pcap_file::pcapng::PcapNgWriter;
-use pcap_file::DataLink;
 
 use super::call::reply_kind;
 use super::{CtlError, Target};
@@ -68,10 +60,6 @@ pub struct CaptureSummary {
     pub dropped: u64,
 }
 
-/// EPB flags: direction inbound (bits 0-1 = 01) and outbound (10).
-const INBOUND: u32 = 1;
-const OUTBOUND: u32 = 2;
-
 fn io_failed(path: &Path, e: impl std::fmt::Display) -> CtlError {
     CtlError::Failed(format!("{}: {e}", path.display()))
 }
@@ -104,20 +92,9 @@ pub fn capture(
     // only stops one that does not. `None`: beyond the clock's range,
     // never.
     let end = Instant::now().checked_add(opts.duration);
-    let mut pcap = PcapNgWriter::new(BufWriter::new(file)).map_err(|e| io_failed(&opts.out, e))?;
-    pcap.write_pcapng_block(InterfaceDescriptionBlock {
-        linktype: DataLink::ETHERNET,
-        snaplen: opts.snaplen,
-        options: vec![
-            InterfaceDescriptionOption::IfName(Cow::Owned(format!(
-                "{}/{}",
-                target.name, first.port
-            ))),
-            // Nanosecond timestamps (pcap-file writes them so).
-            InterfaceDescriptionOption::IfTsResol(9),
-        ],
-    })
-    .map_err(|e| io_failed(&opts.out, e))?;
+    let if_name = format!("{}/{}", target.name, first.port);
+    let mut pcap =
+        PcapngFile::new(file, &if_name, opts.snaplen).map_err(|e| io_failed(&opts.out, e))?;
     let mut summary = CaptureSummary {
         port: first.port.clone(),
         ..Default::default()
@@ -149,9 +126,7 @@ pub fn capture(
         };
         reply = fetch(&mut client, &request, target)?;
     }
-    pcap.get_mut()
-        .flush()
-        .map_err(|e| io_failed(&opts.out, e))?;
+    pcap.finish().map_err(|e| io_failed(&opts.out, e))?;
     Ok(summary)
 }
 
@@ -178,7 +153,7 @@ fn fetch(
 /// bytes than asked, each cut to the snaplen, the last cut to the bytes
 /// left.
 fn write_frames(
-    pcap: &mut PcapNgWriter<BufWriter<File>>,
+    pcap: &mut PcapngFile,
     reply: &CaptureReply,
     opts: &CaptureOptions,
     summary: &mut CaptureSummary,
@@ -188,25 +163,11 @@ fn write_frames(
             break;
         }
         let mut data = hex_decode(&f.data).ok_or("the switch sent a frame that is not hex")?;
-        // A frame is at least as long as the bytes sent of it.
-        let original_len = f
-            .orig_len
-            .max(u32::try_from(data.len()).unwrap_or(u32::MAX));
         let room = usize::try_from(opts.max_bytes - summary.bytes).unwrap_or(usize::MAX);
         data.truncate(room.min(opts.snaplen as usize));
         summary.bytes += data.len() as u64;
-        pcap.write_pcapng_block(EnhancedPacketBlock {
-            interface_id: 0,
-            timestamp: Duration::from_nanos(f.time_unix_ns),
-            original_len,
-            data: Cow::Owned(data),
-            options: vec![EnhancedPacketOption::Flags(if f.outbound {
-                OUTBOUND
-            } else {
-                INBOUND
-            })],
-        })
-        .map_err(|e| e.to_string())?;
+        pcap.write(f.time_unix_ns, f.outbound, f.orig_len, &data)
+            .map_err(|e| e.to_string())?;
         summary.frames += 1;
     }
     Ok(())

@@ -13,22 +13,40 @@ use crate::{Error, Result};
 
 /// Starts the testbed's agent (`lcmp-agent run --testbed NAME`), detached,
 /// and waits until it has adopted the switches (its state file names its
-/// pid and, with metrics, the address bound).
+/// pid and, with metrics, the address bound). A testbed without
+/// namespaces runs its switches in the `lcmp-testbed` process (a
+/// wall-engine experiment's run): its agent reads the same network file,
+/// control sockets and state file, with no host namespaces to tune (the
+/// hosts are nodes of that process, their NICs emulated there).
 pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
+    let in_process = st.namespaces.is_empty();
     let bin = find_program("lcmp-agent", "LCMP_AGENT_BIN")?;
     let dir = state::dir(&st.name);
     let log = dir.join("agent.log");
     let state_file = dir.join("agent.json");
     let _ = std::fs::remove_file(&state_file);
-    let mut argv: Vec<String> = vec![
-        bin.display().to_string(),
-        "run".into(),
-        "--testbed".into(),
-        st.name.clone(),
-    ];
+    let mut argv: Vec<String> = vec![bin.display().to_string(), "run".into()];
+    if in_process {
+        argv.extend([
+            "--topology".into(),
+            st.topology_file.display().to_string(),
+            "--socket-dir".into(),
+            dir.display().to_string(),
+            "--state-file".into(),
+            state_file.display().to_string(),
+        ]);
+    } else {
+        argv.extend(["--testbed".into(), st.name.clone()]);
+    }
     // The agent computes C_path as the switches do: their options for it
-    // (given with --switch-arg) go to the agent too.
-    argv.extend(path_cost_args(&st.switches.extra_args));
+    // (the experiment's metric, and --switch-arg's) go to the agent too.
+    let path_cost = path_cost_args(&st.switches.extra_args);
+    if let Some(m) = &st.switches.metric {
+        if !path_cost.iter().any(|a| a.starts_with("--metric")) {
+            argv.push(format!("--metric={m}"));
+        }
+    }
+    argv.extend(path_cost);
     argv.extend(["--scaling".into(), st.scaling.to_string()]);
     match opts.metrics_listen {
         Some(mut addr) => {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use lcmp_engine::network::CaptureAt;
 use lcmp_results::trace::TraceFormat;
 use lcmp_topology::Topology;
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,7 @@ pub struct TopologyArgs {
     pub hosts_per_dc: usize,
     /// Divide every link's rate (and buffer) by S; delays stay real.
     /// Default: 1, and 1000 for an experiment under --transport rocev2 on
-    /// the namespace engine (README, RDMA-faithful experiments).
+    /// the namespace engine (docs/experiments.md, RDMA-faithful experiments).
     #[arg(long, value_name = "S")]
     pub scale: Option<f64>,
     /// Divide buffers by B instead of --scale: deeper buffers stand in for
@@ -43,7 +44,7 @@ pub struct TopologyArgs {
     /// interval and the rocev2 transport's timers stretch alike. FCTs are
     /// wall-clock (T times the modeled network's). Default: 1, and 10 for
     /// an experiment under --transport rocev2 on the namespace engine
-    /// (README, time dilation).
+    /// (docs/experiments.md, time dilation).
     #[arg(long, value_name = "T")]
     pub time_scale: Option<f64>,
     /// LCMP weight of the path cost C_path.
@@ -246,6 +247,13 @@ impl Transport {
     }
 }
 
+/// Bytes kept of each captured frame by default (`capture_snaplen`): a
+/// whole data frame, as `lcmp-ctl capture` keeps.
+pub const DEFAULT_CAPTURE_SNAPLEN: u32 = 2048;
+/// Bytes (as kept) a capture file holds by default (`capture_max_bytes`),
+/// `lcmp-ctl capture`'s default: 64 MB.
+pub const DEFAULT_CAPTURE_MAX_BYTES: u64 = 64_000_000;
+
 /// A link taken down during every run (failure experiment).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -370,6 +378,22 @@ pub struct ExperimentConfig {
     /// simulator does; the hosts stop their data while paused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pfc: bool,
+    /// Ports whose frames every run records (one-process engines), as
+    /// `SWITCH:PORT` (`dc1:p2`, or `dc1:2`: the port as `lcmp-ctl
+    /// capture` names it), or `SWITCH` for a switch with one port; into
+    /// `runs/<run>/capture-<switch>.pcapng` with the network's clock's
+    /// times (virtual ns on the virtual engine). One port per switch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capture: Vec<String>,
+    /// Bytes kept of each captured frame (default
+    /// [`DEFAULT_CAPTURE_SNAPLEN`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_snaplen: Option<u32>,
+    /// Bytes (as kept) each capture file holds at most, a size with its
+    /// unit (`"64MB"`, the default; `"500kB"`): frames past it are not
+    /// recorded, counted and said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_max_bytes: Option<String>,
     /// What the switches' C_path describes: `path` (a candidate's whole
     /// path: total delay, bottleneck; the default) or `local` (its egress
     /// link, as the LCMP artifact does: with the DC fabric modelled, the
@@ -566,10 +590,10 @@ pub struct ExperimentArgs {
     #[arg(long, value_enum, default_value = "tcp")]
     pub transport: Transport,
     /// Where the experiment runs (default: namespaces; overrides the
-    /// file's `engine`). The engines accepted now are namespaces, wall and
-    /// virtual; the one-process engines (wall, virtual) run FCT experiments
-    /// (not rotor-experiment) and write every switch's final counters with
-    /// the results (runs/<run>/switch-<name>.json); the virtual engine
+    /// file's `engine`): namespaces, wall or virtual (rotor-experiment
+    /// runs on namespaces or virtual); the one-process engines (wall,
+    /// virtual) write every switch's final counters and the hosts' with
+    /// the results (runs/<run>/switch-<name>.json, hosts.json); the virtual engine
     /// scales nothing by default (the namespaces and wall engines default
     /// rocev2 to --scale 1000 --time-scale 10 so that 2 cores keep up).
     #[arg(long, value_enum, value_name = "ENGINE")]
@@ -581,6 +605,22 @@ pub struct ExperimentArgs {
     /// without, said on stderr.
     #[arg(long)]
     pub pfc: bool,
+    /// Record a port's frames in every run into
+    /// runs/<run>/capture-<switch>.pcapng (one-process engines; also
+    /// `capture = [...]` in the file, which this replaces): SWITCH:PORT,
+    /// the port as lcmp-ctl capture names it (dc1:p2 or dc1:2), or SWITCH
+    /// for a switch with one port; one port per switch; times are the
+    /// network's clock (virtual ns on the virtual engine). Repeatable or
+    /// comma-separated.
+    #[arg(long, value_name = "SWITCH[:PORT]", value_delimiter = ',')]
+    pub capture: Vec<String>,
+    /// Bytes kept of each captured frame (default 2048).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub capture_snaplen: Option<u32>,
+    /// Bytes (as kept) per capture file at most (default 64MB): frames
+    /// past it are not recorded, counted and said.
+    #[arg(long, value_name = "SIZE")]
+    pub capture_max_bytes: Option<String>,
     /// Divide flow sizes by S (a flow is at least one packet). Default:
     /// --scale under rocev2, which keeps the paper's size/BDP and
     /// transfer-time/RTT ratios; 1 under tcp.
@@ -667,6 +707,15 @@ impl ExperimentArgs {
                 c.engine = engine;
             }
             c.pfc |= self.pfc;
+            if !self.capture.is_empty() {
+                c.capture = self.capture.clone();
+            }
+            if self.capture_snaplen.is_some() {
+                c.capture_snaplen = self.capture_snaplen;
+            }
+            if self.capture_max_bytes.is_some() {
+                c.capture_max_bytes = self.capture_max_bytes.clone();
+            }
             if let Some(trace) = &self.trace {
                 // Another trace: the file's references are of its own
                 // trace's flows, nothing to compare this one with.
@@ -722,6 +771,9 @@ impl ExperimentArgs {
             transport: self.transport,
             engine,
             pfc: self.pfc,
+            capture: self.capture.clone(),
+            capture_snaplen: self.capture_snaplen,
+            capture_max_bytes: self.capture_max_bytes.clone(),
             metric: None,
             size_scale: self.size_scale,
             trace: self.trace.clone(),
@@ -841,6 +893,13 @@ impl ExperimentConfig {
                      on the namespaces the switches run over AF_XDP, where PFC is the NIC's",
                 ));
             }
+            if !self.capture.is_empty() {
+                return Err(Error::new(
+                    "capture (--capture): a one-process engine option (engine = \"virtual\" or \
+                     \"wall\"); on the namespaces run `lcmp-ctl --testbed NAME capture SWITCH PORT \
+                     --out FILE` during a run, or tcpdump in a host's namespace",
+                ));
+            }
             return Ok(());
         }
         if self.transport == Transport::Tcp {
@@ -891,8 +950,82 @@ impl ExperimentConfig {
 
     /// Checks everything that can be checked without building anything:
     /// numbers, policies, workloads, that `from`/`to` are DC switches of
-    /// the topology with hosts. Returns the effective topology.
+    /// the topology with hosts, the captures' ports. Returns the effective
+    /// topology.
     pub fn validate(&self) -> Result<Topology> {
+        let topo = self.validate_runs()?;
+        self.captures(&topo)?;
+        Ok(topo)
+    }
+
+    /// The captures (`capture`, `capture_snaplen`, `capture_max_bytes`)
+    /// on the switches of `topo`, checked: one line naming a spelling, a
+    /// switch or port the network does not have, a second port of a
+    /// switch, or a size that is not one.
+    pub fn captures(&self, topo: &Topology) -> Result<Vec<CaptureAt>> {
+        let snaplen = self.capture_snaplen.unwrap_or(DEFAULT_CAPTURE_SNAPLEN);
+        if snaplen == 0 {
+            return Err(Error::new("capture_snaplen must be at least 1 byte"));
+        }
+        let max_bytes = match &self.capture_max_bytes {
+            None => DEFAULT_CAPTURE_MAX_BYTES,
+            Some(text) => lcmp_topology::units::parse_buffer(text)
+                .map_err(|e| Error::new(format!("capture_max_bytes (--capture-max-bytes): {e}")))?,
+        };
+        let mut out: Vec<CaptureAt> = Vec::new();
+        for text in &self.capture {
+            let (switch, port) = match text.split_once(':') {
+                Some((s, p)) => (s.trim(), Some(p.trim())),
+                None => (text.trim(), None),
+            };
+            let Some(sw) = topo.switch_by_name(switch) else {
+                let names: Vec<&str> = topo.switches().iter().map(|s| s.name.as_str()).collect();
+                return Err(Error::new(format!(
+                    "capture {text:?}: no switch {switch:?} in the topology (switches: {})",
+                    names.join(", ")
+                )));
+            };
+            let ports = topo.ports(sw.id).len();
+            let last = ports.saturating_sub(1);
+            let index = match port {
+                None if ports == 1 => 0,
+                None => {
+                    return Err(Error::new(format!(
+                        "capture {text:?}: {switch} has {ports} ports; name one ({switch}:p0 to \
+                         {switch}:p{last}): a switch captures one port"
+                    )))
+                }
+                Some(p) => p
+                    .strip_prefix('p')
+                    .unwrap_or(p)
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&i| i < ports)
+                    .ok_or_else(|| {
+                        Error::new(format!(
+                            "capture {text:?}: {switch} has no port {p:?} (its ports are p0 to \
+                             p{last}, or 0 to {last}, as lcmp-ctl capture names them)"
+                        ))
+                    })?,
+            };
+            if let Some(other) = out.iter().find(|c| c.switch == switch) {
+                return Err(Error::new(format!(
+                    "capture {text:?}: {switch}:{} is captured already; a switch captures one port",
+                    other.port
+                )));
+            }
+            out.push(CaptureAt {
+                switch: switch.to_string(),
+                port: format!("p{index}"),
+                snaplen: snaplen as usize,
+                max_bytes,
+            });
+        }
+        Ok(out)
+    }
+
+    /// [`ExperimentConfig::validate`] but the captures.
+    fn validate_runs(&self) -> Result<Topology> {
         crate::state::validate_name(&self.name)?;
         crate::bed::links_for(self.processes()?, self.links()?)?;
         check_scale(self.scale)?;

@@ -21,12 +21,31 @@
 //! counters, which cover the whole run, give the drops and the link loads;
 //! `summary.json` says which engine ran and each run's virtual and wall
 //! time.
+//!
+//! Captures (`capture = ["dc1:p2"]`, `--capture`): the switch's own
+//! capture of a port (`lcmp-ctl capture`'s) records the run's frames on
+//! it, both directions, at the network's clock (virtual ns, or the wall
+//! run's clock from its start), until `capture_max_bytes`; after the run
+//! they are written as `runs/<run>/capture-<switch>.pcapng` by
+//! [`lcmp_control::pcapng`], the writer of `lcmp-ctl capture` too
+//! (nanosecond timestamps). A capture that reached its cap says so in one
+//! line, with the frames not recorded.
+//!
+//! On the wall clock, as root, each run is a testbed while it runs: the
+//! testbed's state file (its switches in this process, their stats files)
+//! and network file are written, the switches serve its control sockets
+//! and `lcmp-agent` runs against them (metrics on 127.0.0.1:9464 or a
+//! free port), so `lcmp-testbed status`, `lcmp-ctl --testbed NAME` and a
+//! Prometheus scrape see the run; all of it is removed when the run ends,
+//! on every way out. A testbed of the experiment's name already up is
+//! refused.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use lcmp_control::pcapng::PcapngFile;
 use lcmp_control::Snapshot;
-use lcmp_engine::network::WallOptions;
+use lcmp_engine::network::{CaptureAt, PortCapture, Recording, WallOptions};
 use lcmp_engine::{HostTraffic, VirtualRun};
 use lcmp_policy::{Policy, PolicyName};
 use lcmp_results::analysis::{self, NetworkInput};
@@ -44,7 +63,7 @@ use super::ideals::{Ideals, Pair};
 use super::run::{self, RunMeasurements, RunSpec};
 use super::{calibrate, config, framework, ExperimentConfig, Results, RunOutcome, ROCEV2_PORT};
 use crate::flow_paths::SwitchDecisions;
-use crate::state::SwitchSettings;
+use crate::state::{self, State, SwitchProc, SwitchSettings};
 use crate::{bed, Error, Result};
 
 /// What `calibration.json` says of a calibration on the virtual engine.
@@ -108,9 +127,27 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let wall = cfg.engine == config::Engine::Wall;
     if wall {
         framework::catch_signals();
+        if lcmp_netlab::is_root() {
+            refuse_testbed_up(&cfg.name)?;
+        } else {
+            say("not root: the wall runs' switches are not reachable (their control sockets, lcmp-testbed status and the agent's metrics need the testbed's directory under /run)");
+        }
     }
+    // The network has the topology's switches and ports (hosts included).
+    let captures = cfg.captures(&network)?;
     let bed = VirtualBed {
         wall_testbed: wall.then_some(cfg.name.as_str()),
+        captures: &captures,
+        topology_source: cfg.topology.as_ref().map_or_else(
+            || config::BUILTIN_NAME.to_string(),
+            |t| {
+                std::fs::canonicalize(t)
+                    .unwrap_or_else(|_| t.clone())
+                    .display()
+                    .to_string()
+            },
+        ),
+        hosts_per_dc: cfg.hosts_per_dc,
         topo: &topo,
         network: &network,
         src: pair.map(|(from, _)| from),
@@ -131,7 +168,7 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
             if wall { "wall" } else { "virtual" }
         ));
         let dir = out.join("runs").join(&spec.id);
-        let (flows, meas, timing) = bed.run(spec, &dir)?;
+        let (flows, meas, timing) = bed.run(spec, &dir, say)?;
         let mut input = super::run_input(spec, *load, flows, &meas, ideals.notes(), &paths);
         input.flow_ideals = ideals.flow_ideals(&topo, &input.flows);
         say(&format!(
@@ -233,26 +270,148 @@ struct Timing {
     frame_hops: u64,
 }
 
-/// The testbed's directory of control sockets on the wall clock, made
-/// for a run and removed after it on every way out (the switches remove
-/// their sockets as they stop; a directory that was there is left).
-struct SocketDir(Option<PathBuf>);
+/// Refuses a wall-engine experiment whose name is a testbed that is up:
+/// its runs serve their switches as that testbed's.
+fn refuse_testbed_up(name: &str) -> Result<()> {
+    state::validate_name(name)?;
+    if State::path(name).exists()
+        || !lcmp_netlab::netns::list_with_prefix(&state::netns_prefix(name)).is_empty()
+    {
+        return Err(Error::new(format!(
+            "testbed {name:?} is up, and a wall-engine run is testbed {name:?} while it runs: \
+             `lcmp-testbed down --name {name}` first, or give the experiment another name \
+             (name = \"...\", --name)"
+        )));
+    }
+    Ok(())
+}
 
-impl SocketDir {
-    /// `None` when `dir` cannot be made (no root).
-    fn create(dir: &Path) -> Option<SocketDir> {
-        let made = !dir.exists();
-        std::fs::create_dir_all(dir).ok()?;
-        Some(SocketDir(made.then(|| dir.to_path_buf())))
+/// A wall-engine run as a testbed while it runs (as root): its state file
+/// (the switches in this process, their stats files), its network file
+/// and its agent. Removed when dropped, on every way out: the agent
+/// stopped, the files written here deleted (the sockets go with the
+/// run), the directory too if it made it.
+struct WallTestbed {
+    st: State,
+    made_dir: bool,
+}
+
+impl WallTestbed {
+    /// Testbed `name` for a run of `spec` on `network` (unscaled, hosts
+    /// included), its agent started (or why not, said); `None` without
+    /// root (the run then goes on unreachable).
+    fn open(
+        name: &str,
+        network: &Topology,
+        spec: &RunSpec,
+        source: &str,
+        hosts_per_dc: usize,
+        say: &dyn Fn(&str),
+    ) -> Result<Option<WallTestbed>> {
+        if !lcmp_netlab::is_root() {
+            return Ok(None);
+        }
+        refuse_testbed_up(name)?;
+        let dir = state::dir(name);
+        let made_dir = !dir.exists();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+        let pid = std::process::id();
+        let mut bed = WallTestbed {
+            st: State {
+                name: name.to_string(),
+                created_unix_s: SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+                topology_source: source.to_string(),
+                topology_file: dir.join("topology.toml"),
+                hosts_per_dc,
+                scaling: spec.scaling,
+                switches: spec.switches.clone(),
+                // None: the switches and hosts are nodes of this process.
+                namespaces: Vec::new(),
+                procs: network
+                    .switches()
+                    .iter()
+                    .map(|s| SwitchProc {
+                        name: s.name.clone(),
+                        pid,
+                        log: PathBuf::new(),
+                        stats: Self::stats_file(name, &s.name),
+                        shared: true,
+                    })
+                    .collect(),
+                agent: None,
+                links: lcmp_netlab::SwitchLinks::Memory,
+                complete: true,
+            },
+            made_dir,
+        };
+        std::fs::write(&bed.st.topology_file, network.to_toml())
+            .map_err(|e| Error::new(format!("{}: {e}", bed.st.topology_file.display())))?;
+        bed.st.save()?;
+        // The agent is for watching the run: without it (not built, or it
+        // failed) the run goes on, said in one line.
+        if let Err(e) = bed::start_agent(
+            &mut bed.st,
+            &bed::AgentOptions {
+                metrics_listen: bed::DEFAULT_METRICS_LISTEN.parse().ok(),
+            },
+        ) {
+            let e = e.to_string();
+            say(&format!(
+                "run {}: no agent, so no metrics while it runs: {}",
+                spec.id,
+                e.lines().next().unwrap_or_default()
+            ));
+        }
+        Ok(Some(bed))
+    }
+
+    /// Switch `switch`'s stats file in testbed `name`'s directory, as the
+    /// namespace engine's switches write theirs.
+    fn stats_file(name: &str, switch: &str) -> PathBuf {
+        state::dir(name).join(format!("{switch}.stats.json"))
+    }
+
+    /// Ends it after the run, keeping the agent's log as `agent.log` in
+    /// the run's directory.
+    fn close(mut self, run_dir: &Path) {
+        self.stop_agent();
+        if let Some(a) = &self.st.agent {
+            let _ = std::fs::copy(&a.log, run_dir.join("agent.log"));
+        }
+    }
+
+    fn stop_agent(&mut self) {
+        if bed::agent_running(&self.st) {
+            let _ = bed::stop_agent(&mut self.st);
+        }
     }
 }
 
-impl Drop for SocketDir {
+impl Drop for WallTestbed {
     fn drop(&mut self) {
-        if let Some(dir) = &self.0 {
-            // Only if empty: a socket left means a switch still runs.
-            let _ = std::fs::remove_dir(dir);
+        self.stop_agent();
+        let dir = state::dir(&self.st.name);
+        if self.made_dir {
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
         }
+        let mut files = vec![
+            State::path(&self.st.name),
+            self.st.topology_file.clone(),
+            dir.join("agent.json"),
+            dir.join("agent.log"),
+        ];
+        for p in &self.st.procs {
+            files.push(p.stats.with_extension("tmp"));
+            files.push(p.stats.clone());
+        }
+        for f in files {
+            let _ = std::fs::remove_file(f);
+        }
+        // Only if empty: what was there before is not this run's.
+        let _ = std::fs::remove_dir(&dir);
     }
 }
 
@@ -261,6 +420,12 @@ struct VirtualBed<'a> {
     /// On the wall clock: the testbed's name, whose control sockets the
     /// switches serve. `None`: the virtual clock.
     wall_testbed: Option<&'a str>,
+    /// The ports whose frames every run records.
+    captures: &'a [CaptureAt],
+    /// The topology as the user named it (the wall runs' state files).
+    topology_source: String,
+    /// Hosts generated per DC switch (the same).
+    hosts_per_dc: usize,
     /// The effective topology (scaled as the experiment says): paths,
     /// link loads, names.
     topo: &'a Topology,
@@ -285,6 +450,7 @@ impl VirtualBed<'_> {
         &self,
         spec: &RunSpec,
         dir: &Path,
+        say: &dyn Fn(&str),
     ) -> Result<(Vec<FlowRecord>, RunMeasurements, Timing)> {
         std::fs::create_dir_all(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
         let traffic = self.traffic(spec)?;
@@ -302,22 +468,49 @@ impl VirtualBed<'_> {
         };
         let wall = Instant::now();
         let outcome = match self.wall_testbed {
-            None => lcmp_engine::run_virtual(virtual_run),
+            None => lcmp_engine::network::run_virtual_recorded(
+                virtual_run,
+                &Recording {
+                    captures: self.captures,
+                    stats_file: None,
+                },
+                u64::MAX,
+                &mut |_| {},
+            ),
             Some(testbed) => {
-                let socket = |switch: &str| lcmp_control::paths::testbed_socket(testbed, switch);
                 // Without root /run is not ours: the run goes on unreachable.
-                let dir = SocketDir::create(socket("x").parent().expect("a directory"));
-                let reachable = dir.is_some();
-                lcmp_engine::network::run_wall(
+                let bed = WallTestbed::open(
+                    testbed,
+                    self.network,
+                    spec,
+                    &self.topology_source,
+                    self.hosts_per_dc,
+                    say,
+                )?;
+                let socket = |switch: &str| lcmp_control::paths::testbed_socket(testbed, switch);
+                let stats = |switch: &str| WallTestbed::stats_file(testbed, switch);
+                let reachable = bed.is_some();
+                let outcome = lcmp_engine::network::run_wall_recorded(
                     virtual_run,
                     &WallOptions {
                         control_socket: reachable.then_some(&socket as &dyn Fn(&str) -> _),
                         stop: Some(&run::INTERRUPTED),
                     },
-                )
+                    &Recording {
+                        captures: self.captures,
+                        stats_file: reachable.then_some(&stats as &dyn Fn(&str) -> _),
+                    },
+                );
+                if let Some(bed) = bed {
+                    bed.close(dir);
+                }
+                outcome
             }
         }
         .map_err(Error::new)?;
+        for pc in &outcome.captures {
+            self.write_capture(pc, dir, say)?;
+        }
         let timing = Timing {
             virtual_s: outcome.end_ns as f64 / 1e9,
             wall_s: wall.elapsed().as_secs_f64(),
@@ -376,6 +569,35 @@ impl VirtualBed<'_> {
             self.ideals.columns(self.topo, f)
         })?;
         Ok((flows, meas, timing))
+    }
+
+    /// Writes `pc` as `dir/capture-<switch>.pcapng` (see [`write_pcapng`]);
+    /// says in one line what its cap kept out.
+    fn write_capture(&self, pc: &PortCapture, dir: &Path, say: &dyn Fn(&str)) -> Result<()> {
+        let max_bytes = self
+            .captures
+            .iter()
+            .find(|c| c.switch == pc.switch)
+            .map_or(u64::MAX, |c| c.max_bytes);
+        let file = dir.join(format!("capture-{}.pcapng", pc.switch));
+        write_pcapng(pc, max_bytes, &file)?;
+        let missing = pc.not_recorded();
+        if missing > 0 {
+            say(&format!(
+                "capture {}:{}: the {} cap was reached: {} of the port's {} frames recorded, {missing} not recorded{} (capture_max_bytes, --capture-max-bytes)",
+                pc.switch,
+                pc.port,
+                lcmp_topology::units::human_bytes(max_bytes),
+                pc.frames.len(),
+                pc.seen,
+                if pc.dropped > 0 {
+                    format!(", {} of them lost while the machine fell behind", pc.dropped)
+                } else {
+                    String::new()
+                },
+            ));
+        }
+        Ok(())
     }
 
     /// Each sender's flows as its `lcmp-traffic client` would start them
@@ -508,6 +730,31 @@ impl VirtualBed<'_> {
             })
             .collect()
     }
+}
+
+/// Writes `pc`'s frames as pcapng to `file` ([`PcapngFile`], the one
+/// writer `lcmp-ctl capture` uses too: nanosecond times of the network's
+/// clock, each frame's direction in its flags, the interface named
+/// `<switch>/<port>`), at most `max_bytes` of them as kept (the last frame
+/// cut to what is left, as `lcmp-ctl capture --max-bytes` does).
+fn write_pcapng(pc: &PortCapture, max_bytes: u64, file: &Path) -> Result<()> {
+    let failed = |e: std::io::Error| Error::new(format!("{}: {e}", file.display()));
+    let created = std::fs::File::create(file).map_err(failed)?;
+    let if_name = format!("{}/{}", pc.switch, pc.port);
+    let snaplen = u32::try_from(pc.snaplen).unwrap_or(u32::MAX);
+    let mut out = PcapngFile::new(created, &if_name, snaplen).map_err(failed)?;
+    let mut kept = 0u64;
+    for f in &pc.frames {
+        if kept >= max_bytes {
+            break;
+        }
+        let room = usize::try_from(max_bytes - kept).unwrap_or(usize::MAX);
+        let data = &pc.data[f.start..f.start + f.len.min(room)];
+        kept += data.len() as u64;
+        out.write(f.time_ns, f.outbound, f.orig_len, data)
+            .map_err(failed)?;
+    }
+    out.finish().map_err(failed)
 }
 
 /// The switch options `settings` describe, as `lcmp-switch lcmp` reads its

@@ -47,19 +47,22 @@
 //! `engine/src/network.rs`) counts two egress queues per host (the NIC's,
 //! its buffer at most [`HOST_NIC_BUFFER_BYTES`], and the switch port's,
 //! its buffer x the drop headroom), each `(buffer / 60 + 1 + delay-line
-//! frames) x 40 B`, capped at 2^20 slots, and `FLOW_BYTES` per flow; the
-//! constants are mirrored here (a test keeps them equal) and the measured
-//! heap (held and peak) and RSS held are compared with them.
+//! frames) x 40 B`, capped at 2^20 slots ([`egress_slots`]), and
+//! [`FLOW_BYTES`] per flow; the measured heap (held and peak) and RSS held
+//! are compared with them.
 //!
 //! [`MemoryEstimate`]: lcmp_engine::network::MemoryEstimate
 
 use std::net::SocketAddr;
 use std::process::Command;
 
-use lcmp_engine::network::{host_pool_frames, pool_frames, HOST_NIC_BUFFER_BYTES};
+use lcmp_engine::network::{
+    egress_slots, host_pool_frames, pool_frames, EGRESS_SLOT_BYTES, FLOW_BYTES,
+    HOST_NIC_BUFFER_BYTES,
+};
 use lcmp_engine::{run_virtual_observed, HostTraffic, Progress, VirtualRun};
 use lcmp_policy::Policy;
-use lcmp_switch::config::{delay_line_frames, Options};
+use lcmp_switch::config::Options;
 use lcmp_switch::frames::FRAME_SIZE;
 use lcmp_topology::units::{human_bytes, human_size, parse_buffer};
 use lcmp_topology::{HostTemplate, Topology};
@@ -129,14 +132,6 @@ const FLOW_SIZE: u64 = 1_000_000_000;
 const HOSTS_RUN_NS: u64 = 1_000_000;
 /// Progress calls per run; the sample is the last.
 const SAMPLES: u64 = 8;
-
-// The engine's constants (engine/src/network.rs; private there, mirrored
-// here and kept equal by a test).
-const EGRESS_SLOT_BYTES: u64 = 40;
-const EGRESS_PREALLOC_SLOTS: u64 = 1 << 20;
-const EGRESS_MIN_FRAME: u64 = 60;
-const FLOW_BYTES_FIXED: u64 = 340;
-const FLOW_BYTES_STRINGS: u64 = 96;
 
 fn pair(s: &str) -> Result<(usize, usize), String> {
     let (a, b) = s.split_once(',').ok_or("expected A,B")?;
@@ -377,17 +372,6 @@ fn bytes(x: f64) -> String {
 
 /// Slots of one egress queue and delay line, as `MemoryEstimate` counts
 /// them.
-fn egress_slots(rate_bps: u64, delay_ns: u64, buffer_bytes: u64) -> (u64, u64) {
-    let queue = (buffer_bytes / EGRESS_MIN_FRAME + 1).min(EGRESS_PREALLOC_SLOTS);
-    let line = (delay_line_frames(rate_bps, delay_ns) as u64).min(EGRESS_PREALLOC_SLOTS);
-    (queue, line)
-}
-
-/// `FLOW_BYTES` of `engine/src/network.rs`.
-fn flow_bytes() -> u64 {
-    FLOW_BYTES_FIXED + std::mem::size_of::<FlowRecord>() as u64 + FLOW_BYTES_STRINGS
-}
-
 /// `lcmp-bench virtual-hosts`.
 pub fn main(o: &Opts) -> Result<(), String> {
     if let Some(spec) = &o.child {
@@ -410,7 +394,7 @@ pub fn main(o: &Opts) -> Result<(), String> {
     let payload = RoceOptions::default().payload;
     let frames = host_pool_frames(HOST_RATE_BPS, HOST_DELAY_NS, nic_buffer, payload)
         + pool_frames(HOST_RATE_BPS, HOST_DELAY_NS, port_buffer, payload);
-    let est_flow = flow_bytes();
+    let est_flow = FLOW_BYTES;
 
     println!(
         "per host ({n1} vs {n2} idle RoCEv2 hosts on 2 LCMP switches, 100 Gbit/s, 10 us, buffer {}, drop headroom {}; its node, memory link and switch port): heap {} held while running, {} at peak; RSS {} held, {} at peak; frame pools {} of address space (mapped unpopulated, not heap)",
@@ -435,7 +419,7 @@ pub fn main(o: &Opts) -> Result<(), String> {
         ratio(flow.heap_held, est_flow),
     );
     println!(
-        "engine's MemoryEstimate (engine/src/network.rs, {EGRESS_SLOT_BYTES} B per egress slot): per host {} (NIC {}+{} slots, switch port {}+{}): measured heap held {rh:.2}x, at peak {:.2}x, RSS held {:.2}x; per flow FLOW_BYTES {est_flow} B ({FLOW_BYTES_FIXED} + FlowRecord {} + {FLOW_BYTES_STRINGS}): measured heap held {rf:.2}x, at peak {:.2}x, RSS held {:.2}x",
+        "engine's MemoryEstimate (engine/src/network.rs, {EGRESS_SLOT_BYTES} B per egress slot): per host {} (NIC {}+{} slots, switch port {}+{}): measured heap held {rh:.2}x, at peak {:.2}x, RSS held {:.2}x; per flow FLOW_BYTES {est_flow} B (FlowRecord {} of it): measured heap held {rf:.2}x, at peak {:.2}x, RSS held {:.2}x",
         bytes(est_host as f64),
         nic.0,
         nic.1,
@@ -470,25 +454,6 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Opts, clap::Error> {
         Cli::try_parse_from(std::iter::once("x").chain(args.iter().copied())).map(|c| c.o)
-    }
-
-    #[test]
-    fn the_mirrored_constants_are_the_engines() {
-        let src = include_str!("../../../../engine/src/network.rs");
-        for line in [
-            "const EGRESS_SLOT_BYTES: u64 = 40;",
-            "const EGRESS_PREALLOC_SLOTS: u64 = 1 << 20;",
-            "const EGRESS_MIN_FRAME: u64 = 60;",
-            "const FLOW_BYTES: u64 = 340 + std::mem::size_of::<FlowRecord>() as u64 + 96;",
-        ] {
-            assert!(src.contains(line), "network.rs no longer has {line:?}");
-        }
-        assert!(
-            src.contains("(queue + line) * EGRESS_SLOT_BYTES")
-                && src.contains("buffer_bytes / EGRESS_MIN_FRAME + 1")
-                && src.contains("delay_line_frames(rate_bps, delay_ns) as u64"),
-            "MemoryEstimate::egress changed"
-        );
     }
 
     #[test]
