@@ -539,7 +539,7 @@ fn help_names_the_engines_and_what_each_is_for() {
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(help.contains("--engine <ENGINE>"), "{help}");
     for what in [
-        "The engines accepted now are namespaces, wall and virtual",
+        "namespaces, wall or virtual (rotor-experiment runs on namespaces or virtual)",
         "- namespaces: For TCP, and RoCEv2 through real sockets: a network namespace per switch",
         "- virtual:    For RoCEv2 only: the whole network in this one process on a virtual clock",
         "no root",

@@ -52,7 +52,9 @@ enum Cmd {
     /// `--no-agent`): it re-adopts the running switches without moving a
     /// flow. `--stop` stops it; the switches keep forwarding.
     Agent(manage::AgentArgs),
-    /// Run an FCT experiment (see `lcmp-testbed experiment --help`).
+    /// Run an FCT experiment: policies compared over runs on a topology
+    /// (workloads or a trace, loads, seeds), on an engine of your choice;
+    /// writes flows, summary, report, plots and fidelity to a directory.
     Experiment(Box<experiment::ExperimentArgs>),
     /// Rotor networks: delivered throughput of RotorNet/Sirius (complete
     /// graph), a static expander and Mars under all-to-all and permutation
