@@ -2,6 +2,8 @@
 //!
 //! - `decide/N`: one LCMP decision over N candidates whose ports' congestion
 //!   has been sampled (the new-flow path, without the cache).
+//! - `policy/NAME`: one decision of each registered policy over the same 8
+//!   sampled candidates (every arm of the policy dispatch).
 //! - `flow_cache/hit_50k`, `hit_1m`: hash a 5-tuple and find it among 50k or
 //!   1M cached flows (the per-packet path of an established flow), in random
 //!   order so the 1M case pays its cache misses.
@@ -47,29 +49,52 @@ fn shuffled(n: u32) -> Vec<u32> {
     v
 }
 
+/// N candidates whose ports' congestion has been sampled.
+fn sampled_route(n: usize) -> (PortStates, CandidateSet) {
+    let links: Vec<(u64, u64)> = (0..n).map(|i| ((25 << i) * G, 32_000_000)).collect();
+    let mut ports = PortStates::new(&CongestionParams::default(), &links);
+    for p in 0..n {
+        // Varied queues so costs differ and the sort does work.
+        ports.sample(p as u8, 0, (p as u64 * 7_919_123) % 32_000_000);
+        ports.sample(p as u8, 100_000, (p as u64 * 3_331_777) % 32_000_000);
+    }
+    let cands: Vec<Candidate> = (0..n)
+        .map(|i| Candidate {
+            port: i as u8,
+            c_path: ((i * 97) % 256) as u8,
+            capacity_bps: links[i].0,
+        })
+        .collect();
+    (ports, CandidateSet::new(&cands).unwrap())
+}
+
 fn bench_decide(c: &mut Criterion) {
     let mut group = c.benchmark_group("decide");
     let hasher = FlowHasher::new(1);
     let hashes: Vec<_> = (0..1024).map(|i| hasher.hash(&key(i))).collect();
     for n in [2usize, 4, 6, 8] {
-        let links: Vec<(u64, u64)> = (0..n).map(|i| ((25 << i) * G, 32_000_000)).collect();
-        let mut ports = PortStates::new(&CongestionParams::default(), &links);
-        for p in 0..n {
-            // Varied queues so costs differ and the sort does work.
-            ports.sample(p as u8, 0, (p as u64 * 7_919_123) % 32_000_000);
-            ports.sample(p as u8, 100_000, (p as u64 * 3_331_777) % 32_000_000);
-        }
-        let cands: Vec<Candidate> = (0..n)
-            .map(|i| Candidate {
-                port: i as u8,
-                c_path: ((i * 97) % 256) as u8,
-                capacity_bps: links[i].0,
-            })
-            .collect();
-        let set = CandidateSet::new(&cands).unwrap();
+        let (ports, set) = sampled_route(n);
         let sel = Selector::new(Policy::from_name("lcmp").unwrap());
         let mut i = 0usize;
         group.bench_function(n.to_string(), |b| {
+            b.iter(|| {
+                i = (i + 1) & 1023;
+                black_box(sel.decide(black_box(&set), &ports, hashes[i]))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn bench_policies(c: &mut Criterion) {
+    let mut group = c.benchmark_group("policy");
+    let hasher = FlowHasher::new(1);
+    let hashes: Vec<_> = (0..1024).map(|i| hasher.hash(&key(i))).collect();
+    let (ports, set) = sampled_route(8);
+    for name in Policy::NAMES {
+        let sel = Selector::new(Policy::from_name(name).unwrap());
+        let mut i = 0usize;
+        group.bench_function(name, |b| {
             b.iter(|| {
                 i = (i + 1) & 1023;
                 black_box(sel.decide(black_box(&set), &ports, hashes[i]))
@@ -161,5 +186,5 @@ fn bench_flow_cache(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_decide, bench_flow_cache);
+criterion_group!(benches, bench_decide, bench_policies, bench_flow_cache);
 criterion_main!(benches);

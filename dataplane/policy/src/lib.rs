@@ -9,16 +9,22 @@
 //! - [`levels`]: the N-class score table shared by every component.
 //! - [`path_cost`]: C_path from path delay and bottleneck capacity (slow path).
 //! - [`congestion`]: the per-port queue monitor giving C_cong (fast path).
-//! - [`select`]: the fused cost, kept set, hashing and the baselines.
+//! - [`decision`]: a route's candidates and the decision's outcome.
+//! - [`policies`]: the [`PathPolicy`] trait, LCMP and the baselines (a
+//!   module each), and the registry that names them (a new policy is a
+//!   module and a line there).
+//! - [`select`]: the [`Selector`] deciding under the switch's policy.
 //! - [`flow`]: the 5-tuple flow key and its per-switch seeded hash.
 //! - [`flow_cache`]: the fixed-size flow -> port cache with idle eviction.
 //! - [`router`]: cache + decision + failover, with counters.
 
 pub mod congestion;
+pub mod decision;
 pub mod flow;
 pub mod flow_cache;
 pub mod levels;
 pub mod path_cost;
+pub mod policies;
 pub mod router;
 pub mod select;
 
@@ -36,11 +42,18 @@ pub trait PortView {
 }
 
 pub use congestion::{CongestionEstimator, CongestionParams, PortStates};
+pub use decision::DecisionKind;
 pub use flow::{FlowHash, FlowHasher, FlowKey};
 pub use flow_cache::FlowCache;
 pub use path_cost::{PathCostModel, PathCostParams};
+pub use policies::PathPolicy;
 pub use router::{FlowRouter, PortSet, RouteOutcome, RouterStats};
 pub use select::{
     AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, PolicyName, Ranking,
     Selector,
 };
+
+/// `clap` for the `ValueEnum` the registry generates (`clap` feature).
+#[cfg(feature = "clap")]
+#[doc(hidden)]
+pub use clap as __clap;

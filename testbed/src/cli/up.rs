@@ -25,10 +25,13 @@ pub struct UpArgs {
     name: String,
     #[command(flatten)]
     topo: experiment::TopologyArgs,
-    /// Path-selection policy of the switches: lcmp, ecmp, wcmp, ucmp,
-    /// lcmp-rm-alpha, lcmp-rm-beta (checked by lcmp_policy::PolicyName,
-    /// with a one-line error).
-    #[arg(long, default_value = "lcmp")]
+    /// Path-selection policy of the switches (every registered policy:
+    /// `lcmp_policy`'s registry).
+    #[arg(
+        long,
+        default_value = "lcmp",
+        value_parser = clap::builder::PossibleValuesParser::new(lcmp_policy::Policy::NAMES)
+    )]
     policy: String,
     /// Extra argument for every lcmp-switch (repeatable), e.g.
     /// `--switch-arg=--no-ecn`.
