@@ -110,7 +110,8 @@ struct RunArgs {
     /// Directory of the switches' control sockets (SWITCH.sock).
     #[arg(long, default_value = lcmp_control::paths::SWITCH_RUN_DIR)]
     socket_dir: PathBuf,
-    /// Where the metrics endpoint listens (port 0: any free port; the
+    /// Where the metrics endpoint listens: that address only, one in use
+    /// stops the agent naming what holds it (port 0: any free port; the
     /// bound address is logged and written to the state file).
     #[arg(long, default_value = "127.0.0.1:9464")]
     metrics_listen: std::net::SocketAddr,

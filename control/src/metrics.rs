@@ -2,10 +2,10 @@
 //! from their [`Snapshot`]s and `costs` replies.
 //!
 //! The values live in the switches, not here, so nothing is registered
-//! ahead of time: an [`LcmpCollector`] (prometheus-client's
-//! [`Collector`]) turns the scrape results into constant counters and
-//! gauges each time the registry is encoded. [`render`] does the whole
-//! round trip for a slice of results and returns the OpenMetrics text.
+//! ahead of time: a collector (prometheus-client's [`Collector`]) turns
+//! the scrape results into constant counters and gauges each time the
+//! registry is encoded. [`render`] does the whole round trip for a slice
+//! of results and returns the OpenMetrics text.
 //!
 //! Every series but `lcmp_build_info` carries a `switch` label (the name
 //! the scrape was made under); per-port series add `port` (the interface
@@ -13,11 +13,29 @@
 //! (bytes, seconds, bytes per second), `_total` on counters, `_info` on
 //! info families, `_timestamp_seconds` on points in time. A label
 //! partitions a family only where summing over it means something (drops
-//! by reason, frames by direction), so the parts of one thing (alpha and
-//! beta, kmin and kmax, q, t and d) are families of their own. A link rate
-//! is exposed in bytes per second rather than bits per second because
-//! `promtool check metrics` rejects `bits` as a non-base unit; dashboards
-//! multiply by 8.
+//! by reason, frames by direction, a rotor ToR's frames by `link`: its
+//! next-hop queues towards the uplinks or its host downlinks), so the
+//! parts of one thing (alpha and beta, kmin and kmax, q, t and d) are
+//! families of their own. A link rate is exposed in bytes per second
+//! rather than bits per second because `promtool check metrics` rejects
+//! `bits` as a non-base unit; dashboards multiply by 8.
+//!
+//! `lcmp_build_info` carries the version only: the git commit is not
+//! known at build time without a build script, and this crate has none.
+//!
+//! A ToR's slot lateness is a summary (`quantile` 0.5, 0.99 and 1, and
+//! `_count`), the Prometheus type for quantiles computed where the samples
+//! are: the switch keeps the last 1024 samples and reports their p50, p99
+//! and max (nearest rank; the max is the quantile 1 of the same rule) and
+//! how many slots it has measured since start, not buckets, so a histogram
+//! could only be made up. The summary has no `_sum`, which the status
+//! lacks (OpenMetrics makes both optional). A histogram would need the
+//! rotor daemon to count every sample since start into fixed buckets
+//! (cumulative counts per upper bound, say 1 us to 1 ms in 1-2-5 steps, and
+//! the sum in ns) and the rotor status to carry them; this module would
+//! then encode them with prometheus-client's histogram. prometheus-client
+//! has no summary type, so [`render_as`] writes that family's text itself
+//! after the collector's.
 //!
 //! Counter and drop keys come from the switch's enums, so they are
 //! handled generically: drops and XDP verdicts are labels, counters this
@@ -131,76 +149,48 @@ pub fn render(scrapes: &[SwitchScrape]) -> String {
 
 /// The exposition of `scrapes` in `format`.
 pub fn render_as(scrapes: &[SwitchScrape], format: Format) -> String {
+    let series = collect(scrapes);
+    // Written before the collector takes the series; placed after its
+    // families, where any complete family may stand.
+    let summaries =
+        encode_summaries(&series, format).expect("encoding metrics into a String cannot fail");
     let mut registry = Registry::default();
-    registry.register_collector(Box::new(LcmpCollector::fixed(scrapes.to_vec())));
-    encode(&registry, format)
-}
-
-/// The exposition of a registry in `format` (for callers that register an
-/// [`LcmpCollector`] next to metrics of their own).
-pub fn encode(registry: &Registry, format: Format) -> String {
+    registry.register_collector(Box::new(LcmpCollector { series }));
     let mut out = String::new();
-    let done = match format {
-        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, registry),
-        Format::PrometheusText => {
-            prometheus_client::encoding::prometheus_text::encode(&mut out, registry)
-        }
-    };
     // prometheus-client fails only when the writer fails (a String never
     // does) or on native histograms, which nothing here produces.
+    let done = match format {
+        Format::OpenMetrics => {
+            prometheus_client::encoding::text::encode_registry(&mut out, &registry)
+        }
+        Format::PrometheusText => {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)
+        }
+    };
     done.expect("encoding metrics into a String cannot fail");
+    out.push_str(&summaries);
+    if format == Format::OpenMetrics {
+        prometheus_client::encoding::text::encode_eof(&mut out)
+            .expect("encoding metrics into a String cannot fail");
+    }
     out
 }
 
-/// A [`Collector`] exporting switch scrape results.
-pub struct LcmpCollector {
-    source: Source,
-}
-
-enum Source {
-    Fixed(Vec<SwitchScrape>),
-    Live(Box<dyn Fn() -> Vec<SwitchScrape> + Send + Sync>),
-}
-
-impl LcmpCollector {
-    /// A collector of results gathered already.
-    pub fn fixed(scrapes: Vec<SwitchScrape>) -> Self {
-        LcmpCollector {
-            source: Source::Fixed(scrapes),
-        }
-    }
-
-    /// A collector calling `scrape` at every encoding, for a registry that
-    /// outlives many scrapes.
-    pub fn live(scrape: impl Fn() -> Vec<SwitchScrape> + Send + Sync + 'static) -> Self {
-        LcmpCollector {
-            source: Source::Live(Box::new(scrape)),
-        }
-    }
+/// The collector of one exposition's series: every family but the
+/// summaries, which prometheus-client cannot encode.
+struct LcmpCollector {
+    series: Series,
 }
 
 impl fmt::Debug for LcmpCollector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.source {
-            Source::Fixed(s) => f
-                .debug_struct("LcmpCollector")
-                .field("switches", &s.len())
-                .finish(),
-            Source::Live(_) => f
-                .debug_struct("LcmpCollector")
-                .field("live", &true)
-                .finish(),
-        }
+        f.debug_struct("LcmpCollector").finish_non_exhaustive()
     }
 }
 
 impl Collector for LcmpCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
-        let series = match &self.source {
-            Source::Fixed(s) => collect(s),
-            Source::Live(scrape) => collect(&scrape()),
-        };
-        encode_series(&series, &mut encoder)
+        encode_series(&self.series, &mut encoder)
     }
 }
 
@@ -211,6 +201,8 @@ enum Kind {
     Gauge,
     /// An OpenMetrics info family: value 1, the information in labels.
     Info,
+    /// Quantiles computed by the switch, and a count of observations.
+    Summary,
 }
 
 /// Units named in family names (OpenMetrics `# UNIT`).
@@ -435,10 +427,8 @@ families! {
         "Reconfiguration Delta_r at the start of every slot (no circuits meanwhile).";
     RotorEpoch: Gauge "lcmp_rotor_epoch_timestamp_seconds" SECONDS,
         "Start of slot 0, seconds since the Unix epoch (CLOCK_REALTIME; absent before an epoch is known).";
-    RotorSlots: Counter "lcmp_rotor_slots" None,
-        "Slots whose start the ToR met with frames waiting (the lateness samples).";
-    RotorSlotLateness: Gauge "lcmp_rotor_slot_lateness_seconds" SECONDS,
-        "How late the ToR polled after a slot's reconfiguration ended, over recent slots: median (p50), 99th percentile (p99), largest (max).";
+    RotorSlotLateness: Summary "lcmp_rotor_slot_lateness_seconds" SECONDS,
+        "How late the ToR polled after the reconfiguration of a slot frames waited for ended: quantiles 0.5, 0.99 and 1 (the largest) over the last 1024 such slots, and their count since start.";
     RotorCircuit: Gauge "lcmp_rotor_circuit_tor" None,
         "The ToR a port (rotor) or uplink (ToR) reaches in the current slot (absent: reconfiguring or no circuit).";
     RotorQueueBytes: Gauge "lcmp_rotor_queue_bytes" BYTES,
@@ -450,17 +440,23 @@ families! {
     RotorDropped: Counter "lcmp_rotor_dropped_packets" None,
         "Frames a rotor network's switch dropped, by reason.";
     RotorQueuedPackets: Counter "lcmp_rotor_queued_packets" None,
-        "Frames a ToR put into its next-hop queues.";
+        "Frames a ToR queued, by link: into its next-hop queues (uplink) or, with NDP trimming, its host downlinks (downlink).";
+    RotorPriorityQueuedPackets: Counter "lcmp_rotor_priority_queued_packets" None,
+        "Of the frames a ToR put into its next-hop queues, those queued at high priority (NDP trimming: control packets and trimmed headers).";
     RotorUplinkSentPackets: Counter "lcmp_rotor_uplink_sent_packets" None,
         "Frames a ToR handed from its next-hop queues to an uplink.";
     RotorSlotEndDeferrals: Counter "lcmp_rotor_slot_end_deferrals" None,
         "Slots in which a ToR's queue head waited because it could not finish before the slot's end (once per uplink and slot).";
+    RotorPrioritySentPackets: Counter "lcmp_rotor_priority_sent_packets" None,
+        "Frames a ToR sent from a high-priority queue (NDP trimming), by link: to an uplink or to a host port.";
     RotorLatePackets: Counter "lcmp_rotor_late_packets" None,
-        "Frames a ToR handed to an uplink after their serialization should have ended (the poll loop was late).";
+        "Frames a ToR handed out after their serialization should have ended (the poll loop was late), by link: to an uplink or, with NDP trimming, from a host downlink.";
     RotorLate: Counter "lcmp_rotor_late_seconds" SECONDS,
-        "Total lateness of the frames lcmp_rotor_late_packets_total counts (divided by it: the mean).";
+        "Total lateness of the frames lcmp_rotor_late_packets_total counts, by link (divided by it: the mean).";
     RotorDeliveredPackets: Counter "lcmp_rotor_delivered_packets" None,
         "Frames a ToR delivered to a host port.";
+    RotorTrimmedPackets: Counter "lcmp_rotor_trimmed_packets" None,
+        "NDP data packets a ToR cut to their headers because their data queue was full, by link: a next-hop queue (uplink) or a host downlink (downlink).";
     RotorValiantDetourPackets: Counter "lcmp_rotor_valiant_detour_packets" None,
         "Frames from hosts a ToR sent to a Valiant intermediate other than the destination's ToR.";
     RotorTransitPackets: Counter "lcmp_rotor_transit_packets" None,
@@ -493,22 +489,38 @@ const SWITCH_COUNTERS: [(&str, F); 2] = [
 /// How a counter's value becomes a sample.
 type ToSample = fn(u64) -> Num;
 
-/// A rotor network switch's counter keys with a family of their own, and
-/// how a value becomes a sample (`_ns` keys are nanoseconds).
-const ROTOR_COUNTERS: [(&str, F, ToSample); 8] = [
-    ("queued", F::RotorQueuedPackets, Num::U),
-    ("sent_uplink", F::RotorUplinkSentPackets, Num::U),
-    ("deferred_slot_end", F::RotorSlotEndDeferrals, Num::U),
-    ("late_frames", F::RotorLatePackets, Num::U),
-    ("late_ns", F::RotorLate, seconds_of_ns),
-    ("delivered", F::RotorDeliveredPackets, Num::U),
-    ("valiant_detours", F::RotorValiantDetourPackets, Num::U),
-    ("transit", F::RotorTransitPackets, Num::U),
+/// A rotor network switch's counter keys with a family of their own, the
+/// `link` label of those a ToR counts at both ends of its queues (its
+/// next-hop queues towards the uplinks, its host downlinks with NDP
+/// trimming: keys without `_downlink` are the uplink side), and how a
+/// value becomes a sample (`_ns` keys are nanoseconds). The names are
+/// those of the ToR's status (`rotor_daemon`, `TorSwitch::trim_counters`).
+#[rustfmt::skip]
+const ROTOR_COUNTERS: [(&str, F, Option<&str>, ToSample); 16] = [
+    ("queued",                 F::RotorQueuedPackets,         Some("uplink"),   Num::U),
+    ("queued_downlink",        F::RotorQueuedPackets,         Some("downlink"), Num::U),
+    ("queued_priority",        F::RotorPriorityQueuedPackets, None,             Num::U),
+    ("sent_uplink",            F::RotorUplinkSentPackets,     None,             Num::U),
+    ("sent_priority_uplink",   F::RotorPrioritySentPackets,   Some("uplink"),   Num::U),
+    ("sent_priority_downlink", F::RotorPrioritySentPackets,   Some("downlink"), Num::U),
+    ("deferred_slot_end",      F::RotorSlotEndDeferrals,      None,             Num::U),
+    ("late_frames",            F::RotorLatePackets,           Some("uplink"),   Num::U),
+    ("late_frames_downlink",   F::RotorLatePackets,           Some("downlink"), Num::U),
+    ("late_ns",                F::RotorLate,                  Some("uplink"),   seconds_of_ns),
+    ("late_ns_downlink",       F::RotorLate,                  Some("downlink"), seconds_of_ns),
+    ("delivered",              F::RotorDeliveredPackets,      None,             Num::U),
+    ("trimmed",                F::RotorTrimmedPackets,        Some("uplink"),   Num::U),
+    ("trimmed_downlink",       F::RotorTrimmedPackets,        Some("downlink"), Num::U),
+    ("valiant_detours",        F::RotorValiantDetourPackets,  None,             Num::U),
+    ("transit",                F::RotorTransitPackets,        None,             Num::U),
 ];
 
-/// A rotor's switch-wide counter keys that are the sums of its ports'
-/// (exported per port): left out, as for the LCMP switch.
-const ROTOR_PORT_SUMS: [&str; 2] = ["rx_frames", "tx_frames"];
+/// A rotor network switch's counter keys left out because another family
+/// has the same count: `rx_frames` and `tx_frames` are the sums of its
+/// ports' (exported per port, as for the LCMP switch), and a ToR's
+/// `sent_downlink` (what its host downlinks handed to the host ports) is
+/// `delivered`, which counts those frames when trimming is on.
+const ROTOR_DUPLICATES: [&str; 3] = ["rx_frames", "tx_frames", "sent_downlink"];
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -522,12 +534,35 @@ fn seconds_of_ns(ns: u64) -> Num {
     Num::F(ns as f64 / 1e9)
 }
 
-/// The series of every family, indexed by `F`.
-struct Series(Vec<Vec<(Labels, Num)>>);
+/// A summary's sample: each quantile (its label value) with its value,
+/// and how many observations there were since start.
+#[derive(Clone, Debug, PartialEq)]
+struct Quantiles {
+    values: Vec<(&'static str, f64)>,
+    count: u64,
+}
+
+/// The series of every family, indexed by `F`: samples of the families
+/// prometheus-client encodes, and those of the summaries.
+struct Series {
+    samples: Vec<Vec<(Labels, Num)>>,
+    summaries: Vec<Vec<(Labels, Quantiles)>>,
+}
 
 impl Series {
+    fn new() -> Self {
+        Series {
+            samples: FAMILIES.iter().map(|_| Vec::new()).collect(),
+            summaries: FAMILIES.iter().map(|_| Vec::new()).collect(),
+        }
+    }
+
     fn push(&mut self, family: F, labels: Labels, value: Num) {
-        self.0[family as usize].push((labels, value));
+        self.samples[family as usize].push((labels, value));
+    }
+
+    fn summary(&mut self, family: F, labels: Labels, quantiles: Quantiles) {
+        self.summaries[family as usize].push((labels, quantiles));
     }
 
     fn u(&mut self, family: F, labels: Labels, value: u64) {
@@ -540,7 +575,7 @@ impl Series {
 }
 
 fn collect(scrapes: &[SwitchScrape]) -> Series {
-    let mut out = Series(FAMILIES.iter().map(|_| Vec::new()).collect());
+    let mut out = Series::new();
     // The process's, not a switch's: the one series without `switch`.
     out.u(
         F::BuildInfo,
@@ -704,18 +739,27 @@ fn collect_rotor(out: &mut Series, sw: &str, s: &crate::rotor::RotorStatus) {
         out.push(F::RotorEpoch, labels(), seconds_of_ns(e));
     }
     if s.role == "tor" {
-        out.u(F::RotorSlots, labels(), s.slots_seen);
-        for (q, ns) in [
-            ("p50", s.lateness.p50_ns),
-            ("p99", s.lateness.p99_ns),
-            ("max", s.lateness.max_ns),
-        ] {
-            out.push(
-                F::RotorSlotLateness,
-                with("stat", q.into()),
-                Num::F(ns as f64 / 1e9),
-            );
-        }
+        let l = &s.lateness;
+        // OpenMetrics: a quantile over no observations is NaN.
+        let seconds = |ns: u64| {
+            if l.samples == 0 {
+                f64::NAN
+            } else {
+                ns as f64 / 1e9
+            }
+        };
+        out.summary(
+            F::RotorSlotLateness,
+            labels(),
+            Quantiles {
+                values: vec![
+                    ("0.5", seconds(l.p50_ns)),
+                    ("0.99", seconds(l.p99_ns)),
+                    ("1", seconds(l.max_ns)),
+                ],
+                count: l.samples,
+            },
+        );
         out.u(F::RotorBuffer, labels(), s.buffer_bytes);
     }
     for (port, to) in s.ports.iter().zip(&s.circuits) {
@@ -743,11 +787,14 @@ fn collect_rotor(out: &mut Series, sw: &str, s: &crate::rotor::RotorStatus) {
         out.u(F::RotorDropped, with("reason", reason.clone()), *n);
     }
     for (counter, &n) in &s.counters {
-        if ROTOR_PORT_SUMS.contains(&counter.as_str()) {
+        if ROTOR_DUPLICATES.contains(&counter.as_str()) {
             continue;
         }
         match ROTOR_COUNTERS.iter().find(|(k, ..)| k == counter) {
-            Some(&(_, family, value)) => out.push(family, labels(), value(n)),
+            Some(&(_, family, Some(link), value)) => {
+                out.push(family, with("link", link.into()), value(n))
+            }
+            Some(&(_, family, None, value)) => out.push(family, labels(), value(n)),
             None => out.u(F::RotorOther, with("counter", counter.clone()), n),
         }
     }
@@ -910,12 +957,14 @@ fn collect_costs(out: &mut Series, sw: &str, costs: &[CostsReply]) {
 fn encode_series(series: &Series, encoder: &mut DescriptorEncoder) -> Result<(), fmt::Error> {
     // An info series has no labels of its own beyond the family's.
     let no_labels: [(&str, &str); 0] = [];
-    for (def, rows) in FAMILIES.iter().zip(&series.0) {
+    for (def, rows) in FAMILIES.iter().zip(&series.samples) {
         let (name, unit) = def.name_and_unit();
         let metric_type = match def.kind {
             Kind::Counter => MetricType::Counter,
             Kind::Gauge => MetricType::Gauge,
             Kind::Info => MetricType::Info,
+            // prometheus-client has no summary: see encode_summaries.
+            Kind::Summary => continue,
         };
         // Families are declared even without series, so the set of names a
         // dashboard can rely on does not depend on what a switch reports.
@@ -923,15 +972,65 @@ fn encode_series(series: &Series, encoder: &mut DescriptorEncoder) -> Result<(),
         for (labels, value) in rows {
             let mut sample = metric.encode_family(labels)?;
             match (def.kind, *value) {
+                (Kind::Info, _) => sample.encode_info(&no_labels)?,
                 (Kind::Counter, Num::U(v)) => ConstCounter::new(v).encode(sample)?,
                 (Kind::Counter, Num::F(v)) => ConstCounter::new(v).encode(sample)?,
-                (Kind::Gauge, Num::U(v)) => ConstGauge::new(v).encode(sample)?,
-                (Kind::Gauge, Num::F(v)) => ConstGauge::new(v).encode(sample)?,
-                (Kind::Info, _) => sample.encode_info(&no_labels)?,
+                (_, Num::U(v)) => ConstGauge::new(v).encode(sample)?,
+                (_, Num::F(v)) => ConstGauge::new(v).encode(sample)?,
             }
         }
     }
     Ok(())
+}
+
+/// The summary families in `format`, declared even without series as the
+/// others are: `# HELP`, `# TYPE ... summary`, in OpenMetrics `# UNIT`,
+/// then per series a sample per quantile (`quantile` label last) and
+/// `_count`. The text prometheus-client would write for them, had it the
+/// type: the same label escaping, and floats as Rust prints them (`NaN`,
+/// `0.000031`), which both formats parse.
+fn encode_summaries(series: &Series, format: Format) -> Result<String, fmt::Error> {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (def, rows) in FAMILIES.iter().zip(&series.summaries) {
+        if def.kind != Kind::Summary {
+            continue;
+        }
+        let name = def.name;
+        writeln!(out, "# HELP {name} {}", def.help)?;
+        writeln!(out, "# TYPE {name} summary")?;
+        if let (Format::OpenMetrics, (_, Some(unit))) = (format, def.name_and_unit()) {
+            writeln!(out, "# UNIT {name} {}", unit.as_str())?;
+        }
+        for (labels, q) in rows {
+            for &(quantile, value) in &q.values {
+                let mut l = labels.clone();
+                l.push(("quantile", quantile.to_string()));
+                writeln!(out, "{name}{} {value}", label_set(&l))?;
+            }
+            writeln!(out, "{name}_count{} {}", label_set(labels), q.count)?;
+        }
+    }
+    Ok(out)
+}
+
+/// `{k="v",...}` with the values escaped as the exposition formats require
+/// (backslash, double quote, line feed); empty without labels.
+fn label_set(labels: &[(&str, String)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let pairs: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            format!("{k}=\"{v}\"")
+        })
+        .collect();
+    format!("{{{}}}", pairs.join(","))
 }
 
 #[cfg(test)]
@@ -959,6 +1058,10 @@ mod tests {
                 assert_eq!(def.unit, SECONDS, "{}", def.name);
             }
             assert!(def.help.ends_with('.'), "{}", def.name);
+            // encode_summaries writes help texts as they are.
+            if def.kind == Kind::Summary {
+                assert!(!def.help.contains(['\\', '\n', '"']), "{}", def.name);
+            }
             let (base, unit) = def.name_and_unit();
             assert_eq!(unit.is_some(), def.unit.is_some(), "{}", def.name);
             if let Some(unit) = unit {
@@ -987,5 +1090,65 @@ mod tests {
         );
         assert_eq!(samples, [build.as_str(), "lcmp_switch_up{switch=\"s9\"} 0"]);
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    fn tor(name: &str, lateness: crate::rotor::Lateness) -> SwitchScrape {
+        SwitchScrape::rotor(
+            name,
+            crate::rotor::RotorStatus {
+                role: "tor".into(),
+                lateness,
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn slot_lateness_is_a_summary_in_both_formats() {
+        let lateness = crate::rotor::Lateness {
+            samples: 7,
+            p50_ns: 2_000,
+            p99_ns: 31_000,
+            max_ns: 40_000,
+            last_ns: 5,
+        };
+        // A switch name needing every escape the formats have.
+        let name = "t\\o\"r\n1";
+        let scrapes = [tor(name, lateness), tor("tor2", Default::default())];
+        let family = |text: &str| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.contains("lcmp_rotor_slot_lateness_seconds"))
+                .map(String::from)
+                .collect()
+        };
+        let help = "# HELP lcmp_rotor_slot_lateness_seconds How late the ToR polled after the reconfiguration of a slot frames waited for ended: quantiles 0.5, 0.99 and 1 (the largest) over the last 1024 such slots, and their count since start.";
+        let series = [
+            // 2,000 ns = 0.000002 s; 31,000 ns = 0.000031 s; 40,000 ns =
+            // 0.00004 s; 7 slots measured.
+            r#"lcmp_rotor_slot_lateness_seconds{switch="t\\o\"r\n1",quantile="0.5"} 0.000002"#,
+            r#"lcmp_rotor_slot_lateness_seconds{switch="t\\o\"r\n1",quantile="0.99"} 0.000031"#,
+            r#"lcmp_rotor_slot_lateness_seconds{switch="t\\o\"r\n1",quantile="1"} 0.00004"#,
+            r#"lcmp_rotor_slot_lateness_seconds_count{switch="t\\o\"r\n1"} 7"#,
+            // No slot measured yet: no quantile has a value.
+            r#"lcmp_rotor_slot_lateness_seconds{switch="tor2",quantile="0.5"} NaN"#,
+            r#"lcmp_rotor_slot_lateness_seconds{switch="tor2",quantile="0.99"} NaN"#,
+            r#"lcmp_rotor_slot_lateness_seconds{switch="tor2",quantile="1"} NaN"#,
+            r#"lcmp_rotor_slot_lateness_seconds_count{switch="tor2"} 0"#,
+        ];
+        let mut om = vec![
+            help,
+            "# TYPE lcmp_rotor_slot_lateness_seconds summary",
+            "# UNIT lcmp_rotor_slot_lateness_seconds seconds",
+        ];
+        om.extend(series);
+        let om_text = render(&scrapes);
+        assert_eq!(family(&om_text), om);
+        assert!(om_text.ends_with("\n# EOF\n"));
+        // The text format has no UNIT line.
+        let mut text = vec![help, "# TYPE lcmp_rotor_slot_lateness_seconds summary"];
+        text.extend(series);
+        let prom_text = render_as(&scrapes, Format::PrometheusText);
+        assert_eq!(family(&prom_text), text);
+        assert!(!prom_text.contains("# EOF"));
     }
 }

@@ -283,15 +283,32 @@ fn rotor_tor1() -> RotorStatus {
                 link_up: true,
             })
             .collect(),
-        drops: map(&[("queue_full", 3), ("no_epoch", 0)]),
+        drops: map(&[("queue_full", 3), ("no_epoch", 0), ("data_queue_full", 1)]),
         // rx_frames is the sum of the ports' (exported per port); late_ns
         // is 4.5 us over 3 late frames; frobs is a counter with no family.
+        // With NDP trimming (the keys and their meaning are those of
+        // TorSwitch::trim_counters): 12 frames into the next-hop queues, 4
+        // of them at high priority, 2 of those trimmed there; 9 into the
+        // host downlinks, 1 trimmed there; the downlinks handed 8 to the
+        // host ports (sent_downlink, the same frames as delivered), 1 from
+        // high priority, 2 late by 3 us in all.
         counters: map(&[
             ("delivered", 8),
             ("late_frames", 3),
             ("late_ns", 4_500),
             ("rx_frames", 20),
             ("frobs", 1),
+            ("queued", 12),
+            ("queued_priority", 4),
+            ("sent_uplink", 10),
+            ("sent_priority_uplink", 3),
+            ("trimmed", 2),
+            ("trimmed_downlink", 1),
+            ("queued_downlink", 9),
+            ("sent_downlink", 8),
+            ("sent_priority_downlink", 1),
+            ("late_frames_downlink", 2),
+            ("late_ns_downlink", 3_000),
         ]),
         queues: vec![NextHopQueue {
             next_hop: 2,
@@ -315,16 +332,32 @@ fn a_rotor_network_switch_exports_its_slot_lateness_circuits_and_queues() {
         "lcmp_rotor_epoch_timestamp_seconds{switch=\"tor1\"} 1700000000.0",
         "lcmp_rotor_slot_length_seconds{switch=\"tor1\"} 0.001",
         "lcmp_rotor_slot_reconfiguration_seconds{switch=\"tor1\"} 0.0001",
-        "lcmp_rotor_slots_total{switch=\"tor1\"} 9",
-        "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",stat=\"p99\"} 0.000031",
+        // p50 2,000 ns, p99 31,000 ns, max 40,000 ns over 9 slots.
+        "# TYPE lcmp_rotor_slot_lateness_seconds summary",
+        "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",quantile=\"0.5\"} 0.000002",
+        "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",quantile=\"0.99\"} 0.000031",
+        "lcmp_rotor_slot_lateness_seconds{switch=\"tor1\",quantile=\"1\"} 0.00004",
+        "lcmp_rotor_slot_lateness_seconds_count{switch=\"tor1\"} 9",
         "lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u0\"} 2",
         "lcmp_rotor_queue_bytes{switch=\"tor1\",next_hop=\"2\"} 3000",
         "lcmp_rotor_queue_packets{switch=\"tor1\",next_hop=\"2\"} 2",
         "lcmp_rotor_buffer_bytes{switch=\"tor1\"} 50000",
         "lcmp_rotor_dropped_packets_total{switch=\"tor1\",reason=\"queue_full\"} 3",
+        "lcmp_rotor_dropped_packets_total{switch=\"tor1\",reason=\"data_queue_full\"} 1",
         "lcmp_rotor_delivered_packets_total{switch=\"tor1\"} 8",
-        "lcmp_rotor_late_packets_total{switch=\"tor1\"} 3",
-        "lcmp_rotor_late_seconds_total{switch=\"tor1\"} 0.0000045",
+        "lcmp_rotor_queued_packets_total{switch=\"tor1\",link=\"uplink\"} 12",
+        "lcmp_rotor_queued_packets_total{switch=\"tor1\",link=\"downlink\"} 9",
+        "lcmp_rotor_priority_queued_packets_total{switch=\"tor1\"} 4",
+        "lcmp_rotor_uplink_sent_packets_total{switch=\"tor1\"} 10",
+        "lcmp_rotor_priority_sent_packets_total{switch=\"tor1\",link=\"uplink\"} 3",
+        "lcmp_rotor_priority_sent_packets_total{switch=\"tor1\",link=\"downlink\"} 1",
+        "lcmp_rotor_late_packets_total{switch=\"tor1\",link=\"uplink\"} 3",
+        "lcmp_rotor_late_packets_total{switch=\"tor1\",link=\"downlink\"} 2",
+        // 4,500 ns and 3,000 ns.
+        "lcmp_rotor_late_seconds_total{switch=\"tor1\",link=\"uplink\"} 0.0000045",
+        "lcmp_rotor_late_seconds_total{switch=\"tor1\",link=\"downlink\"} 0.000003",
+        "lcmp_rotor_trimmed_packets_total{switch=\"tor1\",link=\"uplink\"} 2",
+        "lcmp_rotor_trimmed_packets_total{switch=\"tor1\",link=\"downlink\"} 1",
         "lcmp_rotor_other_events_total{switch=\"tor1\",counter=\"frobs\"} 1",
         "# UNIT lcmp_rotor_late_seconds seconds",
         "# UNIT lcmp_rotor_epoch_timestamp_seconds seconds",
@@ -334,9 +367,18 @@ fn a_rotor_network_switch_exports_its_slot_lateness_circuits_and_queues() {
     }
     // No circuit on u1 now: no sample rather than a made-up value.
     assert!(!text.contains("lcmp_rotor_circuit_tor{switch=\"tor1\",port=\"u1\"}"));
-    // Counters with a family, and the ports' sums, are not repeated by name.
-    assert!(!text.contains("counter=\"delivered\""), "{text}");
-    assert!(!text.contains("counter=\"rx_frames\""), "{text}");
+    // Counters with a family, the ports' sums, and the downlinks' sends
+    // (delivered) are not repeated by name: frobs is the one left over.
+    let other: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("lcmp_rotor_other_events_total{"))
+        .collect();
+    assert_eq!(
+        other,
+        ["lcmp_rotor_other_events_total{switch=\"tor1\",counter=\"frobs\"} 1"]
+    );
+    // The lateness quantiles are the summary's, not a label of their own.
+    assert!(!text.contains("stat="), "{text}");
 }
 
 fn lines(text: &str) -> HashSet<&str> {
@@ -561,6 +603,12 @@ fn check_structure(text: &str) {
             let want = match kind.as_str() {
                 "counter" => format!("{fam}_total"),
                 "info" => format!("{fam}_info"),
+                // A summary's quantiles, then its count.
+                "summary" if name.ends_with("_count") => format!("{fam}_count"),
+                "summary" => {
+                    assert!(labels.contains(",quantile=\""), "{line}");
+                    fam.clone()
+                }
                 _ => fam.clone(),
             };
             assert_eq!(name, want, "{line} outside its family");
