@@ -295,7 +295,12 @@ impl Dcqcn {
         ];
         candidates
             .into_iter()
-            .filter_map(|(t, period, timer)| t.filter(|&t| t <= now).map(|t| (t, period, timer)))
+            // A timer saturated at u64::MAX never fires (else advancing
+            // to u64::MAX would fire it for ever).
+            .filter_map(|(t, period, timer)| {
+                t.filter(|&t| t <= now && t != u64::MAX)
+                    .map(|t| (t, period, timer))
+            })
             // Earliest time; then the longest period (scheduled earliest);
             // then the listed order (min_by_key keeps the first minimum).
             .min_by_key(|&(t, period, _)| (t, std::cmp::Reverse(period)))
@@ -387,6 +392,20 @@ mod tests {
     }
 
     /// A hand-worked sequence with the default parameters (line rate 100G,
+    /// Advancing to the end of time returns: every timer saturates at
+    /// u64::MAX, which never fires (it used to fire for ever). The rate
+    /// recovered to the line rate long before.
+    #[test]
+    fn advancing_to_the_end_of_time_returns() {
+        let p = DcqcnParams::default();
+        let mut d = Dcqcn::new(&p);
+        d.on_congestion(&p, 1_000);
+        d.advance(&p, u64::MAX);
+        assert_eq!(d.rate(), G);
+        d.advance(&p, u64::MAX);
+        assert_eq!(d.rate(), G);
+    }
+
     /// g = 1/256); t0 is the first ECN echo.
     #[test]
     fn hand_worked_sequence() {

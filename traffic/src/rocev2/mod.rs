@@ -5,18 +5,24 @@
 //! models RDMA hosts (`/work/shared/docs/dcqcn.md`).
 //!
 //! Modules: [`wire`] (framing, ICRC), [`dcqcn`] (the reaction point),
-//! [`gbn`] (go-back-N sender and receiver), [`sender`] (the host's queue
-//! pairs and NIC, no sockets), [`pattern`] (the payload bytes), [`net`]
+//! [`hpcc`], [`timely`], [`dctcp`] (the simulator's other congestion
+//! controls) and [`cc`] (the four by name, behind one match), [`gbn`]
+//! (go-back-N sender and receiver), [`sender`] (the host's queue pairs
+//! and NIC, no sockets), [`pattern`] (the payload bytes), [`net`]
 //! (raw and UDP sockets, waiting), [`client`] and [`server`] (the socket
 //! loops of `lcmp-traffic client|server --transport rocev2`).
 
+pub mod cc;
 pub mod client;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod gbn;
+pub mod hpcc;
 pub mod net;
 pub mod pattern;
 pub mod sender;
 pub mod server;
+pub mod timely;
 pub mod wire;
 
 /// The queue pair number of flow `id`: 24 bits, never the special QPs 0
