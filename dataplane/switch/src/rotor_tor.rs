@@ -14,9 +14,21 @@
 //!
 //! Routing picks a frame's next hop towards a *target* ToR (its
 //! destination, or its Valiant intermediate; the packet path decides
-//! which): straight to the target (RotorNet), or the next hop of a route
-//! table on the emulated graph (Mars's shift routing, from
-//! `lcmp_topology::rotor::routes`).
+//! which): straight to the target (RotorNet), or, for shift routing on the
+//! emulated graph (Mars's de Bruijn, the static expander), one of the
+//! target's *equal-cost next hops*, every first hop of a shortest path
+//! (`lcmp_topology::rotor::equal_cost_next_hops_from`), chosen uniformly
+//! at random per packet: the expander's packets are sprayed over all its
+//! shortest paths, as the Mars paper's baseline is (NDP tolerates the
+//! reordering). On de Bruijn of n = d^D ToRs each shortest path is
+//! unique, so there is nothing to choose; elsewhere (generalized de
+//! Bruijn, expanders) there often is. [`TorRouting::for_network`] builds
+//! the routing of a network's ToR. Every routing is held as one table of
+//! next-hop sets (a single hop per target for direct routing and for
+//! [`TorRouting::Table`]); a choice draws from the ToR's xorshift64 state
+//! only where a set has several hops, the state the packet path's Valiant
+//! intermediates come from ([`RotorTor::random_below`]), so one seed
+//! fixes every choice, and routing without a choice draws nothing.
 //!
 //! # NDP trimming (optional: [`TrimSettings`], off by default)
 //!
@@ -32,14 +44,19 @@
 //! two heads, the one that could start first, the high-priority one on a
 //! tie), within the same slot rules: a head that cannot finish before the
 //! slot's end does not block the other queue's head if that one fits (a
-//! 58-byte header fits slot ends a full frame does not). Both queues take
-//! their bytes from the shared buffer. The high-priority queue holds at
-//! most [`TrimSettings::priority_bytes`], by default as many bytes as
-//! the data queue at full size (K x 1500): opera-sim's NDP queue
+//! 58-byte header fits slot ends a full frame does not). The shared
+//! buffer then bounds the data queues only (K per next hop and B in all:
+//! a trimming ToR's B is its data buffer, K x 1500 per port in the
+//! paper's terms); each high-priority queue holds at most
+//! [`TrimSettings::priority_bytes`] of its own, by default as many bytes
+//! as the data queue at full size (K x 1500): opera-sim's NDP queue
 //! (`CompositeQueue`, the simulator the Mars paper's numbers come from)
-//! bounds its header queue by the same byte limit as its data queue, and
-//! with it a header burst costs a port at most what its data queue may
-//! hold. (That queue serves headers and data 640:1500 bytes round robin;
+//! bounds its header queue by the same byte limit as its data queue,
+//! apart from it, and with it a header burst costs a port at most what
+//! its data queue may hold. (Headers charged to a shared buffer that data
+//! had filled were dropped instead of trimmed-and-forwarded, and each
+//! such loss waited for a timeout: at 64 ToRs and 20 % load, 736,490
+//! header drops in a 30 ms window.) (That queue serves headers and data 640:1500 bytes round robin;
 //! here it is strict priority, as issue 27 puts it: headers "forwarded at
 //! high priority". Headers arriving without pause starve the data queue
 //! for as long as they last.)
@@ -57,6 +74,8 @@
 
 use std::collections::VecDeque;
 
+use lcmp_topology::rotor_net::RotorNetwork;
+
 use crate::slot::SlotClock;
 
 /// How a ToR picks the next hop towards a target ToR.
@@ -64,9 +83,91 @@ use crate::slot::SlotClock;
 pub enum TorRouting {
     /// Straight to the target: wait for its circuit (RotorNet).
     Direct,
-    /// `next[target]`: the next hop on the emulated graph (Mars's shift
-    /// routing).
+    /// `next[target]`: one next hop per target on the emulated graph.
     Table(Vec<u32>),
+    /// `sets[target]`: the target's equal-cost next hops on the emulated
+    /// graph; each packet takes one uniformly at random (shift routing,
+    /// sprayed). A set of one is [`TorRouting::Table`]'s entry.
+    Spray(Vec<Vec<u32>>),
+}
+
+impl TorRouting {
+    /// The routing of ToR `tor` of `net`: [`TorRouting::Direct`] for
+    /// direct and Valiant routing, the equal-cost next-hop sets of the
+    /// emulated graph ([`TorRouting::Spray`]) for shift and
+    /// shift-Valiant. What every builder of a rotor network's ToRs uses.
+    pub fn for_network(net: &RotorNetwork, tor: u32) -> Result<TorRouting, String> {
+        if tor >= net.tors {
+            return Err(format!(
+                "ToR {tor}: the rotor network has {} (tor0..tor{})",
+                net.tors,
+                net.tors - 1
+            ));
+        }
+        if !net.routing().shift() {
+            return Ok(TorRouting::Direct);
+        }
+        let schedule = net.schedule()?;
+        Ok(TorRouting::Spray(
+            lcmp_topology::rotor::equal_cost_next_hops_from(&schedule, tor),
+        ))
+    }
+}
+
+/// Next-hop sets by target, flattened: `hops[start[t]..start[t + 1]]`
+/// (one allocation for the ToR, none per packet).
+struct NextHops {
+    start: Vec<u32>,
+    hops: Vec<u32>,
+}
+
+impl NextHops {
+    /// `routing`'s sets for ToR `tor` of `n`: none towards itself, and an
+    /// entry that leads to itself or to no ToR is no route.
+    fn new(routing: &TorRouting, tor: u32, n: u32) -> Result<Self, String> {
+        let valid = |h: &u32| *h != tor && *h < n;
+        let mut start = Vec::with_capacity(n as usize + 1);
+        let mut hops = Vec::new();
+        start.push(0);
+        for t in 0..n {
+            if t != tor {
+                match routing {
+                    TorRouting::Direct => hops.push(t),
+                    TorRouting::Table(next) => {
+                        hops.extend(next.get(t as usize).filter(|h| valid(h)))
+                    }
+                    TorRouting::Spray(sets) => {
+                        let set = sets.get(t as usize).map_or(&[][..], |s| &s[..]);
+                        if let Some(h) = set.iter().find(|h| !valid(h)) {
+                            return Err(format!(
+                                "next hop {h} towards ToR {t} is no other ToR of {n}"
+                            ));
+                        }
+                        // A repeat would weigh its hop double.
+                        if let Some(h) = set
+                            .iter()
+                            .enumerate()
+                            .find_map(|(i, h)| set[..i].contains(h).then_some(h))
+                        {
+                            return Err(format!("next hop {h} towards ToR {t} is listed twice"));
+                        }
+                        hops.extend_from_slice(set);
+                    }
+                }
+            }
+            start.push(hops.len() as u32);
+        }
+        Ok(NextHops { start, hops })
+    }
+
+    /// The next hops towards `target` (none: no route).
+    fn of(&self, target: u32) -> &[u32] {
+        let t = target as usize;
+        match (self.start.get(t), self.start.get(t + 1)) {
+            (Some(&a), Some(&b)) => &self.hops[a as usize..b as usize],
+            _ => &[],
+        }
+    }
 }
 
 /// Why a frame was not queued.
@@ -283,11 +384,18 @@ pub struct RotorTor<F: Copy> {
     /// Serialization of one byte, ns x 2^16.
     byte_ns_fp: u64,
     buffer_bytes: u64,
-    routing: TorRouting,
+    /// The routing's next hops by target.
+    next_hops: NextHops,
+    /// The ToR's xorshift64 state: equal-cost next hops here, Valiant
+    /// intermediates in the packet path.
+    rng: u64,
     /// Per next-hop ToR: its queues (frames, their lengths and when they
     /// were queued).
     queues: Vec<QueuePair<F>>,
     total_bytes: u64,
+    /// Of those, the bytes the shared buffer counts: every frame's, but
+    /// only data frames' with trimming on (see the module docs).
+    buffered_bytes: u64,
     /// Trimming's bounds, if on.
     trim: Option<TrimSettings>,
     /// Per uplink: when its current transmission ends, ns.
@@ -321,6 +429,28 @@ pub struct TorSettings {
     pub routing: TorRouting,
 }
 
+impl TorSettings {
+    /// ToR `tor` of `net` as every builder configures it: the network's
+    /// rotors, slot timing (slot 0 at `epoch_ns`), rate, buffer and guard,
+    /// and its routing ([`TorRouting::for_network`]).
+    pub fn for_network(net: &RotorNetwork, tor: u32, epoch_ns: u64) -> Result<Self, String> {
+        Ok(TorSettings {
+            tor,
+            tors: net.tors,
+            rotors: (0..net.rotors).map(|r| net.rotor_matchings(r)).collect(),
+            clock: SlotClock {
+                epoch_ns,
+                slot_ns: net.slot_ns,
+                reconfig_ns: net.reconfig_ns,
+            },
+            rate_bps: net.rate_bps,
+            buffer_bytes: net.buffer(),
+            guard_ns: net.tx_guard_ns,
+            routing: TorRouting::for_network(net, tor)?,
+        })
+    }
+}
+
 impl<F: Copy> RotorTor<F> {
     /// A ToR's uplink side (no trimming: [`RotorTor::set_trim`]).
     pub fn new(s: TorSettings) -> Result<Self, String> {
@@ -333,15 +463,15 @@ impl<F: Copy> RotorTor<F> {
         if s.rate_bps == 0 {
             return Err("uplinks need a rate".into());
         }
-        if let TorRouting::Table(t) = &s.routing {
-            if t.len() != s.tors as usize {
-                return Err(format!(
-                    "route table has {} entries for {} ToRs",
-                    t.len(),
-                    s.tors
-                ));
-            }
+        let entries = match &s.routing {
+            TorRouting::Direct => None,
+            TorRouting::Table(t) => Some(t.len()),
+            TorRouting::Spray(t) => Some(t.len()),
+        };
+        if let Some(e) = entries.filter(|&e| e != s.tors as usize) {
+            return Err(format!("route table has {e} entries for {} ToRs", s.tors));
         }
+        let next_hops = NextHops::new(&s.routing, s.tor, s.tors)?;
         let n = s.tors as usize;
         Ok(RotorTor {
             tor: s.tor,
@@ -353,9 +483,11 @@ impl<F: Copy> RotorTor<F> {
             clock: s.clock,
             guard_ns: s.guard_ns,
             buffer_bytes: s.buffer_bytes,
-            routing: s.routing,
+            next_hops,
+            rng: 1,
             queues: (0..n).map(|_| QueuePair::new()).collect(),
             total_bytes: 0,
+            buffered_bytes: 0,
             trim: None,
             next_due: u64::MAX,
             last_release_slot: u64::MAX,
@@ -382,17 +514,43 @@ impl<F: Copy> RotorTor<F> {
         self.trim
     }
 
-    /// The next hop towards `target`.
-    pub fn next_hop(&self, target: u32) -> Option<u32> {
-        if target == self.tor || target as usize >= self.queues.len() {
-            return None;
-        }
-        match &self.routing {
-            TorRouting::Direct => Some(target),
-            TorRouting::Table(t) => t
-                .get(target as usize)
-                .copied()
-                .filter(|&h| h != self.tor && (h as usize) < self.queues.len()),
+    /// Seeds the ToR's random choices (xorshift64; 0 is made 1). The
+    /// default state is 1.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.rng = seed | 1;
+    }
+
+    /// A uniformly random number in `0..n` (0 for n = 0) from the ToR's
+    /// xorshift64 state: routing needs spread, not secrecy.
+    pub fn random_below(&mut self, n: u32) -> u32 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (((self.rng >> 32) * n as u64) >> 32) as u32
+    }
+
+    /// The next hops towards `target`, sorted: one, or the equal-cost ones
+    /// a packet is sprayed over; none without a route.
+    pub fn next_hops(&self, target: u32) -> &[u32] {
+        self.next_hops.of(target)
+    }
+
+    /// The next hop of one packet towards `target`: of several equal-cost
+    /// ones, a uniformly random one (the only draw from the random state);
+    /// none counts a no-route drop.
+    pub fn route(&mut self, target: u32) -> Result<u32, TorDrop> {
+        let k = self.next_hops.of(target).len();
+        let pick = if k > 1 {
+            self.random_below(k as u32) as usize
+        } else {
+            0
+        };
+        match self.next_hops.of(target).get(pick) {
+            Some(&hop) => Ok(hop),
+            None => {
+                self.counters.dropped_no_route += 1;
+                Err(TorDrop::NoRoute)
+            }
         }
     }
 
@@ -403,9 +561,10 @@ impl<F: Copy> RotorTor<F> {
     }
 
     /// Queues a frame of `len` bytes towards ToR `target` at `now_ns` in
-    /// the `class` queue of its next hop. With trimming on, a data queue
-    /// takes at most K frames and a high-priority queue its bytes; without,
-    /// only the buffer limits either.
+    /// the `class` queue of its next hop ([`RotorTor::route`]). With
+    /// trimming on, a data queue takes at most K frames and a
+    /// high-priority queue its bytes; without, only the buffer limits
+    /// either.
     pub fn enqueue_class(
         &mut self,
         target: u32,
@@ -414,8 +573,22 @@ impl<F: Copy> RotorTor<F> {
         len: u32,
         now_ns: u64,
     ) -> Result<(), TorDrop> {
-        let hop = match self.admits(target, class, len) {
-            Ok(hop) => hop,
+        let hop = self.route(target)?;
+        self.enqueue_to(hop, class, frame, len, now_ns)
+    }
+
+    /// [`RotorTor::enqueue_class`] into the queues of next hop `hop`,
+    /// already chosen by [`RotorTor::route`].
+    pub fn enqueue_to(
+        &mut self,
+        hop: u32,
+        class: FrameClass,
+        frame: F,
+        len: u32,
+        now_ns: u64,
+    ) -> Result<(), TorDrop> {
+        let hop = match self.admits_to(hop, class, len) {
+            Ok(()) => hop as usize,
             Err(e) => {
                 let c = &mut self.counters;
                 *match e {
@@ -433,6 +606,9 @@ impl<F: Copy> RotorTor<F> {
         };
         q.push(class, frame, len, now_ns);
         self.total_bytes += len as u64;
+        if self.buffers(class) {
+            self.buffered_bytes += len as u64;
+        }
         self.counters.queued += 1;
         if class == FrameClass::Priority {
             self.counters.priority_queued += 1;
@@ -442,17 +618,27 @@ impl<F: Copy> RotorTor<F> {
         Ok(())
     }
 
-    /// Whether [`RotorTor::enqueue_class`] would take the frame now (and
-    /// into which next hop's queues), without counting a refusal: the
-    /// packet path asks before it trims.
-    pub fn admits(&self, target: u32, class: FrameClass, len: u32) -> Result<usize, TorDrop> {
-        let hop = self.next_hop(target).ok_or(TorDrop::NoRoute)? as usize;
-        let q = self.queues.get(hop).ok_or(TorDrop::NoRoute)?;
+    /// Whether [`RotorTor::enqueue_to`] would take the frame into next
+    /// hop `hop`'s queues now, without counting a refusal: the packet path
+    /// asks before it trims.
+    pub fn admits_to(&self, hop: u32, class: FrameClass, len: u32) -> Result<(), TorDrop> {
+        if hop == self.tor {
+            return Err(TorDrop::NoRoute);
+        }
+        let q = self.queues.get(hop as usize).ok_or(TorDrop::NoRoute)?;
         q.admits(class, len, self.trim.as_ref())?;
-        if self.total_bytes + len as u64 > self.buffer_bytes {
+        if self.buffers(class) && self.buffered_bytes + len as u64 > self.buffer_bytes {
             return Err(TorDrop::QueueFull);
         }
-        Ok(hop)
+        Ok(())
+    }
+
+    /// Whether a frame of `class` takes its bytes from the shared buffer:
+    /// always without trimming; with it, data only (headers and control
+    /// have their queues' own byte bounds).
+    fn buffers(&self, class: FrameClass) -> bool {
+        // The release in `poll` spells this out (its queue is borrowed).
+        self.trim.is_none() || class == FrameClass::Data
     }
 
     /// The ToR uplink `r` reaches in slot `slot`, if any.
@@ -518,6 +704,9 @@ impl<F: Copy> RotorTor<F> {
                     break;
                 };
                 self.total_bytes -= len as u64;
+                if self.trim.is_none() || class == FrameClass::Data {
+                    self.buffered_bytes -= len as u64;
+                }
                 self.busy_until[r] = end;
                 if now_ns > end {
                     self.counters.late_frames += 1;
@@ -585,6 +774,7 @@ impl<F: Copy> RotorTor<F> {
             q.drain(out);
         }
         self.total_bytes = 0;
+        self.buffered_bytes = 0;
     }
 
     /// The counters.
@@ -992,5 +1182,96 @@ mod tests {
             (3, 3, 1, 1, 2)
         );
         assert!(Downlink::<u32>::new(0, TrimSettings::new(2)).is_err());
+    }
+
+    /// Target 3 has two equal-cost next hops (1 and 2), targets 1 and 2
+    /// one each (themselves).
+    fn spraying() -> TorRouting {
+        TorRouting::Spray(vec![vec![], vec![1], vec![2], vec![1, 2]])
+    }
+
+    #[test]
+    fn a_packet_takes_one_of_its_targets_equal_cost_next_hops_uniformly() {
+        let mut t = tor(1 << 20, 0, spraying());
+        assert_eq!(t.next_hops(3), &[1, 2]);
+        assert_eq!(t.next_hops(2), &[2]);
+        assert!(t.next_hops(0).is_empty() && t.next_hops(9).is_empty());
+        for i in 0..2000 {
+            t.enqueue(3, i, 1, 0).unwrap();
+        }
+        // 2000 fair coins: mean 1000, sd sqrt(2000 / 4) = 22.4; 5 sd is
+        // 112, so each hop gets 888 to 1112 (the draws are seeded, so
+        // this is reproducible; a fair coin misses it once in 1.7 million).
+        let (a, b) = (t.queue_frames(1), t.queue_frames(2));
+        assert_eq!(a + b, 2000);
+        assert!((888..=1112).contains(&a), "{a} via 1, {b} via 2");
+        // A single next hop takes every packet.
+        for i in 0..100 {
+            t.enqueue(2, i, 1, 0).unwrap();
+        }
+        assert_eq!((t.queue_frames(1), t.queue_frames(2)), (a, b + 100));
+        assert_eq!(t.enqueue(0, 0, 1, 0), Err(TorDrop::NoRoute));
+        assert_eq!(t.counters().dropped_no_route, 1);
+    }
+
+    #[test]
+    fn the_choices_are_fixed_by_the_seed_and_a_single_hop_draws_nothing() {
+        let choices = |seed: u64| {
+            let mut t = tor(1 << 20, 0, spraying());
+            t.set_seed(seed);
+            (0..64).map(|_| t.route(3).unwrap()).collect::<Vec<u32>>()
+        };
+        assert_eq!(choices(7), choices(7));
+        assert_ne!(choices(7), choices(8));
+        // Routing to targets of one next hop leaves the random state as it
+        // was: Valiant's intermediates are those of a route table.
+        let mut a = tor(1 << 20, 0, spraying());
+        let mut b = tor(1 << 20, 0, TorRouting::Table(vec![0, 1, 2, 1]));
+        a.set_seed(7);
+        b.set_seed(7);
+        for _ in 0..10 {
+            assert_eq!(a.route(2), Ok(2));
+            assert_eq!(b.route(3), Ok(1));
+        }
+        let mut fresh = tor(1 << 20, 0, TorRouting::Direct);
+        fresh.set_seed(7);
+        let want: Vec<u32> = (0..8).map(|_| fresh.random_below(4)).collect();
+        assert_eq!((0..8).map(|_| a.random_below(4)).collect::<Vec<_>>(), want);
+        assert_eq!((0..8).map(|_| b.random_below(4)).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn bad_next_hop_sets_are_refused() {
+        let err = |sets: Vec<Vec<u32>>| {
+            RotorTor::<u32>::new(TorSettings {
+                tor: 0,
+                tors: 4,
+                rotors: vec![vec![vec![1, 2, 3, 0]]],
+                clock: SlotClock {
+                    epoch_ns: 0,
+                    slot_ns: SLOT,
+                    reconfig_ns: RECONF,
+                },
+                rate_bps: 1_000_000_000,
+                buffer_bytes: 1 << 20,
+                guard_ns: 0,
+                routing: TorRouting::Spray(sets),
+            })
+            .err()
+            .unwrap()
+        };
+        assert_eq!(err(vec![vec![]; 3]), "route table has 3 entries for 4 ToRs");
+        assert_eq!(
+            err(vec![vec![], vec![1], vec![0], vec![3]]),
+            "next hop 0 towards ToR 2 is no other ToR of 4"
+        );
+        assert_eq!(
+            err(vec![vec![], vec![1], vec![2], vec![4]]),
+            "next hop 4 towards ToR 3 is no other ToR of 4"
+        );
+        assert_eq!(
+            err(vec![vec![], vec![1], vec![2], vec![1, 2, 1]]),
+            "next hop 1 towards ToR 3 is listed twice"
+        );
     }
 }

@@ -12,6 +12,14 @@
 //! destination's ToR (phase two). IPv4 TTL is decremented at every ToR, as
 //! by any router.
 //!
+//! Towards its target each frame takes one next hop
+//! ([`RotorTor::route`]): with shift routing, of the target's equal-cost
+//! next hops a uniformly random one, so a flow's packets are sprayed over
+//! every shortest path. That choice and the Valiant intermediate come from
+//! the ToR's one xorshift64 state, seeded by [`TorConfig::seed`]: the
+//! same seed makes the same choices, and a target with one next hop draws
+//! nothing.
+//!
 //! The source MAC of a circuit frame, equally unused, carries the instant
 //! the ToR handed it to the uplink ([`send_stamp`]): AF_XDP gives a rotor
 //! no arrival timestamps, and a rotor polled late would otherwise judge a
@@ -158,20 +166,20 @@ trait ClassQueues {
     fn enqueue(&mut self, class: FrameClass, f: Frame) -> Result<(), TorDrop>;
 }
 
-/// The queues of the next hop towards `target`, at `now_ns`.
+/// The queues of next hop `hop` (chosen once per frame: the trimming
+/// decision and the queueing must see the same hop), at `now_ns`.
 struct TowardsTor<'a> {
     core: &'a mut RotorTor<Frame>,
-    target: u32,
+    hop: u32,
     now_ns: u64,
 }
 
 impl ClassQueues for TowardsTor<'_> {
     fn admits(&self, class: FrameClass, len: u32) -> Result<(), TorDrop> {
-        self.core.admits(self.target, class, len).map(|_| ())
+        self.core.admits_to(self.hop, class, len)
     }
     fn enqueue(&mut self, class: FrameClass, f: Frame) -> Result<(), TorDrop> {
-        self.core
-            .enqueue_class(self.target, class, f, f.len, self.now_ns)
+        self.core.enqueue_to(self.hop, class, f, f.len, self.now_ns)
     }
 }
 
@@ -251,12 +259,37 @@ pub struct TorConfig {
     pub host_macs: Vec<Option<MacAddr>>,
     /// The queue core's settings.
     pub settings: TorSettings,
-    /// Seed of the Valiant intermediate choice.
+    /// Seed of the ToR's random choices: Valiant intermediates and
+    /// equal-cost next hops.
     pub seed: u64,
     /// Deliver frames from the circuits with their send stamp as source MAC
     /// (instead of the port's MAC), so a receiving host can tell when each
     /// crossed the rotor (instrumentation: `--deliver-send-stamps`).
     pub deliver_send_stamps: bool,
+}
+
+impl TorConfig {
+    /// ToR `tor` of `net` with its ports' and hosts' MACs and its seed;
+    /// the queue core as [`TorSettings::for_network`] sets it (slot 0 at
+    /// `epoch_ns`), no send stamps.
+    pub fn for_network(
+        net: &RotorNetwork,
+        tor: u32,
+        port_macs: Vec<MacAddr>,
+        host_macs: Vec<Option<MacAddr>>,
+        epoch_ns: u64,
+        seed: u64,
+    ) -> Result<Self, String> {
+        Ok(TorConfig {
+            tor,
+            net: net.clone(),
+            port_macs,
+            host_macs,
+            settings: TorSettings::for_network(net, tor, epoch_ns)?,
+            seed,
+            deliver_send_stamps: false,
+        })
+    }
 }
 
 /// A rotor-aware ToR over packet I/O: ports `0..uplinks` face the rotors,
@@ -274,7 +307,6 @@ pub struct TorSwitch<IO: PacketIo> {
     /// With trimming on, one emulated downlink per host port (else none).
     downlinks: Vec<Downlink<Frame>>,
     epoch_known: bool,
-    rng: u64,
     deliver_send_stamps: bool,
     traffic: Vec<PortTraffic>,
     drops: [u64; TorDropReason::ALL.len()],
@@ -302,7 +334,8 @@ impl<IO: PacketIo> TorSwitch<IO> {
         if cfg.port_macs.len() != ports || cfg.host_macs.len() != ports - uplinks {
             return Err("a MAC per port and a host MAC per host port".into());
         }
-        let core = RotorTor::new(cfg.settings)?;
+        let mut core = RotorTor::new(cfg.settings)?;
+        core.set_seed(cfg.seed);
         Ok(TorSwitch {
             io,
             tor: cfg.tor,
@@ -315,7 +348,6 @@ impl<IO: PacketIo> TorSwitch<IO> {
             core,
             downlinks: Vec::new(),
             epoch_known,
-            rng: cfg.seed | 1,
             deliver_send_stamps: cfg.deliver_send_stamps,
             traffic: vec![PortTraffic::default(); ports],
             drops: [0; TorDropReason::ALL.len()],
@@ -449,13 +481,10 @@ impl<IO: PacketIo> TorSwitch<IO> {
         self.dropped.push(frame);
     }
 
-    /// A uniformly random ToR (xorshift64: Valiant needs spread, not
-    /// secrecy).
+    /// A uniformly random ToR, from the ToR's one random state (so a seed
+    /// fixes Valiant intermediates and equal-cost next hops together).
     fn random_tor(&mut self) -> u32 {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        (((self.rng >> 32) * self.tors as u64) >> 32) as u32
+        self.core.random_below(self.tors)
     }
 
     /// One poll at `now_ns` (the slot clock): receive, route, hand out
@@ -587,15 +616,21 @@ impl<IO: PacketIo> TorSwitch<IO> {
             }
             Err(_) => return self.drop_frame(f, TorDropReason::NotForwardable),
         }
-        let queued = if self.core.trim().is_some() {
-            let mut queues = TowardsTor {
-                core: &mut self.core,
-                target,
-                now_ns,
-            };
-            enqueue_trimming(&mut self.io, f, &mut queues)
-        } else {
-            self.core.enqueue(target, f, f.len, now_ns).map(|()| false)
+        // One next hop per frame: of equal-cost ones, a random one.
+        let queued = match self.core.route(target) {
+            Err(e) => Err(e),
+            Ok(hop) if self.core.trim().is_some() => {
+                let mut queues = TowardsTor {
+                    core: &mut self.core,
+                    hop,
+                    now_ns,
+                };
+                enqueue_trimming(&mut self.io, f, &mut queues)
+            }
+            Ok(hop) => self
+                .core
+                .enqueue_to(hop, FrameClass::Data, f, f.len, now_ns)
+                .map(|()| false),
         };
         match queued {
             Ok(trimmed) => self.counters.trimmed += u64::from(trimmed),

@@ -5,7 +5,6 @@
 
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::rotor::{RotorSwitch, SlotClock};
-use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
 use lcmp_switch::tor_path::{TorConfig, TorDropReason, TorSwitch, TARGET_MAC_PREFIX};
 use lcmp_topology::rotor;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
@@ -42,35 +41,17 @@ fn tor_over<IO: lcmp_switch::io::PacketIo>(
     net: &RotorNetwork,
     epoch: bool,
 ) -> TorSwitch<IO> {
-    let routing = if net.routing().shift() {
-        TorRouting::Table(rotor::routes(&net.schedule().unwrap()).0[t as usize].clone())
-    } else {
-        TorRouting::Direct
-    };
     TorSwitch::new(
         io,
-        TorConfig {
-            tor: t,
-            net: net.clone(),
-            port_macs: (0..3).map(mac).collect(),
-            host_macs: vec![Some(HOST_MAC)],
-            settings: TorSettings {
-                tor: t,
-                tors: net.tors,
-                rotors: (0..net.rotors).map(|r| net.rotor_matchings(r)).collect(),
-                clock: SlotClock {
-                    epoch_ns: 0,
-                    slot_ns: SLOT,
-                    reconfig_ns: RECONF,
-                },
-                rate_bps: net.rate_bps,
-                buffer_bytes: net.buffer(),
-                guard_ns: net.tx_guard_ns,
-                routing,
-            },
-            seed: 7,
-            deliver_send_stamps: false,
-        },
+        TorConfig::for_network(
+            net,
+            t,
+            (0..3).map(mac).collect(),
+            vec![Some(HOST_MAC)],
+            0,
+            7,
+        )
+        .unwrap(),
         epoch,
     )
     .unwrap()

@@ -324,9 +324,8 @@ fn links_are_declared_between_existing_ports_once() {
 }
 
 mod rotor {
-    use lcmp_switch::rotor::SlotClock;
     use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
-    use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
+
     use lcmp_switch::tor_path::{TorConfig, TorSwitch};
     use lcmp_topology::rotor;
     use lcmp_topology::rotor_net::{RotorNetwork, RotorRouting};
@@ -393,28 +392,8 @@ mod rotor {
             let io = LinkedIo::new(io, links.layout(&name, 3), Transfer::Descriptor).unwrap();
             let sw = TorSwitch::new(
                 io,
-                TorConfig {
-                    tor: t,
-                    net: n.clone(),
-                    port_macs: (0..3).map(mac).collect(),
-                    host_macs: vec![Some(HOST_MAC)],
-                    settings: TorSettings {
-                        tor: t,
-                        tors: n.tors,
-                        rotors: (0..n.rotors).map(|r| n.rotor_matchings(r)).collect(),
-                        clock: SlotClock {
-                            epoch_ns: 0,
-                            slot_ns: SLOT,
-                            reconfig_ns: RECONF,
-                        },
-                        rate_bps: n.rate_bps,
-                        buffer_bytes: n.buffer(),
-                        guard_ns: n.tx_guard_ns,
-                        routing: TorRouting::Direct,
-                    },
-                    seed: 7,
-                    deliver_send_stamps: false,
-                },
+                TorConfig::for_network(n, t, (0..3).map(mac).collect(), vec![Some(HOST_MAC)], 0, 7)
+                    .unwrap(),
                 false,
             )
             .unwrap();

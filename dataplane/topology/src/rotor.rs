@@ -609,7 +609,8 @@ fn check(n: u32, d: u32, rotors: u32) -> Result<(), RotorError> {
 /// Next hops on the emulated graph of `s` (the union of its matchings),
 /// by breadth-first search towards each destination: `next[src][dst]`,
 /// and the hop count of each route. For de Bruijn this is shift routing's
-/// length (at most D hops).
+/// length (at most D hops). One next hop per pair; every one on a shortest
+/// path: [`equal_cost_next_hops`].
 pub fn routes(s: &Schedule) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
     let n = s.tors as usize;
     let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -637,6 +638,86 @@ pub fn routes(s: &Schedule) -> (Vec<Vec<u32>>, Vec<Vec<u32>>) {
         }
     }
     (next, hops)
+}
+
+/// The emulated graph's arcs out of each ToR: the union of the matchings,
+/// each distinct arc once (parallel arcs of a generalized de Bruijn
+/// multigraph are one next hop), self-loops (idle uplinks) left out;
+/// sorted.
+fn out_arcs(s: &Schedule) -> Vec<Vec<usize>> {
+    let n = s.tors as usize;
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for m in &s.matchings {
+        for (i, &j) in m.iter().enumerate() {
+            if i != j as usize && (j as usize) < n {
+                out[i].push(j as usize);
+            }
+        }
+    }
+    for a in &mut out {
+        a.sort_unstable();
+        a.dedup();
+    }
+    out
+}
+
+/// Hops from `from` to every ToR along `out` (`u32::MAX`: unreachable).
+fn hops_from(out: &[Vec<usize>], from: usize) -> Vec<u32> {
+    let mut hops = vec![u32::MAX; out.len()];
+    hops[from] = 0;
+    let mut q = VecDeque::from([from]);
+    while let Some(u) = q.pop_front() {
+        for &v in &out[u] {
+            if hops[v] == u32::MAX {
+                hops[v] = hops[u] + 1;
+                q.push_back(v);
+            }
+        }
+    }
+    hops
+}
+
+/// ToR `src`'s equal-cost next hops on the emulated graph of `s`:
+/// `sets[dst]` lists, sorted, every v with an arc src -> v (self-loops
+/// excluded) and hops(v, dst) = hops(src, dst) - 1, i.e. every first hop
+/// of a shortest path; empty for dst = src and for a dst src cannot
+/// reach. What a ToR sprays its packets over. One breadth-first search
+/// from each of src's out-neighbours (hops(src, dst) = 1 + their least
+/// hops to dst), so a ToR's sets cost U to d searches, not n.
+pub fn equal_cost_next_hops_from(s: &Schedule, src: u32) -> Vec<Vec<u32>> {
+    next_hop_sets(&out_arcs(s), src)
+}
+
+/// [`equal_cost_next_hops_from`] for every ToR: `sets[src][dst]`.
+pub fn equal_cost_next_hops(s: &Schedule) -> Vec<Vec<Vec<u32>>> {
+    let out = out_arcs(s);
+    (0..s.tors).map(|src| next_hop_sets(&out, src)).collect()
+}
+
+fn next_hop_sets(out: &[Vec<usize>], src: u32) -> Vec<Vec<u32>> {
+    let n = out.len();
+    let Some(first) = out.get(src as usize) else {
+        return Vec::new();
+    };
+    let from: Vec<(u32, Vec<u32>)> = first
+        .iter()
+        .map(|&v| (v as u32, hops_from(out, v)))
+        .collect();
+    (0..n)
+        .map(|dst| {
+            if dst == src as usize {
+                return Vec::new();
+            }
+            let best = from.iter().map(|(_, h)| h[dst]).min().unwrap_or(u32::MAX);
+            if best == u32::MAX {
+                return Vec::new();
+            }
+            from.iter()
+                .filter(|(_, h)| h[dst] == best)
+                .map(|(v, _)| *v)
+                .collect()
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -946,5 +1027,74 @@ mod tests {
         .unwrap();
         assert_eq!(p.candidates.len(), 32_768);
         assert_eq!(p.chosen.degree, 65_536);
+    }
+
+    #[test]
+    fn equal_cost_next_hops_of_a_graph_worked_by_hand() {
+        // Strides +1 and +3 on 6 ToRs: from x, k = a + 3b (mod 6) takes
+        // a + b hops at the least. From 0: 1 and 3 in one hop; 2 = 1 + 1
+        // (via 1; via 3 it is 5 more or 3 + 2 hops); 4 = 1 + 3 = 3 + 1, two
+        // hops either way; 5 = 1 + 1 + 3: via 1 (then 4 left: 2 hops) or
+        // via 3 (then 2 left: 2 hops), 3 hops either way.
+        let mut s = circulant(6, &[1, 3]);
+        let want0: Vec<Vec<u32>> = vec![vec![], vec![1], vec![1], vec![3], vec![1, 3], vec![1, 3]];
+        let sets = equal_cost_next_hops(&s);
+        assert_eq!(sets[0], want0);
+        // The graph is a circulant: ToR 2's sets are ToR 0's shifted by 2
+        // (to 0 = 2 + 4: via 3 or 5, sorted).
+        assert_eq!(
+            sets[2],
+            vec![vec![3, 5], vec![3, 5], vec![], vec![3], vec![3], vec![5]]
+        );
+        assert_eq!(equal_cost_next_hops_from(&s, 0), want0);
+        // An idle matching (self-loops) and a repeated one (parallel arcs)
+        // add no next hop.
+        s.matchings.push((0..6).collect());
+        s.matchings.push(s.matchings[0].clone());
+        assert_eq!(equal_cost_next_hops(&s), sets);
+        // BFS's single next hop is one of them.
+        let (next, _) = routes(&s);
+        for (src, row) in sets.iter().enumerate() {
+            for (dst, set) in row.iter().enumerate() {
+                if src != dst {
+                    assert!(set.contains(&next[src][dst]), "{src} -> {dst}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unreachable_targets_have_no_next_hop() {
+        // Two 2-cycles, 0 <-> 1 and 2 <-> 3: nothing crosses.
+        let s = Schedule {
+            kind: ScheduleKind::Static,
+            tors: 4,
+            rotors: 1,
+            matchings: vec![vec![1, 0, 3, 2]],
+        };
+        assert_eq!(
+            equal_cost_next_hops_from(&s, 0),
+            vec![vec![], vec![1], vec![], vec![]]
+        );
+        assert!(equal_cost_next_hops_from(&s, 4).is_empty());
+    }
+
+    #[test]
+    fn de_bruijn_shortest_paths_are_unique_when_n_is_a_power_of_d() {
+        // On d^D ToRs a path of k hops from x ends at x's last D - k
+        // digits followed by the k digits shifted in: reaching y fixes
+        // them, so the shortest path (the least such k) is unique.
+        for (n, d) in [(8u32, 2u32), (16, 4), (64, 8), (64, 4)] {
+            let sets = equal_cost_next_hops(&de_bruijn(n, d, 2).unwrap());
+            for (src, row) in sets.iter().enumerate() {
+                for (dst, set) in row.iter().enumerate() {
+                    assert_eq!(
+                        set.len(),
+                        usize::from(src != dst),
+                        "n {n} d {d}: {src} -> {dst}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -13,9 +13,7 @@ use lcmp_switch::frames::{FrameShare, FRAME_SIZE};
 use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::mem_link::{port_mac, MemoryLinks, Transfer};
-use lcmp_switch::rotor::SlotClock;
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
-use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
 use lcmp_switch::virtual_clock::{Delivery, VirtualNet};
 use lcmp_topology::rotor::{self, RotorInputs};
@@ -336,8 +334,6 @@ fn build_inner(
         ..Memory::default()
     };
     let mut net = VirtualNet::new(epoch_ns);
-    let schedule = n.schedule()?;
-    let routes = n.routing().shift().then(|| rotor::routes(&schedule).0);
     let uplinks = n.rotors as usize;
     let ports = uplinks + n.hosts_per_tor as usize;
     let node_config = |role| RotorNodeConfig {
@@ -353,31 +349,14 @@ fn build_inner(
             let io = LinkedIo::new(io, links.layout(&name, ports), Transfer::Descriptor)?;
             let sw = TorSwitch::new(
                 io,
-                TorConfig {
-                    tor: t,
-                    net: n.clone(),
-                    port_macs: (0..ports).map(|p| port_mac(&name, p as u8)).collect(),
-                    host_macs: (0..n.hosts_per_tor).map(|h| Some(host_mac(t, h))).collect(),
-                    settings: TorSettings {
-                        tor: t,
-                        tors: n.tors,
-                        rotors: (0..n.rotors).map(|r| n.rotor_matchings(r)).collect(),
-                        clock: SlotClock {
-                            epoch_ns,
-                            slot_ns: n.slot_ns,
-                            reconfig_ns: n.reconfig_ns,
-                        },
-                        rate_bps: n.rate_bps,
-                        buffer_bytes: n.buffer(),
-                        guard_ns: n.tx_guard_ns,
-                        routing: match &routes {
-                            Some(r) => TorRouting::Table(r[t as usize].clone()),
-                            None => TorRouting::Direct,
-                        },
-                    },
-                    seed: 7 + u64::from(t),
-                    deliver_send_stamps: false,
-                },
+                TorConfig::for_network(
+                    n,
+                    t,
+                    (0..ports).map(|p| port_mac(&name, p as u8)).collect(),
+                    (0..n.hosts_per_tor).map(|h| Some(host_mac(t, h))).collect(),
+                    epoch_ns,
+                    7 + u64::from(t),
+                )?,
                 true,
             )?;
             let node = TorNode::new(sw, node_config(RotorRole::Tor(t)));

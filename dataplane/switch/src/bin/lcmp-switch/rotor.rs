@@ -6,9 +6,8 @@ use lcmp_control::server::Inbox;
 use lcmp_ebpf::RouteSocket;
 use lcmp_switch::daemon::{Daemon, DaemonConfig, Loop, PollMode as LoopMode, RealtimeClock};
 use lcmp_switch::mem_link::port_mac;
-use lcmp_switch::rotor::SlotClock;
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
-use lcmp_switch::rotor_tor::{TorRouting, TorSettings, TrimSettings};
+use lcmp_switch::rotor_tor::TrimSettings;
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use tracing::{info, warn};
@@ -181,11 +180,7 @@ fn open_switch(
             RotorDaemon::Rotor(Box::new(d))
         }
         RotorRole::Tor(t) => {
-            let clock = SlotClock {
-                epoch_ns: epoch.as_ref().map_or(0, |e| e.0),
-                slot_ns: net.slot_ns,
-                reconfig_ns: net.reconfig_ns,
-            };
+            let epoch_ns = epoch.as_ref().map_or(0, |e| e.0);
             let arp = neighbour_macs(&mut route);
             let host_macs = ifnames
                 .iter()
@@ -198,37 +193,15 @@ fn open_switch(
                         .or_else(|| arp.get(n).copied())
                 })
                 .collect();
-            let schedule = net.schedule()?;
-            let routing = if net.routing().shift() {
-                TorRouting::Table(lcmp_topology::rotor::routes(&schedule).0[t as usize].clone())
-            } else {
-                TorRouting::Direct
+            let seed = args
+                .common
+                .seed
+                .unwrap_or_else(|| lcmp_switch::config::seed_of(&plan.name));
+            let cfg = TorConfig {
+                deliver_send_stamps: args.deliver_send_stamps,
+                ..TorConfig::for_network(net, t, macs, host_macs, epoch_ns, seed)?
             };
-            let mut sw = TorSwitch::new(
-                io,
-                TorConfig {
-                    tor: t,
-                    net: net.clone(),
-                    port_macs: macs,
-                    host_macs,
-                    settings: TorSettings {
-                        tor: t,
-                        tors: net.tors,
-                        rotors: (0..net.rotors).map(|r| net.rotor_matchings(r)).collect(),
-                        clock,
-                        rate_bps: net.rate_bps,
-                        buffer_bytes: net.buffer(),
-                        guard_ns: net.tx_guard_ns,
-                        routing,
-                    },
-                    seed: args
-                        .common
-                        .seed
-                        .unwrap_or_else(|| lcmp_switch::config::seed_of(&plan.name)),
-                    deliver_send_stamps: args.deliver_send_stamps,
-                },
-                epoch.is_some(),
-            )?;
+            let mut sw = TorSwitch::new(io, cfg, epoch.is_some())?;
             sw.set_trimming(args.trim_packets.map(TrimSettings::new))?;
             let mut d = Daemon::new(TorNode::new(sw, node_cfg), RealtimeClock, daemon_cfg);
             d.attach_inbox(inbox);
