@@ -11,7 +11,7 @@
 //!   memory and written as `flows.csv` by [`RoceHost::write_flows_csv`].
 //! - The receiver answers every data packet as `lcmp-traffic server
 //!   --transport rocev2` does: an ACK or NAK with the ECN echo, or a CNP.
-//! - The NIC's egress ([`Egress`]) is the host link towards the switch:
+//! - The NIC's egress (`host_nic`) is the host link towards the switch:
 //!   its rate and delay (the switch's port towards the host emulates the
 //!   other direction, as for any link). The sender core paces at the same
 //!   line rate and dates each packet's start of serialization, so the
@@ -37,11 +37,9 @@ use std::sync::Arc;
 
 use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
 use lcmp_control::Request;
-use lcmp_switch::config::delay_line_frames;
-use lcmp_switch::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use lcmp_switch::egress::{EgressConfig, EgressStats};
 use lcmp_switch::frames::FRAME_SIZE;
 use lcmp_switch::io::{Frame, PacketIo};
-use lcmp_switch::mem_link::port_mac;
 use lcmp_switch::node::{Clock, Context, Node};
 use lcmp_topology::Topology;
 use lcmp_traffic::client::{write_records, Destination};
@@ -59,12 +57,9 @@ use lcmp_traffic::rocev2::{pattern, qpn_of, udp_sport_of};
 use lcmp_wire::MacAddr;
 use serde::Serialize;
 
+use crate::host_nic::{HostLink, HostNic, BATCH};
 use crate::roce_frame;
 
-/// Frames received, and packets sent, per poll at most.
-const BATCH: usize = 64;
-/// Buffers taken from the pool at a time for frames the host writes.
-const SPARE: usize = 32;
 /// The receiver's default NAK interval (the simulator's 500 us).
 pub const NAK_INTERVAL_NS: u64 = 500_000;
 /// The receiver's default idle timeout for a message's state (the server's
@@ -102,7 +97,8 @@ pub struct HostConfig {
 impl HostConfig {
     /// Host `name` of `topo` with the sender `sender`: its first IPv4
     /// address; MACs as memory-link ports have them
-    /// ([`port_mac`]: the host's NIC is its port 0, the gateway its
+    /// ([`port_mac`](lcmp_switch::mem_link::port_mac): the host's NIC is
+    /// its port 0, the gateway its
     /// switch's port); the NIC emulates the host link (rate, delay, the
     /// buffer of the host's interface) and is DCQCN's line rate; the
     /// receiver as the server's defaults (ECN echo, 500 us NAK interval).
@@ -111,31 +107,14 @@ impl HostConfig {
         name: &str,
         mut sender: SenderConfig,
     ) -> Result<HostConfig, String> {
-        let host = topo
-            .host_by_name(name)
-            .ok_or_else(|| format!("{}: no host named {name:?}", topo.source()))?;
-        let ip = host
-            .addresses
-            .iter()
-            .find_map(|a| match a.addr() {
-                std::net::IpAddr::V4(v4) => Some(v4),
-                std::net::IpAddr::V6(_) => None,
-            })
-            .ok_or_else(|| format!("host {name}: no IPv4 address (RoCEv2 here is IPv4)"))?;
-        let switch = &topo.switch(host.switch).name;
-        sender.dcqcn.line_rate = host.rate_bps as f64;
+        let link = HostLink::of(topo, name, "RoCEv2 here is IPv4")?;
+        sender.dcqcn.line_rate = link.egress.rate_bps as f64;
         Ok(HostConfig {
             name: name.to_string(),
-            ip,
-            mac: port_mac(name, 0),
-            gateway_mac: port_mac(switch, host.port),
-            nic: EgressConfig {
-                rate_bps: host.rate_bps,
-                delay_ns: host.delay_ns,
-                buffer_bytes: host.buffer_bytes,
-                ecn: None,
-                max_in_flight: delay_line_frames(host.rate_bps, host.delay_ns),
-            },
+            ip: link.ip,
+            mac: link.mac,
+            gateway_mac: link.gateway_mac,
+            nic: link.egress,
             sender,
             notify: Notify::Echo,
             nak_interval_ns: NAK_INTERVAL_NS,
@@ -204,8 +183,7 @@ struct Peer {
 /// See the module docs. `IO` has one port, the NIC's link.
 pub struct RoceHost<IO: PacketIo> {
     cfg: HostConfig,
-    io: IO,
-    nic: Egress<Frame>,
+    nic: HostNic<IO>,
     core: SenderCore,
     receiver: Receiver,
     flows: FlowSource,
@@ -215,6 +193,7 @@ pub struct RoceHost<IO: PacketIo> {
     /// The R_Key of every message: the host's address (deterministic, and
     /// distinct per host).
     rkey: u32,
+    /// The host's counters but the NIC's (those are the NIC's own).
     stats: HostStats,
     /// Until when PFC pauses the host's data (0: not paused).
     paused_until_ns: u64,
@@ -226,10 +205,6 @@ pub struct RoceHost<IO: PacketIo> {
     /// test for the end of a run, without asking every host).
     done_counter: Option<Arc<AtomicUsize>>,
     // Kept between polls so the packet path allocates nothing.
-    received: Vec<Frame>,
-    handoff: Vec<Frame>,
-    release: Vec<Frame>,
-    spare: Vec<u64>,
     datagram: Vec<u8>,
     payload: Vec<u8>,
 }
@@ -249,12 +224,7 @@ impl<IO: PacketIo> RoceHost<IO> {
         dsts: &[Destination],
     ) -> Result<Self, String> {
         let name = &cfg.name;
-        if io.ports() != 1 {
-            return Err(format!(
-                "host {name}: the NIC is one port, the I/O has {}",
-                io.ports()
-            ));
-        }
+        let nic = HostNic::new(name, io, cfg.nic)?;
         cfg.sender
             .dcqcn
             .validate()
@@ -281,12 +251,11 @@ impl<IO: PacketIo> RoceHost<IO> {
         let next_flow = flows.next_flow();
         Ok(RoceHost {
             rkey: u32::from(cfg.ip),
-            nic: Egress::new(cfg.nic),
+            nic,
             core: SenderCore::new(cfg.sender),
             receiver: Receiver::new(cfg.notify, cfg.nak_interval_ns),
             next_sweep_ns: cfg.start_ns.saturating_add(sweep_interval(&cfg)),
             cfg,
-            io,
             flows,
             peers,
             next_flow,
@@ -296,10 +265,6 @@ impl<IO: PacketIo> RoceHost<IO> {
             paused_since_ns: 0,
             last_poll_ns: 0,
             done_counter: None,
-            received: Vec::with_capacity(BATCH),
-            handoff: Vec::with_capacity(BATCH),
-            release: Vec::with_capacity(BATCH),
-            spare: Vec::with_capacity(SPARE),
             datagram: Vec::with_capacity(FRAME_SIZE),
             payload: vec![0; payload as usize],
         })
@@ -332,12 +297,20 @@ impl<IO: PacketIo> RoceHost<IO> {
 
     /// The host's own counters.
     pub fn stats(&self) -> HostStats {
-        self.stats
+        let nic = self.nic.counters();
+        HostStats {
+            frames_received: nic.received,
+            frames_sent: nic.sent,
+            no_buffer: nic.no_buffer,
+            nic_queue_full: nic.queue_full,
+            nic_overflow: nic.overflow + nic.unwritten,
+            ..self.stats
+        }
     }
 
     /// The NIC's egress counters.
     pub fn nic_stats(&self) -> EgressStats {
-        self.nic.stats()
+        self.nic.egress().stats()
     }
 
     /// Whether every flow has started and ended (completed or failed).
@@ -358,27 +331,10 @@ impl<IO: PacketIo> RoceHost<IO> {
         self.cfg.start_ns.saturating_add(offset)
     }
 
-    /// A buffer of the pool for a frame the host writes.
-    fn take_buffer(&mut self) -> Option<u64> {
-        if self.spare.is_empty() {
-            self.io.take_free(SPARE, &mut self.spare);
-        }
-        self.spare.pop()
-    }
-
-    /// Puts a written frame in the NIC's buffer (or back in the pool).
-    fn enqueue(&mut self, frame: Frame, now_ns: u64) {
-        if self.nic.offer(frame, frame.len, false, 0, now_ns) == Admit::DropQueueFull {
-            self.stats.nic_queue_full += 1;
-            self.io.release(&[frame]);
-        }
-    }
-
     /// Writes `m` to `dst` from `sport` into a pool buffer and queues it
     /// (counted and dropped if no buffer is free).
     fn emit(&mut self, now_ns: u64, dst: Ipv4Addr, sport: u16, m: &Message<'_>) {
-        let Some(addr) = self.take_buffer() else {
-            self.stats.no_buffer += 1;
+        let Some(addr) = self.nic.take_buffer() else {
             return;
         };
         let ep = Endpoints {
@@ -387,41 +343,22 @@ impl<IO: PacketIo> RoceHost<IO> {
             sport,
             dport: ROCEV2_PORT,
         };
-        let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
         let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
-        match roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, 0, m) {
-            Ok(len) => self.enqueue(
-                Frame {
-                    addr,
-                    len: len as u32,
-                },
-                now_ns,
-            ),
-            Err(_) => {
-                self.stats.nic_overflow += 1;
-                self.spare.push(addr);
-            }
-        }
+        let buf = self.nic.room(addr);
+        let written = roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, 0, m).ok();
+        self.nic.queue(addr, written, now_ns);
     }
 
-    /// Takes a batch off the link and handles it; returns its size.
-    fn receive(&mut self) -> usize {
-        self.received.clear();
-        self.io.recv(0, &mut self.received, BATCH);
-        self.received.len()
-    }
-
-    /// Handles the frames [`RoceHost::receive`] took, at `now_ns`.
+    /// Handles the frames [`HostNic::recv`] took, at `now_ns`.
     fn handle_received(&mut self, now_ns: u64) {
-        for i in 0..self.received.len() {
-            let frame = self.received[i];
-            self.stats.frames_received += 1;
-            if lcmp_wire::pfc::is_pfc(self.io.frame(frame)) {
+        for i in 0..self.nic.received().len() {
+            let frame = self.nic.received()[i];
+            if lcmp_wire::pfc::is_pfc(self.nic.frame(frame)) {
                 self.on_pfc(frame, now_ns);
                 continue;
             }
             // What the frame asks for, decided while its bytes are borrowed.
-            let answer = match roce_frame::parse(self.io.frame(frame), self.cfg.mac) {
+            let answer = match roce_frame::parse(self.nic.frame(frame), self.cfg.mac) {
                 Ok(d) if d.endpoints.dst != self.cfg.ip || d.endpoints.dport != ROCEV2_PORT => {
                     self.stats.malformed += 1;
                     None
@@ -476,8 +413,7 @@ impl<IO: PacketIo> RoceHost<IO> {
                 }
             }
         }
-        self.io.release(&self.received);
-        self.received.clear();
+        self.nic.release_received();
     }
 
     /// A PFC frame from the switch: pauses the host's priority for the
@@ -489,7 +425,7 @@ impl<IO: PacketIo> RoceHost<IO> {
     /// would otherwise fill its switch port's headroom with them.
     #[inline(never)]
     fn on_pfc(&mut self, frame: Frame, now_ns: u64) {
-        let Ok(pfc) = lcmp_wire::pfc::parse(self.io.frame(frame)) else {
+        let Ok(pfc) = lcmp_wire::pfc::parse(self.nic.frame(frame)) else {
             self.stats.malformed += 1;
             return;
         };
@@ -497,7 +433,7 @@ impl<IO: PacketIo> RoceHost<IO> {
             None => {}
             Some(0) => {
                 self.end_pause(now_ns);
-                self.nic.resume(now_ns);
+                self.nic.egress_mut().resume(now_ns);
                 self.stats.pfc_resumes += 1;
             }
             Some(quanta) => {
@@ -508,7 +444,7 @@ impl<IO: PacketIo> RoceHost<IO> {
                 }
                 self.paused_until_ns = now_ns.saturating_add(ns);
                 // The NIC ends it itself when the time runs out.
-                self.nic.pause(now_ns, self.paused_until_ns);
+                self.nic.egress_mut().pause(now_ns, self.paused_until_ns);
                 self.stats.pfc_pauses += 1;
             }
         }
@@ -586,15 +522,14 @@ impl<IO: PacketIo> RoceHost<IO> {
         for _ in 0..BATCH {
             // The line is busy (with an ACK, or the last data frame): the
             // next packet waits for it (see the module docs).
-            if self.nic.queued_frames() > 0 {
+            if self.nic.egress().queued_frames() > 0 {
                 return;
             }
-            let Some(addr) = self.take_buffer() else {
-                self.stats.no_buffer += 1;
+            let Some(addr) = self.nic.take_buffer() else {
                 return;
             };
             let Some(d) = self.core.pop_departure(now_ns) else {
-                self.spare.push(addr);
+                self.nic.put_back(addr);
                 return;
             };
             let seg = d.segment;
@@ -607,66 +542,31 @@ impl<IO: PacketIo> RoceHost<IO> {
                 sport: d.sport,
                 dport: d.dst.port(),
             };
-            let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
             let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
-            match roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, ECN_ECT0, &m) {
-                Ok(len) => {
-                    debug_assert_eq!(len, frame_bytes(&seg));
-                    self.enqueue(
-                        Frame {
-                            addr,
-                            len: len as u32,
-                        },
-                        now_ns,
-                    );
-                }
-                // The payload was checked against the frame size in `new`.
-                Err(_) => {
-                    self.stats.nic_overflow += 1;
-                    self.spare.push(addr);
-                }
-            }
+            let buf = self.nic.room(addr);
+            // The payload was checked against the frame size in `new`.
+            let written =
+                roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, ECN_ECT0, &m).ok();
+            debug_assert_eq!(written, Some(frame_bytes(&seg)));
+            self.nic.queue(addr, written, now_ns);
         }
     }
 
-    /// Passes what the NIC's egress releases at `now_ns` to the link;
-    /// returns how many frames.
-    fn transmit(&mut self, now_ns: u64) -> usize {
-        self.handoff.clear();
-        self.release.clear();
-        let (handoff, release) = (&mut self.handoff, &mut self.release);
-        let room = self.io.tx_room(0);
-        self.nic.poll_budget(now_ns, room, &mut |h| match h {
-            Handoff::Transmit { frame, .. } => handoff.push(frame),
-            Handoff::Overflow { frame, .. } => release.push(frame),
-        });
-        let sent = self.io.send(0, &self.handoff);
-        // The budget was the link's room: a refusal is the link's fault,
-        // and the frames are dropped rather than held out of order.
-        self.release.extend_from_slice(&self.handoff[sent..]);
-        self.stats.nic_overflow += (self.release.len()) as u64;
-        self.stats.frames_sent += sent as u64;
-        if !self.release.is_empty() {
-            self.io.release(&self.release);
-        }
-        sent
-    }
-
-    /// One poll at `now_ns` of the frames [`RoceHost::receive`] took.
+    /// One poll at `now_ns` of the frames [`HostNic::recv`] took.
     fn step(&mut self, now_ns: u64) -> usize {
         self.last_poll_ns = now_ns;
-        let mut work = self.received.len();
-        work += self.transmit(now_ns);
+        let mut work = self.nic.received().len();
+        work += self.nic.transmit(now_ns);
         self.handle_received(now_ns);
         self.start_flows(now_ns);
         self.send_data(now_ns);
-        work += self.transmit(now_ns);
+        work += self.nic.transmit(now_ns);
         if now_ns >= self.next_sweep_ns {
             let idle = self.cfg.rx_idle_timeout_ns;
             self.receiver.expire(now_ns.saturating_sub(idle));
             self.next_sweep_ns = now_ns.saturating_add(sweep_interval(&self.cfg));
         }
-        self.io.flush();
+        self.nic.flush();
         if self.done_counter.is_some() && self.done() {
             if let Some(c) = self.done_counter.take() {
                 c.fetch_add(1, Ordering::Relaxed);
@@ -689,7 +589,7 @@ impl<IO: PacketIo> Node for RoceHost<IO> {
     fn poll(&mut self, clock: &mut impl Clock) -> usize {
         // Receive first, then read the clock: a frame is never handled
         // before it was taken off the link (as the switch).
-        self.receive();
+        self.nic.recv();
         let now = clock.now_ns();
         self.step(now)
     }
@@ -705,10 +605,10 @@ impl<IO: PacketIo> Node for RoceHost<IO> {
         // would say "poll again now" to a host that can do nothing yet).
         // Paused, the same: nothing leaves before the pause ends.
         let sender = self.core.next_deadline().map(|t| {
-            t.max(self.nic.next_departure().unwrap_or(0))
+            t.max(self.nic.egress().next_departure().unwrap_or(0))
                 .max(self.paused_until_ns)
         });
-        let t = [arrival, sender, self.nic.next_deadline()]
+        let t = [arrival, sender, self.nic.egress().next_deadline()]
             .into_iter()
             .flatten()
             .min();
@@ -727,26 +627,19 @@ impl<IO: PacketIo> Node for RoceHost<IO> {
             name: self.cfg.name.clone(),
             now_ns: ctx.now_ns,
             active_flows: self.core.active(),
-            host: self.stats,
+            host: self.stats(),
             sender: self.core.stats(),
             receiver: self.receiver.stats,
-            nic_queue_bytes: self.nic.queue_bytes(),
-            nic_transmitted_frames: self.nic.stats().transmitted_frames,
+            nic_queue_bytes: self.nic.egress().queue_bytes(),
+            nic_transmitted_frames: self.nic.egress().stats().transmitted_frames,
         }
     }
 
     fn io(&mut self) -> &mut IO {
-        &mut self.io
+        self.nic.io_mut()
     }
 
     fn finish(&mut self) {
-        self.release.clear();
-        let release = &mut self.release;
-        self.nic.flush(&mut |f| release.push(f));
-        self.release
-            .extend(self.spare.drain(..).map(|addr| Frame { addr, len: 0 }));
-        self.io.release(&self.release);
-        self.release.clear();
-        self.io.shutdown();
+        self.nic.finish();
     }
 }

@@ -19,10 +19,12 @@
 //! TCP stays a namespace transport.
 
 pub mod host;
+mod host_nic;
 pub mod ndp_host;
 pub mod network;
 pub mod roce_frame;
 pub mod rotor;
+mod udp_frame;
 pub mod udp_host;
 
 pub use network::{

@@ -19,7 +19,7 @@
 //!   length); one that is not an NDP packet for this host is counted
 //!   ([`NdpHostStats::malformed`]) and dropped. No input bytes make it
 //!   panic.
-//! - The NIC's egress ([`Egress`]) is the host link towards the switch
+//! - The NIC's egress (`host_nic`) is the host link towards the switch
 //!   (rate, delay, buffer). Control packets (ACK, NACK, PULL: headers
 //!   only, as a trimmed packet is) have priority over data: they go to the
 //!   egress at once, while a data packet is handed to it only when its
@@ -42,11 +42,9 @@ use std::sync::Arc;
 
 use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
 use lcmp_control::Request;
-use lcmp_switch::config::delay_line_frames;
-use lcmp_switch::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use lcmp_switch::egress::{EgressConfig, EgressStats};
 use lcmp_switch::frames::FRAME_SIZE;
-use lcmp_switch::io::{Frame, PacketIo};
-use lcmp_switch::mem_link::port_mac;
+use lcmp_switch::io::PacketIo;
 use lcmp_switch::node::{Clock, Context, Node};
 use lcmp_topology::Topology;
 use lcmp_traffic::client::{write_records, Destination};
@@ -56,32 +54,26 @@ use lcmp_traffic::ndp::sender::{NdpSender, NewFlow, SenderStats};
 use lcmp_traffic::ndp::{self, flow_id_of, udp_sport_of, NdpParams};
 use lcmp_traffic::record::{FlowRecord, FlowStatus};
 use lcmp_traffic::rocev2::pattern;
-use lcmp_wire::checksum::ipv4_checksum;
 use lcmp_wire::ndp::{
     header_of, Header, Kind, FLAG_LAST, FLAG_RETRANSMISSION, HEADERS_LEN, UDP_PORT,
 };
 use lcmp_wire::MacAddr;
 use serde::Serialize;
 
+use crate::host_nic::{HostLink, HostNic};
+use crate::udp_frame::{write_udp_headers, UdpRoute, IP_OFFSET as IP, UDP_OFFSET as UDP};
+
 // The transport's idea of a frame's headers is the wire's.
 const _: () = assert!(ndp::FRAME_OVERHEAD == HEADERS_LEN);
 
-/// Frames received per poll at most.
-const BATCH: usize = 64;
-/// Buffers taken from the pool at a time for frames the host writes.
-const SPARE: usize = 32;
 /// The receiver's default idle timeout for a flow's state, as the RoCEv2
 /// host's (60 s).
 pub const RX_IDLE_TIMEOUT_NS: u64 = 60_000_000_000;
 /// The most payload bytes per packet whose frame fits one buffer.
 pub const MAX_PAYLOAD_IN_FRAME: u32 = (FRAME_SIZE - HEADERS_LEN) as u32;
 
-/// Offsets in a frame.
-const IP: usize = 14;
-const IP_LEN: usize = 20;
-const UDP: usize = IP + IP_LEN;
-const UDP_LEN: usize = 8;
-const NDP: usize = UDP + UDP_LEN;
+/// Where the NDP header starts in a frame.
+const NDP: usize = crate::udp_frame::HEADERS_LEN;
 
 /// Everything a host is built from besides its flows and I/O.
 #[derive(Debug, Clone)]
@@ -107,38 +99,21 @@ pub struct NdpHostConfig {
 
 impl NdpHostConfig {
     /// Host `name` of `topo`: its first IPv4 address; MACs as memory-link
-    /// ports have them ([`port_mac`]: the NIC is the host's port 0, the
-    /// gateway its switch's port); the NIC emulates the host link (rate,
-    /// delay, buffer).
+    /// ports have them ([`port_mac`](lcmp_switch::mem_link::port_mac): the
+    /// NIC is the host's port 0, the gateway its switch's port); the NIC
+    /// emulates the host link (rate, delay, buffer).
     pub fn from_topology(
         topo: &Topology,
         name: &str,
         params: NdpParams,
     ) -> Result<NdpHostConfig, String> {
-        let host = topo
-            .host_by_name(name)
-            .ok_or_else(|| format!("{}: no host named {name:?}", topo.source()))?;
-        let ip = host
-            .addresses
-            .iter()
-            .find_map(|a| match a.addr() {
-                std::net::IpAddr::V4(v4) => Some(v4),
-                std::net::IpAddr::V6(_) => None,
-            })
-            .ok_or_else(|| format!("host {name}: no IPv4 address (NDP here is IPv4)"))?;
-        let switch = &topo.switch(host.switch).name;
+        let link = HostLink::of(topo, name, "NDP here is IPv4")?;
         Ok(NdpHostConfig {
             name: name.to_string(),
-            ip,
-            mac: port_mac(name, 0),
-            gateway_mac: port_mac(switch, host.port),
-            nic: EgressConfig {
-                rate_bps: host.rate_bps,
-                delay_ns: host.delay_ns,
-                buffer_bytes: host.buffer_bytes,
-                ecn: None,
-                max_in_flight: delay_line_frames(host.rate_bps, host.delay_ns),
-            },
+            ip: link.ip,
+            mac: link.mac,
+            gateway_mac: link.gateway_mac,
+            nic: link.egress,
             params,
             start_ns: 0,
             rx_idle_timeout_ns: RX_IDLE_TIMEOUT_NS,
@@ -226,67 +201,50 @@ fn parse(frame: &[u8], mac: MacAddr, ip: Ipv4Addr) -> Option<Received> {
     })
 }
 
-/// Addresses of a frame the host writes.
-#[derive(Debug, Clone, Copy)]
-struct Route {
-    mac: MacAddr,
-    gateway: MacAddr,
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    sport: u16,
+/// The route of a frame from `cfg`'s host to `dst` from `sport`.
+fn route(cfg: &NdpHostConfig, dst: Ipv4Addr, sport: u16) -> UdpRoute {
+    UdpRoute {
+        mac: cfg.mac,
+        gateway: cfg.gateway_mac,
+        src: cfg.ip,
+        dst,
+        sport,
+        dport: UDP_PORT,
+    }
 }
 
 /// Writes the headers of an NDP packet with `payload_len` bytes of payload
 /// into `buf` (the payload follows them, the caller's); the frame's
 /// length, or `None` if it does not fit.
-fn write_headers(buf: &mut [u8], r: &Route, header: &Header, payload_len: usize) -> Option<usize> {
-    let len = HEADERS_LEN.checked_add(payload_len)?;
-    let ip_total = u16::try_from(len - IP).ok()?;
-    let (h, _) = buf.get_mut(..len)?.split_first_chunk_mut::<HEADERS_LEN>()?;
-    h[..6].copy_from_slice(&r.gateway);
-    h[6..12].copy_from_slice(&r.mac);
-    h[12..IP].copy_from_slice(&[0x08, 0x00]);
-    let [t0, t1] = ip_total.to_be_bytes();
-    // Version 4, IHL 5; TOS 0; total length; id 0; DF; TTL 64; UDP;
-    // checksum (below); addresses.
-    h[IP..IP + 12].copy_from_slice(&[0x45, 0, t0, t1, 0, 0, 0x40, 0, 64, 17, 0, 0]);
-    h[IP + 12..IP + 16].copy_from_slice(&r.src.octets());
-    h[IP + 16..UDP].copy_from_slice(&r.dst.octets());
-    let sum = {
-        let (_, ip) = h.split_at(IP);
-        let (ip, _) = ip.split_at(IP_LEN);
-        ipv4_checksum(ip)
-    };
-    h[IP + 10..IP + 12].copy_from_slice(&sum.to_be_bytes());
-    let [u0, u1] = (ip_total - IP_LEN as u16).to_be_bytes();
-    let [s0, s1] = r.sport.to_be_bytes();
-    let [d0, d1] = UDP_PORT.to_be_bytes();
-    h[UDP..NDP].copy_from_slice(&[s0, s1, d0, d1, u0, u1, 0, 0]);
-    h[NDP..].copy_from_slice(&header.to_bytes());
+fn write_headers(
+    buf: &mut [u8],
+    r: &UdpRoute,
+    header: &Header,
+    payload_len: usize,
+) -> Option<usize> {
+    let udp_payload = lcmp_wire::ndp::HEADER_LEN.checked_add(payload_len)?;
+    let len = write_udp_headers(buf, r, udp_payload)?;
+    buf.get_mut(NDP..HEADERS_LEN)?
+        .copy_from_slice(&header.to_bytes());
     Some(len)
 }
 
 /// See the module docs. `IO` has one port, the NIC's link.
 pub struct NdpHost<IO: PacketIo> {
     cfg: NdpHostConfig,
-    io: IO,
-    nic: Egress<Frame>,
+    nic: HostNic<IO>,
     sender: NdpSender,
     receiver: NdpReceiver,
     flows: FlowSource,
     peers: Vec<Peer>,
     next_flow: Option<PlannedFlow>,
     records: Vec<FlowRecord>,
+    /// The host's counters but the NIC's (those are the NIC's own).
     stats: NdpHostStats,
     last_poll_ns: u64,
     next_sweep_ns: u64,
     /// Counts this host once when it is [`NdpHost::done`].
     done_counter: Option<Arc<AtomicUsize>>,
-    // Kept between polls so the packet path allocates nothing.
-    received: Vec<Frame>,
-    handoff: Vec<Frame>,
-    release: Vec<Frame>,
-    spare: Vec<u64>,
 }
 
 impl<IO: PacketIo> NdpHost<IO> {
@@ -300,12 +258,7 @@ impl<IO: PacketIo> NdpHost<IO> {
         dsts: &[Destination],
     ) -> Result<Self, String> {
         let name = &cfg.name;
-        if io.ports() != 1 {
-            return Err(format!(
-                "host {name}: the NIC is one port, the I/O has {}",
-                io.ports()
-            ));
-        }
+        let nic = HostNic::new(name, io, cfg.nic)?;
         cfg.params
             .validate()
             .map_err(|e| format!("host {name}: {e}"))?;
@@ -330,12 +283,11 @@ impl<IO: PacketIo> NdpHost<IO> {
             .collect::<Result<Vec<_>, _>>()?;
         let next_flow = flows.next_flow();
         Ok(NdpHost {
-            nic: Egress::new(cfg.nic),
+            nic,
             sender: NdpSender::new(cfg.params),
             receiver: NdpReceiver::new(ReceiverConfig::for_link(&cfg.params, cfg.nic.rate_bps)),
             next_sweep_ns: cfg.start_ns.saturating_add(sweep_interval(&cfg)),
             cfg,
-            io,
             flows,
             peers,
             next_flow,
@@ -343,10 +295,6 @@ impl<IO: PacketIo> NdpHost<IO> {
             stats: NdpHostStats::default(),
             last_poll_ns: 0,
             done_counter: None,
-            received: Vec::with_capacity(BATCH),
-            handoff: Vec::with_capacity(BATCH),
-            release: Vec::with_capacity(BATCH),
-            spare: Vec::with_capacity(SPARE),
         })
     }
 
@@ -377,12 +325,20 @@ impl<IO: PacketIo> NdpHost<IO> {
 
     /// The host's own counters.
     pub fn stats(&self) -> NdpHostStats {
-        self.stats
+        let nic = self.nic.counters();
+        NdpHostStats {
+            frames_received: nic.received,
+            frames_sent: nic.sent,
+            no_buffer: nic.no_buffer,
+            nic_queue_full: nic.queue_full,
+            nic_overflow: nic.overflow + nic.unwritten,
+            ..self.stats
+        }
     }
 
     /// The NIC's egress counters.
     pub fn nic_stats(&self) -> EgressStats {
-        self.nic.stats()
+        self.nic.egress().stats()
     }
 
     /// Whether every flow has started and ended (completed or failed).
@@ -402,67 +358,25 @@ impl<IO: PacketIo> NdpHost<IO> {
         self.cfg.start_ns.saturating_add(offset)
     }
 
-    /// A buffer of the pool for a frame the host writes.
-    fn take_buffer(&mut self) -> Option<u64> {
-        if self.spare.is_empty() {
-            self.io.take_free(SPARE, &mut self.spare);
-        }
-        self.spare.pop()
-    }
-
-    /// Puts a written frame in the NIC's buffer (or back in the pool).
-    fn enqueue(&mut self, frame: Frame, now_ns: u64) {
-        if self.nic.offer(frame, frame.len, false, 0, now_ns) == Admit::DropQueueFull {
-            self.stats.nic_queue_full += 1;
-            self.io.release(&[frame]);
-        }
-    }
-
     /// Writes a control packet (`header`, no payload) to `dst` from
     /// `sport` and queues it at the NIC.
     fn emit_control(&mut self, now_ns: u64, dst: Ipv4Addr, sport: u16, header: &Header) {
-        let Some(addr) = self.take_buffer() else {
-            self.stats.no_buffer += 1;
+        let Some(addr) = self.nic.take_buffer() else {
             return;
         };
-        let route = Route {
-            mac: self.cfg.mac,
-            gateway: self.cfg.gateway_mac,
-            src: self.cfg.ip,
-            dst,
-            sport,
-        };
-        let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
-        match write_headers(buf, &route, header, 0) {
-            Some(len) => {
-                self.stats.control_frames += 1;
-                self.enqueue(
-                    Frame {
-                        addr,
-                        len: len as u32,
-                    },
-                    now_ns,
-                );
-            }
-            None => {
-                self.stats.nic_overflow += 1;
-                self.spare.push(addr);
-            }
+        let route = route(&self.cfg, dst, sport);
+        let written = write_headers(self.nic.room(addr), &route, header, 0);
+        if written.is_some() {
+            self.stats.control_frames += 1;
         }
+        self.nic.queue(addr, written, now_ns);
     }
 
-    /// Takes a batch off the link.
-    fn receive(&mut self) {
-        self.received.clear();
-        self.io.recv(0, &mut self.received, BATCH);
-    }
-
-    /// Handles the frames [`NdpHost::receive`] took, at `now_ns`.
+    /// Handles the frames [`HostNic::recv`] took, at `now_ns`.
     fn handle_received(&mut self, now_ns: u64) {
-        for i in 0..self.received.len() {
-            let frame = self.received[i];
-            self.stats.frames_received += 1;
-            let Some(r) = parse(self.io.frame(frame), self.cfg.mac, self.cfg.ip) else {
+        for i in 0..self.nic.received().len() {
+            let frame = self.nic.received()[i];
+            let Some(r) = parse(self.nic.frame(frame), self.cfg.mac, self.cfg.ip) else {
                 self.stats.malformed += 1;
                 continue;
             };
@@ -508,8 +422,7 @@ impl<IO: PacketIo> NdpHost<IO> {
                 Kind::Pull => self.sender.on_pull(h.flow, h.value),
             }
         }
-        self.io.release(&self.received);
-        self.received.clear();
+        self.nic.release_received();
     }
 
     /// Starts the flows whose arrival has come.
@@ -578,15 +491,14 @@ impl<IO: PacketIo> NdpHost<IO> {
     fn send_data(&mut self, now_ns: u64) {
         // The line is busy (with a control frame or the last data frame):
         // the next packet waits for it (see the module docs).
-        if self.nic.queued_frames() > 0 || !self.sender.has_departures() {
+        if self.nic.egress().queued_frames() > 0 || !self.sender.has_departures() {
             return;
         }
-        let Some(addr) = self.take_buffer() else {
-            self.stats.no_buffer += 1;
+        let Some(addr) = self.nic.take_buffer() else {
             return;
         };
         let Some(d) = self.sender.pop_departure(now_ns) else {
-            self.spare.push(addr);
+            self.nic.put_back(addr);
             return;
         };
         let mut flags = 0;
@@ -603,76 +515,35 @@ impl<IO: PacketIo> NdpHost<IO> {
             seq: d.seq,
             value: d.packets,
         };
-        let route = Route {
-            mac: self.cfg.mac,
-            gateway: self.cfg.gateway_mac,
-            src: self.cfg.ip,
-            dst: d.dst,
-            sport: d.sport,
-        };
+        let route = route(&self.cfg, d.dst, d.sport);
         let len = d.len as usize;
-        let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
+        let buf = self.nic.room(addr);
+        // The payload was checked against the frame size in `new`.
         let written = write_headers(buf, &route, &header, len).and_then(|n| {
             let body = buf.get_mut(HEADERS_LEN..n)?;
             pattern::fill(d.id, d.offset, body);
             Some(n)
         });
-        match written {
-            Some(n) => self.enqueue(
-                Frame {
-                    addr,
-                    len: n as u32,
-                },
-                now_ns,
-            ),
-            // The payload was checked against the frame size in `new`.
-            None => {
-                self.stats.nic_overflow += 1;
-                self.spare.push(addr);
-            }
-        }
+        self.nic.queue(addr, written, now_ns);
     }
 
-    /// Passes what the NIC's egress releases at `now_ns` to the link;
-    /// returns how many frames.
-    fn transmit(&mut self, now_ns: u64) -> usize {
-        self.handoff.clear();
-        self.release.clear();
-        let (handoff, release) = (&mut self.handoff, &mut self.release);
-        let room = self.io.tx_room(0);
-        self.nic.poll_budget(now_ns, room, &mut |h| match h {
-            Handoff::Transmit { frame, .. } => handoff.push(frame),
-            Handoff::Overflow { frame, .. } => release.push(frame),
-        });
-        let sent = self.io.send(0, &self.handoff);
-        // The budget was the link's room: a refusal is the link's fault,
-        // and the frames are dropped rather than held out of order.
-        self.release.extend_from_slice(&self.handoff[sent..]);
-        self.stats.nic_overflow += self.release.len() as u64;
-        self.stats.frames_sent += sent as u64;
-        if !self.release.is_empty() {
-            self.io.release(&self.release);
-        }
-        sent
-    }
-
-    /// One poll at `now_ns` of the frames [`NdpHost::receive`] took.
+    /// One poll at `now_ns` of the frames [`HostNic::recv`] took.
     fn step(&mut self, now_ns: u64) -> usize {
         self.last_poll_ns = now_ns;
-        let mut work = self.received.len();
-        work += self.transmit(now_ns);
+        let mut work = self.nic.received().len();
+        work += self.nic.transmit(now_ns);
         self.handle_received(now_ns);
         self.start_flows(now_ns);
         self.sender.expire(now_ns);
         self.send_pulls(now_ns);
         self.send_data(now_ns);
-        work += self.transmit(now_ns);
+        work += self.nic.transmit(now_ns);
         if now_ns >= self.next_sweep_ns {
             let idle = self.cfg.rx_idle_timeout_ns;
             self.receiver.expire(now_ns.saturating_sub(idle));
             self.next_sweep_ns = now_ns.saturating_add(sweep_interval(&self.cfg));
         }
-        self.io.flush();
+        self.nic.flush();
         if self.done_counter.is_some() && self.done() {
             if let Some(c) = self.done_counter.take() {
                 c.fetch_add(1, Ordering::Relaxed);
@@ -695,7 +566,7 @@ impl<IO: PacketIo> Node for NdpHost<IO> {
     fn poll(&mut self, clock: &mut impl Clock) -> usize {
         // Receive first, then read the clock: a frame is never handled
         // before it was taken off the link (as the switch).
-        self.receive();
+        self.nic.recv();
         let now = clock.now_ns();
         self.step(now)
     }
@@ -710,13 +581,13 @@ impl<IO: PacketIo> Node for NdpHost<IO> {
         let data = self
             .sender
             .has_departures()
-            .then(|| self.nic.next_departure().unwrap_or(0));
+            .then(|| self.nic.egress().next_departure().unwrap_or(0));
         let t = [
             arrival,
             data,
             self.sender.next_timer_ns(),
             self.receiver.next_pull_ns(),
-            self.nic.next_deadline(),
+            self.nic.egress().next_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -736,44 +607,39 @@ impl<IO: PacketIo> Node for NdpHost<IO> {
             name: self.cfg.name.clone(),
             now_ns: ctx.now_ns,
             active_flows: self.sender.active(),
-            host: self.stats,
+            host: self.stats(),
             sender: self.sender.stats(),
             receiver: self.receiver.stats,
-            nic_queue_bytes: self.nic.queue_bytes(),
-            nic_transmitted_frames: self.nic.stats().transmitted_frames,
+            nic_queue_bytes: self.nic.egress().queue_bytes(),
+            nic_transmitted_frames: self.nic.egress().stats().transmitted_frames,
         }
     }
 
     fn io(&mut self) -> &mut IO {
-        &mut self.io
+        self.nic.io_mut()
     }
 
     fn finish(&mut self) {
-        self.release.clear();
-        let release = &mut self.release;
-        self.nic.flush(&mut |f| release.push(f));
-        self.release
-            .extend(self.spare.drain(..).map(|addr| Frame { addr, len: 0 }));
-        self.io.release(&self.release);
-        self.release.clear();
-        self.io.shutdown();
+        self.nic.finish();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lcmp_wire::checksum::ipv4_checksum;
 
     const MAC: MacAddr = [2, 0, 0, 0, 0, 1];
     const GW: MacAddr = [2, 0, 0, 0, 0, 2];
 
-    fn route() -> Route {
-        Route {
+    fn route() -> UdpRoute {
+        UdpRoute {
             mac: MAC,
             gateway: GW,
             src: Ipv4Addr::new(10, 0, 1, 2),
             dst: Ipv4Addr::new(10, 0, 2, 2),
             sport: 40000,
+            dport: UDP_PORT,
         }
     }
 

@@ -4,9 +4,10 @@
 
 pub use lcmp_traffic::rocev2::sender::ETHERNET_HEADER;
 use lcmp_traffic::rocev2::wire::{self, Datagram, Endpoints, Message, WireError};
+use lcmp_wire::ethernet::ETHERTYPE_IPV4;
 use lcmp_wire::MacAddr;
 
-const ETHERTYPE_IPV4: [u8; 2] = [0x08, 0x00];
+use crate::udp_frame::write_ethernet;
 
 /// Why a frame is not a RoCEv2 datagram for this NIC.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,13 +39,14 @@ pub fn encode(
     scratch.clear();
     wire::encode_datagram(scratch, ep, tos, m).map_err(Rejected::Wire)?;
     let len = ETHERNET_HEADER + scratch.len();
-    let Some(out) = buf.get_mut(..len) else {
+    let Some((eth, datagram)) = buf
+        .get_mut(..len)
+        .and_then(|out| out.split_first_chunk_mut::<ETHERNET_HEADER>())
+    else {
         return Err(Rejected::TooLong(len));
     };
-    out[..6].copy_from_slice(&dst);
-    out[6..12].copy_from_slice(&src);
-    out[12..14].copy_from_slice(&ETHERTYPE_IPV4);
-    out[ETHERNET_HEADER..].copy_from_slice(scratch);
+    write_ethernet(eth, src, dst);
+    datagram.copy_from_slice(scratch);
     Ok(len)
 }
 
@@ -58,7 +60,7 @@ pub fn parse(frame: &[u8], mac: MacAddr) -> Result<Datagram<'_>, Rejected> {
     if frame[..6] != mac {
         return Err(Rejected::NotForUs);
     }
-    if frame[12..14] != ETHERTYPE_IPV4 {
+    if frame[12..14] != ETHERTYPE_IPV4.to_be_bytes() {
         return Err(Rejected::NotIpv4);
     }
     let ip = &frame[ETHERNET_HEADER..];

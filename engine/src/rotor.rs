@@ -1,7 +1,11 @@
 //! A whole rotor network in one process on the virtual clock: the ToRs
 //! ([`TorNode`]) and rotors ([`RotorNode`]) that `lcmp-switch rotor` runs,
-//! and a constant-rate [`UdpHost`] per host, every link (ToR to rotor and
-//! host to ToR) a memory link, on one [`VirtualNet`] ([`RotorNet::build`]).
+//! and a host per server, every link (ToR to rotor and host to ToR) a
+//! memory link, on one [`VirtualNet`] ([`RotorNet::build`]). The hosts are
+//! constant-rate [`UdpHost`]s (the throughput experiment) or, with
+//! [`RotorRun::ndp`], [`NdpHost`]s carrying flows (the flow experiments;
+//! the ToRs then trim as [`RotorRun::trim`] says, `lcmp-switch rotor
+//! --trim-packets K`).
 //!
 //! - The network is the [`RotorNetwork`] the namespace engine starts (the
 //!   file the switches read), wired as [`RotorNetwork::wiring`] wires it:
@@ -17,10 +21,12 @@
 //! - A host's NIC emulates its host link (the wiring's rate, delay and
 //!   buffer) unless [`RotorRun::nic_rate_bps`] gives its rate; the ToR's
 //!   port towards a host is not shaped (as on the namespace engine, where
-//!   it is a veth).
-//! - Pools: a ToR's holds its buffer in minimum-size frames, a rotor's
-//!   nothing, a host's its NIC's buffer likewise; each also what it lends
-//!   its links' peers. They are cut from one unpopulated frame area, so
+//!   it is a veth) unless the ToRs trim, which emulates host downlinks at
+//!   the network's rate.
+//! - Pools: a ToR's holds its buffer in minimum-size frames (and, when it
+//!   trims, its next hops' high-priority bytes in trimmed headers, and its
+//!   host downlinks' queues: K frames and as many header bytes each), a rotor's nothing, a host's its NIC's
+//!   buffer likewise; each also what it lends its links' peers. They are cut from one unpopulated frame area, so
 //!   memory is touched as buffers are used.
 
 use std::ops::Range;
@@ -28,18 +34,23 @@ use std::ops::Range;
 use lcmp_control::rotor::RotorStatus;
 use lcmp_switch::config::{delay_line_frames, seed_of};
 use lcmp_switch::daemon::DaemonConfig;
+use lcmp_switch::egress::EgressConfig;
 use lcmp_switch::frames::FrameShare;
 use lcmp_switch::linked_io::LinkedIo;
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::mem_link::{mem_link, port_mac, MemoryLinks, Transfer};
-use lcmp_switch::rotor::SlotClock;
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
-use lcmp_switch::rotor_tor::{TorRouting, TorSettings};
+use lcmp_switch::rotor_tor::TrimSettings;
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
 use lcmp_switch::virtual_clock::VirtualNet;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
+use lcmp_traffic::client::Destination;
+use lcmp_traffic::flows::{Arrivals, FlowSource};
+use lcmp_traffic::ndp::NdpParams;
+use lcmp_wire::ndp::{HEADERS_LEN, UDP_PORT};
 
 use crate::host_io;
+use crate::ndp_host::{NdpHost, NdpHostConfig};
 use crate::udp_host::{UdpHost, UdpHostConfig, UdpSchedule};
 
 type Io = LinkedIo<MemIo>;
@@ -65,12 +76,35 @@ pub struct RotorHostTraffic {
     pub send: UdpSchedule,
 }
 
+/// One NDP host's flows.
+#[derive(Debug)]
+pub struct RotorNdpSender {
+    /// Its ToR.
+    pub tor: u32,
+    /// Its index under the ToR.
+    pub host: u32,
+    /// Its flows; a flow's `dst` indexes `dsts`.
+    pub flows: FlowSource,
+    /// The hosts (ToR, index) its flows go to.
+    pub dsts: Vec<(u32, u32)>,
+}
+
+/// NDP hosts instead of UDP ones: every host runs an [`NdpHost`]
+/// (receiver always, sender of the flows given for it).
+#[derive(Debug)]
+pub struct RotorNdp {
+    /// Every host's transport parameters.
+    pub params: NdpParams,
+    /// The senders' flows; every other host only receives.
+    pub senders: Vec<RotorNdpSender>,
+}
+
 /// A rotor network to build, with its hosts' traffic.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RotorRun {
     /// The network (its epoch is not used: slot 0 starts at time 0).
     pub network: RotorNetwork,
-    /// The senders; every other host only receives.
+    /// The UDP senders; every other host only receives. Empty with `ndp`.
     pub traffic: Vec<RotorHostTraffic>,
     /// Every host's NIC rate, bit/s (`None`: the host link's).
     pub nic_rate_bps: Option<u64>,
@@ -78,6 +112,55 @@ pub struct RotorRun {
     pub listen_port: u16,
     /// Arrivals in this span count in the hosts' window figures, ns.
     pub window_ns: Range<u64>,
+    /// NDP hosts instead of UDP ones (`traffic` must then be empty).
+    pub ndp: Option<RotorNdp>,
+    /// Every ToR trims NDP packets with these bounds (`lcmp-switch rotor
+    /// --trim-packets K`) and emulates its host downlinks.
+    pub trim: Option<TrimSettings>,
+}
+
+/// A host's configuration before it is built: a UDP host, or an NDP host
+/// with its flows and their destinations (none: it only receives).
+enum HostCfg {
+    Udp(UdpHostConfig),
+    Ndp(Box<NdpHostConfig>, Option<(FlowSource, Vec<Destination>)>),
+}
+
+impl HostCfg {
+    fn name(&self) -> &str {
+        match self {
+            HostCfg::Udp(c) => &c.name,
+            HostCfg::Ndp(c, _) => &c.name,
+        }
+    }
+
+    fn nic(&self) -> &EgressConfig {
+        match self {
+            HostCfg::Udp(c) => &c.nic,
+            HostCfg::Ndp(c, _) => &c.nic,
+        }
+    }
+
+    fn nic_mut(&mut self) -> &mut EgressConfig {
+        match self {
+            HostCfg::Udp(c) => &mut c.nic,
+            HostCfg::Ndp(c, _) => &mut c.nic,
+        }
+    }
+}
+
+/// A host node of either kind.
+enum HostNode {
+    Udp(usize),
+    Ndp(usize),
+}
+
+impl HostNode {
+    fn index(&self) -> usize {
+        match self {
+            HostNode::Udp(i) | HostNode::Ndp(i) => *i,
+        }
+    }
 }
 
 /// A rotor network built on the virtual clock: run it
@@ -90,7 +173,7 @@ pub struct RotorNet {
     /// rotors).
     switches: Vec<(String, usize)>,
     /// Host (t, h)'s node is `hosts[t * hosts_per_tor + h]`.
-    hosts: Vec<usize>,
+    hosts: Vec<HostNode>,
 }
 
 impl RotorNet {
@@ -102,23 +185,39 @@ impl RotorNet {
             nic_rate_bps,
             listen_port,
             window_ns,
+            mut ndp,
+            trim,
         } = run;
         let wiring = n.wiring().map_err(|e| e.to_string())?;
-        let schedule = n.schedule()?;
-        for t in &traffic {
-            if t.tor >= n.tors || t.host >= n.hosts_per_tor {
+        // Refused here in one line rather than by every switch.
+        n.schedule()?;
+        if ndp.is_some() && !traffic.is_empty() {
+            return Err("a rotor run's hosts are UDP or NDP, not both".into());
+        }
+        let ndp_senders = ndp.as_ref().map_or(&[][..], |x| &x.senders[..]);
+        let placed: Vec<(u32, u32)> = traffic
+            .iter()
+            .map(|t| (t.tor, t.host))
+            .chain(ndp_senders.iter().map(|s| (s.tor, s.host)))
+            .collect();
+        let in_network = |&(t, h): &(u32, u32)| t < n.tors && h < n.hosts_per_tor;
+        for p @ (t, h) in &placed {
+            if !in_network(p) {
                 return Err(format!(
-                    "host ({}, {}) is not one of the network's {} ToRs x {} hosts",
-                    t.tor, t.host, n.tors, n.hosts_per_tor
+                    "host ({t}, {h}) is not one of the network's {} ToRs x {} hosts",
+                    n.tors, n.hosts_per_tor
                 ));
             }
-            if traffic
-                .iter()
-                .filter(|u| (u.tor, u.host) == (t.tor, t.host))
-                .count()
-                > 1
-            {
-                return Err(format!("host ({}, {}) is given twice", t.tor, t.host));
+            if placed.iter().filter(|q| *q == p).count() > 1 {
+                return Err(format!("host ({t}, {h}) is given twice"));
+            }
+        }
+        for s in ndp_senders {
+            if let Some((t, h)) = s.dsts.iter().find(|d| !in_network(d)) {
+                return Err(format!(
+                    "host ({}, {}) sends to ({t}, {h}), not one of the network's {} ToRs x {} hosts",
+                    s.tor, s.host, n.tors, n.hosts_per_tor
+                ));
             }
         }
         let names: Vec<&str> = wiring.switches().iter().map(|s| s.name.as_str()).collect();
@@ -134,31 +233,68 @@ impl RotorNet {
         // Host configurations first: their NICs size their pools.
         let mut host_cfgs = Vec::new();
         for h in wiring.hosts() {
-            let mut cfg = UdpHostConfig::from_topology(&wiring, &h.name)?;
+            let udp = UdpHostConfig::from_topology(&wiring, &h.name)?;
             let (t, i) = n
-                .host_of(cfg.ip)
+                .host_of(udp.ip)
                 .ok_or_else(|| format!("host {} has no address of the network", h.name))?;
+            let mut cfg = match &mut ndp {
+                None => {
+                    let mut cfg = udp;
+                    cfg.listen_port = listen_port;
+                    cfg.window_ns = window_ns.clone();
+                    cfg.send = traffic
+                        .iter()
+                        .find(|x| (x.tor, x.host) == (t, i))
+                        .map(|x| x.send.clone());
+                    HostCfg::Udp(cfg)
+                }
+                Some(ndp) => {
+                    let cfg = NdpHostConfig::from_topology(&wiring, &h.name, ndp.params)?;
+                    let flows = match ndp.senders.iter().position(|s| (s.tor, s.host) == (t, i)) {
+                        Some(k) => {
+                            let s = ndp.senders.swap_remove(k);
+                            let dsts = s
+                                .dsts
+                                .iter()
+                                .map(|&(dt, dh)| Destination {
+                                    name: RotorNetwork::host_name(dt, dh),
+                                    addr: (RotorNetwork::host_ip(dt, dh), UDP_PORT).into(),
+                                })
+                                .collect();
+                            Some((s.flows, dsts))
+                        }
+                        None => None,
+                    };
+                    HostCfg::Ndp(Box::new(cfg), flows)
+                }
+            };
             if let Some(rate) = nic_rate_bps {
-                cfg.nic.rate_bps = rate;
-                cfg.nic.max_in_flight = delay_line_frames(rate, cfg.nic.delay_ns);
+                let nic = cfg.nic_mut();
+                nic.rate_bps = rate;
+                nic.max_in_flight = delay_line_frames(rate, nic.delay_ns);
             }
-            cfg.listen_port = listen_port;
-            cfg.window_ns = window_ns.clone();
-            cfg.send = traffic
-                .iter()
-                .find(|x| (x.tor, x.host) == (t, i))
-                .map(|x| x.send.clone());
             host_cfgs.push((t, i, h.switch.index(), h.port, cfg));
         }
 
-        let tor_pool =
-            tor_ports * LINK_DEPTH + n.buffer().div_ceil(MIN_FRAME) as usize + POOL_SLACK;
+        // A trimming ToR holds, beyond its shared buffer (data only, then),
+        // every next hop's high-priority bytes as headers, and each host
+        // downlink's K data frames and high-priority bytes likewise.
+        let (hop_frames, downlink_frames) = trim.map_or((0, 0), |k| {
+            let headers = k.priority_bytes.div_ceil(HEADERS_LEN as u64) as usize;
+            (headers, k.data_packets as usize + headers)
+        });
+        let tor_pool = tor_ports * LINK_DEPTH
+            + n.buffer().div_ceil(MIN_FRAME) as usize
+            + n.tors as usize * hop_frames
+            + n.hosts_per_tor as usize * downlink_frames
+            + POOL_SLACK;
         let rotor_pool = n.tors as usize * LINK_DEPTH + POOL_SLACK;
         let mut pools = vec![tor_pool; n.tors as usize];
         pools.resize((n.tors + n.rotors) as usize, rotor_pool);
         for (.., cfg) in &host_cfgs {
-            let queue = cfg.nic.buffer_bytes.div_ceil(MIN_FRAME) as usize;
-            pools.push(LINK_DEPTH + queue + cfg.nic.max_in_flight + POOL_SLACK);
+            let nic = cfg.nic();
+            let queue = nic.buffer_bytes.div_ceil(MIN_FRAME) as usize;
+            pools.push(LINK_DEPTH + queue + nic.max_in_flight + POOL_SLACK);
         }
         let mut shares = FrameShare::split_area_unpopulated(&pools)?.into_iter();
 
@@ -167,36 +303,28 @@ impl RotorNet {
         let mut at_tor: Vec<Vec<(usize, _)>> = (0..n.tors).map(|_| Vec::new()).collect();
         for (_, _, sw, port, cfg) in &host_cfgs {
             let tor = names[*sw];
+            let host_name = cfg.name();
             let (tor_end, host_end) = mem_link(
                 LINK_DEPTH,
                 (
                     &format!("{tor}/{}", ifname(tor, *port)),
-                    &format!("{}/eth0", cfg.name),
+                    &format!("{}/eth0", host_name),
                 ),
             )
-            .map_err(|e| format!("memory link of host {}: {e}", cfg.name))?;
+            .map_err(|e| format!("memory link of host {}: {e}", host_name))?;
             let RotorRole::Tor(t) = n.role(tor)? else {
-                return Err(format!("host {} hangs off {tor}, not a ToR", cfg.name));
+                return Err(format!("host {} hangs off {tor}, not a ToR", host_name));
             };
             at_tor[t as usize].push((usize::from(*port), tor_end));
             host_ends.push(host_end);
         }
 
         let mut net = VirtualNet::new(0);
-        let clock = SlotClock {
-            epoch_ns: 0,
-            slot_ns: n.slot_ns,
-            reconfig_ns: n.reconfig_ns,
-        };
         let node_config = |role| RotorNodeConfig {
             port_names: n.port_names(role),
             epoch: Some((0, "virtual clock".into())),
             spin_ns: 0,
         };
-        let routes = n
-            .routing()
-            .shift()
-            .then(|| lcmp_topology::rotor::routes(&schedule).0);
         let mut switches = Vec::new();
         for (t, ends) in (0..n.tors).zip(at_tor) {
             let name = format!("tor{t}");
@@ -210,33 +338,18 @@ impl RotorNet {
             let host_macs = (0..n.hosts_per_tor)
                 .map(|h| Some(port_mac(&RotorNetwork::host_name(t, h), 0)))
                 .collect();
-            let sw = TorSwitch::new(
-                io,
-                TorConfig {
-                    tor: t,
-                    net: n.clone(),
-                    port_macs: (0..tor_ports).map(|p| port_mac(&name, p as u8)).collect(),
-                    host_macs,
-                    settings: TorSettings {
-                        tor: t,
-                        tors: n.tors,
-                        rotors: (0..n.rotors).map(|r| n.rotor_matchings(r)).collect(),
-                        clock,
-                        rate_bps: n.rate_bps,
-                        buffer_bytes: n.buffer(),
-                        guard_ns: n.tx_guard_ns,
-                        routing: match &routes {
-                            Some(r) => TorRouting::Table(r[t as usize].clone()),
-                            None => TorRouting::Direct,
-                        },
-                    },
-                    // `lcmp-switch rotor`'s default (no --seed).
-                    seed: seed_of(&name),
-                    deliver_send_stamps: false,
-                },
-                true,
+            let cfg = TorConfig::for_network(
+                &n,
+                t,
+                (0..tor_ports).map(|p| port_mac(&name, p as u8)).collect(),
+                host_macs,
+                0,
+                // `lcmp-switch rotor`'s default (no --seed).
+                seed_of(&name),
             )
             .map_err(|e| format!("{name}: {e}"))?;
+            let mut sw = TorSwitch::new(io, cfg, true).map_err(|e| format!("{name}: {e}"))?;
+            sw.set_trimming(trim).map_err(|e| format!("{name}: {e}"))?;
             let node = TorNode::new(sw, node_config(RotorRole::Tor(t)));
             let i = net.add_node(node, DaemonConfig::quiet(&name));
             switches.push((name, i));
@@ -253,18 +366,34 @@ impl RotorNet {
         }
         net.join_links(&links)?;
 
-        let mut hosts = vec![usize::MAX; (n.tors * n.hosts_per_tor) as usize];
+        let mut hosts: Vec<Option<HostNode>> =
+            (0..n.tors * n.hosts_per_tor).map(|_| None).collect();
         for ((t, h, sw, port, cfg), end) in host_cfgs.into_iter().zip(host_ends) {
             let share = shares.next().ok_or("frame shares")?;
-            let name = cfg.name.clone();
-            let node = UdpHost::new(cfg, host_io(share, end, Transfer::Descriptor))?;
-            let i = net.add_node(node, DaemonConfig::quiet(&name));
-            net.join((switches[sw].1, usize::from(port)), (i, 0))?;
-            hosts[(t * n.hosts_per_tor + h) as usize] = i;
+            let io = host_io(share, end, Transfer::Descriptor);
+            let name = cfg.name().to_string();
+            let node = match cfg {
+                HostCfg::Udp(cfg) => {
+                    HostNode::Udp(net.add_node(UdpHost::new(cfg, io)?, DaemonConfig::quiet(&name)))
+                }
+                HostCfg::Ndp(cfg, flows) => {
+                    let (flows, dsts) = flows.unwrap_or_else(|| {
+                        // A receiver only: no flows to start.
+                        let none =
+                            FlowSource::new(Arrivals::Schedule(Vec::new()), 0, 0, 0.0, 1.0, 1);
+                        (none, Vec::new())
+                    });
+                    let host = NdpHost::new(*cfg, io, flows, &dsts)?;
+                    HostNode::Ndp(net.add_node(host, DaemonConfig::quiet(&name)))
+                }
+            };
+            net.join((switches[sw].1, usize::from(port)), (node.index(), 0))?;
+            hosts[(t * n.hosts_per_tor + h) as usize] = Some(node);
         }
-        if hosts.contains(&usize::MAX) {
-            return Err("the wiring lacks a host of the network".into());
-        }
+        let hosts = hosts
+            .into_iter()
+            .collect::<Option<Vec<_>>>()
+            .ok_or("the wiring lacks a host of the network")?;
         Ok(RotorNet {
             net,
             network: n,
@@ -309,13 +438,40 @@ impl RotorNet {
         Ok(out)
     }
 
-    /// Host `host` of ToR `tor`.
-    pub fn host(&mut self, tor: u32, host: u32) -> Option<&mut UdpHost<Io>> {
+    /// Host (`tor`, `host`)'s node.
+    fn host_node(&self, tor: u32, host: u32) -> Option<&HostNode> {
         if tor >= self.network.tors || host >= self.network.hosts_per_tor {
             return None;
         }
-        let i = self.hosts[(tor * self.network.hosts_per_tor + host) as usize];
+        self.hosts
+            .get((tor * self.network.hosts_per_tor + host) as usize)
+    }
+
+    /// Host `host` of ToR `tor`, if the hosts are UDP ones.
+    pub fn host(&mut self, tor: u32, host: u32) -> Option<&mut UdpHost<Io>> {
+        let &HostNode::Udp(i) = self.host_node(tor, host)? else {
+            return None;
+        };
         Some(self.net.daemon::<UdpHost<Io>>(i)?.node())
+    }
+
+    /// Host `host` of ToR `tor`, if the hosts are NDP ones.
+    pub fn ndp_host(&mut self, tor: u32, host: u32) -> Option<&mut NdpHost<Io>> {
+        let &HostNode::Ndp(i) = self.host_node(tor, host)? else {
+            return None;
+        };
+        Some(self.net.daemon::<NdpHost<Io>>(i)?.node())
+    }
+
+    /// Bytes ToR `tor` holds now: its next hops' queues (the shared
+    /// buffer) and, when it trims, its host downlinks' queues.
+    pub fn tor_queued_bytes(&mut self, tor: u32) -> Option<u64> {
+        let (_, i) = self.switches.get(tor as usize)?;
+        let sw = self.net.daemon::<TorNode<Io>>(*i)?.node().switch();
+        let downlinks: u64 = (0..self.network.hosts_per_tor as usize)
+            .filter_map(|h| sw.downlink(h).map(|d| d.bytes()))
+            .sum();
+        Some(sw.core().total_bytes() + downlinks)
     }
 
     /// Shutdown of every node: the switches' final status, as

@@ -9,12 +9,11 @@
 //!   innermost. Each frame is `frame_bytes` long on the wire (Ethernet
 //!   header included, no FCS), its payload the sender's: sequence number
 //!   and send time (big-endian u64 each), then the byte pattern.
-//! - The frame is built once by [`FrameBuilder`] (IPv4, DF, TTL 64) and
-//!   copied into a pool buffer per frame, with its destination address,
-//!   source port, header checksum (precomputed per destination), sequence
-//!   number and send time patched in: nothing is allocated per frame. The
-//!   UDP checksum is 0 ("none", valid in IPv4): no hop reads it.
-//! - The NIC's egress ([`Egress`]) is the host link towards the switch
+//! - Each frame is written into a pool buffer in place: its headers
+//!   (`udp_frame`: IPv4, DF, TTL 64; the UDP checksum 0, "none", valid in
+//!   IPv4: no hop reads it), its sequence number and send time, then the
+//!   pattern, kept from the start: nothing is allocated per frame.
+//! - The NIC's egress (`host_nic`) is the host link towards the switch
 //!   (rate, delay, buffer): a frame is handed to it when due and leaves
 //!   when its serialization ends. A frame the NIC's buffer refuses, or
 //!   that finds no free buffer, is a send error (the socket's ENOBUFS).
@@ -31,32 +30,25 @@ use std::ops::Range;
 
 use lcmp_control::proto::{Body, ErrorKind, ErrorReply};
 use lcmp_control::Request;
-use lcmp_switch::config::delay_line_frames;
-use lcmp_switch::egress::{Admit, Egress, EgressConfig, EgressStats, Handoff};
+use lcmp_switch::egress::{EgressConfig, EgressStats};
 use lcmp_switch::frames::FRAME_SIZE;
-use lcmp_switch::io::{Frame, PacketIo};
-use lcmp_switch::mem_link::port_mac;
+use lcmp_switch::io::PacketIo;
 use lcmp_switch::node::{Clock, Context, Node};
 use lcmp_topology::Topology;
-use lcmp_wire::checksum::ipv4_checksum;
-use lcmp_wire::testing::FrameBuilder;
 use lcmp_wire::MacAddr;
 use serde::Serialize;
 
-/// Frames received, and frames sent, per poll at most.
-const BATCH: usize = 64;
-/// Buffers taken from the pool at a time for frames the host writes.
-const SPARE: usize = 32;
+use crate::host_nic::{HostLink, HostNic, BATCH};
+use crate::udp_frame::{write_udp_headers, UdpRoute, HEADERS_LEN, IP_OFFSET, UDP_OFFSET};
+
 /// Ethernet + IPv4 (no options) + UDP headers, bytes.
-pub const HEADERS: u32 = 14 + 20 + 8;
+pub const HEADERS: u32 = HEADERS_LEN as u32;
 /// The sender's payload header: sequence number and send time.
 pub const PAYLOAD_HEADER: u32 = 16;
-/// Offsets in a frame built here.
-const IP_CHECKSUM: usize = 24;
-const IP_DST: usize = 30;
-const UDP_SPORT: usize = 34;
-const UDP_CHECKSUM: usize = 40;
-const PAYLOAD: usize = HEADERS as usize;
+/// Offsets in a frame.
+const IP_SRC: usize = IP_OFFSET + 12;
+const UDP_SPORT: usize = UDP_OFFSET;
+const PAYLOAD: usize = HEADERS_LEN;
 
 /// What a host sends: `udp_send_flows`' flows and pacing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,34 +110,18 @@ pub struct UdpHostConfig {
 
 impl UdpHostConfig {
     /// Host `name` of `topo`: its first IPv4 address; MACs as memory-link
-    /// ports have them ([`port_mac`]: the NIC is the host's port 0, the
-    /// gateway its switch's port); the NIC emulates the host link (rate,
-    /// delay, buffer). Sends nothing, counts nothing in a window.
+    /// ports have them ([`port_mac`](lcmp_switch::mem_link::port_mac): the
+    /// NIC is the host's port 0, the gateway its switch's port); the NIC
+    /// emulates the host link (rate, delay, buffer). Sends nothing, counts
+    /// nothing in a window.
     pub fn from_topology(topo: &Topology, name: &str) -> Result<UdpHostConfig, String> {
-        let host = topo
-            .host_by_name(name)
-            .ok_or_else(|| format!("{}: no host named {name:?}", topo.source()))?;
-        let ip = host
-            .addresses
-            .iter()
-            .find_map(|a| match a.addr() {
-                std::net::IpAddr::V4(v4) => Some(v4),
-                std::net::IpAddr::V6(_) => None,
-            })
-            .ok_or_else(|| format!("host {name}: no IPv4 address (the UDP host is IPv4)"))?;
-        let switch = &topo.switch(host.switch).name;
+        let link = HostLink::of(topo, name, "the UDP host is IPv4")?;
         Ok(UdpHostConfig {
             name: name.to_string(),
-            ip,
-            mac: port_mac(name, 0),
-            gateway_mac: port_mac(switch, host.port),
-            nic: EgressConfig {
-                rate_bps: host.rate_bps,
-                delay_ns: host.delay_ns,
-                buffer_bytes: host.buffer_bytes,
-                ecn: None,
-                max_in_flight: delay_line_frames(host.rate_bps, host.delay_ns),
-            },
+            ip: link.ip,
+            mac: link.mac,
+            gateway_mac: link.gateway_mac,
+            nic: link.egress,
             send: None,
             listen_port: 0,
             window_ns: 0..0,
@@ -213,23 +189,17 @@ pub struct UdpHostStatus {
 /// See the module docs. `IO` has one port, the NIC's link.
 pub struct UdpHost<IO: PacketIo> {
     cfg: UdpHostConfig,
-    io: IO,
-    nic: Egress<Frame>,
-    /// The frame every sent frame starts from (destination 0, source port
-    /// 0); empty for a host that only receives.
-    template: Vec<u8>,
-    /// The IPv4 header checksum for each destination.
-    ip_checksums: Vec<u16>,
+    nic: HostNic<IO>,
+    /// Every sent frame's payload after its header (the payload header):
+    /// byte i of the payload is i (mod 256), as `udp_send_flows` fills it;
+    /// empty for a host that only receives.
+    pattern: Vec<u8>,
     /// The next frame to send.
     next: u64,
+    /// The host's counters but the NIC's (those are the NIC's own).
     stats: UdpHostStats,
     arrivals: Vec<UdpArrival>,
     last_poll_ns: u64,
-    // Kept between polls so the packet path allocates nothing.
-    received: Vec<Frame>,
-    handoff: Vec<Frame>,
-    release: Vec<Frame>,
-    spare: Vec<u64>,
 }
 
 impl<IO: PacketIo> UdpHost<IO> {
@@ -237,13 +207,8 @@ impl<IO: PacketIo> UdpHost<IO> {
     /// line.
     pub fn new(cfg: UdpHostConfig, io: IO) -> Result<Self, String> {
         let name = &cfg.name;
-        if io.ports() != 1 {
-            return Err(format!(
-                "host {name}: the NIC is one port, the I/O has {}",
-                io.ports()
-            ));
-        }
-        let (mut template, mut ip_checksums) = (Vec::new(), Vec::new());
+        let nic = HostNic::new(name, io, cfg.nic)?;
+        let mut pattern = Vec::new();
         if let Some(s) = &cfg.send {
             let min = HEADERS + PAYLOAD_HEADER;
             if !(min as usize..=FRAME_SIZE).contains(&(s.frame_bytes as usize)) {
@@ -252,45 +217,23 @@ impl<IO: PacketIo> UdpHost<IO> {
                     s.frame_bytes
                 ));
             }
-            let (Some(&dst), Some(&sport)) = (s.dsts.first(), s.sports.first()) else {
+            if s.dsts.is_empty() || s.sports.is_empty() {
                 return Err(format!(
                     "host {name}: a sender needs a destination and a source port"
                 ));
-            };
-            // The sender's payload: its header, then byte i is i (mod 256),
-            // as `udp_send_flows` fills it.
-            let payload: Vec<u8> = (0..s.frame_bytes - HEADERS).map(|i| i as u8).collect();
-            template = FrameBuilder::ipv4(cfg.ip.octets(), dst.octets())
-                .macs(cfg.mac, cfg.gateway_mac)
-                .ttl(64)
-                .ipv4_fragment(false, true, 0)
-                .udp(sport, s.dport)
-                .payload(&payload)
-                .build();
-            debug_assert_eq!(template.len(), s.frame_bytes as usize);
-            template[UDP_CHECKSUM..UDP_CHECKSUM + 2].fill(0);
-            let mut header = [0u8; 20];
-            header.copy_from_slice(&template[14..34]);
-            header[IP_CHECKSUM - 14..IP_CHECKSUM - 12].fill(0);
-            for d in &s.dsts {
-                header[IP_DST - 14..IP_DST - 10].copy_from_slice(&d.octets());
-                ip_checksums.push(ipv4_checksum(&header));
             }
+            pattern = (PAYLOAD_HEADER..s.frame_bytes - HEADERS)
+                .map(|i| i as u8)
+                .collect();
         }
         Ok(UdpHost {
-            nic: Egress::new(cfg.nic),
+            nic,
             cfg,
-            io,
-            template,
-            ip_checksums,
+            pattern,
             next: 0,
             stats: UdpHostStats::default(),
             arrivals: Vec::new(),
             last_poll_ns: 0,
-            received: Vec::with_capacity(BATCH),
-            handoff: Vec::with_capacity(BATCH),
-            release: Vec::with_capacity(BATCH),
-            spare: Vec::with_capacity(SPARE),
         })
     }
 
@@ -301,12 +244,21 @@ impl<IO: PacketIo> UdpHost<IO> {
 
     /// The host's counters.
     pub fn stats(&self) -> UdpHostStats {
-        self.stats
+        let nic = self.nic.counters();
+        UdpHostStats {
+            // A frame that did not fit its buffer (never: `new` checks
+            // the frame size) or that the NIC refused; a frame without a
+            // buffer waits for one.
+            send_errors: nic.unwritten + nic.queue_full,
+            nic_overflow: nic.overflow,
+            frames_received: nic.received,
+            ..self.stats
+        }
     }
 
     /// The NIC's egress counters.
     pub fn nic_stats(&self) -> EgressStats {
-        self.nic.stats()
+        self.nic.egress().stats()
     }
 
     /// Keeps the first `capacity` arrivals ([`UdpHost::arrivals`]); the
@@ -326,14 +278,6 @@ impl<IO: PacketIo> UdpHost<IO> {
         (self.next < s.frames).then(|| s.due_ns(self.next))
     }
 
-    /// A buffer of the pool for a frame the host writes.
-    fn take_buffer(&mut self) -> Option<u64> {
-        if self.spare.is_empty() {
-            self.io.take_free(SPARE, &mut self.spare);
-        }
-        self.spare.pop()
-    }
-
     /// Hands the frames due by `now_ns` to the NIC (a batch at most).
     fn send_due(&mut self, now_ns: u64) {
         for _ in 0..BATCH {
@@ -344,36 +288,36 @@ impl<IO: PacketIo> UdpHost<IO> {
                 return;
             }
             let (seq, port, dst) = s.flow_of(self.next);
-            let (sport, dst_ip, checksum) = (s.sports[port], s.dsts[dst], self.ip_checksums[dst]);
-            let Some(addr) = self.take_buffer() else {
+            let route = UdpRoute {
+                mac: self.cfg.mac,
+                gateway: self.cfg.gateway_mac,
+                src: self.cfg.ip,
+                dst: s.dsts[dst],
+                sport: s.sports[port],
+                dport: s.dport,
+            };
+            let Some(addr) = self.nic.take_buffer() else {
                 // Waits for a buffer: the driver polls again when the link
                 // gives one back.
                 return;
             };
             self.next += 1;
-            let len = self.template.len();
-            let buf = self.io.frame_room_mut(Frame { addr, len: 0 });
-            let Some(out) = buf.get_mut(..len) else {
-                self.stats.send_errors += 1;
-                self.spare.push(addr);
-                continue;
-            };
-            out.copy_from_slice(&self.template);
-            out[IP_CHECKSUM..IP_CHECKSUM + 2].copy_from_slice(&checksum.to_be_bytes());
-            out[IP_DST..IP_DST + 4].copy_from_slice(&dst_ip.octets());
-            out[UDP_SPORT..UDP_SPORT + 2].copy_from_slice(&sport.to_be_bytes());
-            out[PAYLOAD..PAYLOAD + 8].copy_from_slice(&seq.to_be_bytes());
-            out[PAYLOAD + 8..PAYLOAD + 16].copy_from_slice(&now_ns.to_be_bytes());
-            let frame = Frame {
-                addr,
-                len: len as u32,
-            };
-            if self.nic.offer(frame, frame.len, false, 0, now_ns) == Admit::DropQueueFull {
-                self.stats.send_errors += 1;
-                self.io.release(&[frame]);
-            } else {
+            let buf = self.nic.room(addr);
+            let pattern = &self.pattern;
+            let payload_len = PAYLOAD_HEADER as usize + pattern.len();
+            let written = write_udp_headers(buf, &route, payload_len).and_then(|n| {
+                let (head, rest) = buf
+                    .get_mut(PAYLOAD..n)?
+                    .split_first_chunk_mut::<{ PAYLOAD_HEADER as usize }>()?;
+                head[..8].copy_from_slice(&seq.to_be_bytes());
+                head[8..].copy_from_slice(&now_ns.to_be_bytes());
+                // As long as the pattern: the payload is its header and it.
+                rest.copy_from_slice(pattern);
+                Some(n)
+            });
+            if self.nic.queue(addr, written, now_ns) {
                 self.stats.frames_sent += 1;
-                self.stats.bytes_sent += len as u64;
+                self.stats.bytes_sent += written.map_or(0, |n| n as u64);
             }
         }
     }
@@ -381,10 +325,9 @@ impl<IO: PacketIo> UdpHost<IO> {
     /// Counts the frames [`UdpHost::poll`] took, arrived at `now_ns`.
     fn count_received(&mut self, now_ns: u64) {
         let in_window = self.cfg.window_ns.contains(&now_ns);
-        for i in 0..self.received.len() {
-            let frame = self.received[i];
-            self.stats.frames_received += 1;
-            let data = self.io.frame(frame);
+        for i in 0..self.nic.received().len() {
+            let frame = self.nic.received()[i];
+            let data = self.nic.frame(frame);
             let ours = match lcmp_wire::parse(data) {
                 Ok(p) => {
                     data.get(..6) == Some(&self.cfg.mac[..])
@@ -412,7 +355,7 @@ impl<IO: PacketIo> UdpHost<IO> {
                         .map_or(0, u64::from_be_bytes)
                 };
                 let src = data
-                    .get(26..30)
+                    .get(IP_SRC..IP_SRC + 4)
                     .and_then(|b| <[u8; 4]>::try_from(b).ok())
                     .map_or(Ipv4Addr::UNSPECIFIED, Ipv4Addr::from);
                 let sport = data
@@ -430,30 +373,7 @@ impl<IO: PacketIo> UdpHost<IO> {
                 self.stats.arrivals_not_kept += 1;
             }
         }
-        self.io.release(&self.received);
-        self.received.clear();
-    }
-
-    /// Passes what the NIC's egress releases at `now_ns` to the link;
-    /// returns how many frames.
-    fn transmit(&mut self, now_ns: u64) -> usize {
-        self.handoff.clear();
-        self.release.clear();
-        let (handoff, release) = (&mut self.handoff, &mut self.release);
-        let room = self.io.tx_room(0);
-        self.nic.poll_budget(now_ns, room, &mut |h| match h {
-            Handoff::Transmit { frame, .. } => handoff.push(frame),
-            Handoff::Overflow { frame, .. } => release.push(frame),
-        });
-        let sent = self.io.send(0, &self.handoff);
-        // The budget was the link's room: a refusal is the link's fault,
-        // and the frames are dropped rather than held out of order.
-        self.release.extend_from_slice(&self.handoff[sent..]);
-        self.stats.nic_overflow += self.release.len() as u64;
-        if !self.release.is_empty() {
-            self.io.release(&self.release);
-        }
-        sent
+        self.nic.release_received();
     }
 }
 
@@ -464,15 +384,13 @@ impl<IO: PacketIo> Node for UdpHost<IO> {
     fn poll(&mut self, clock: &mut impl Clock) -> usize {
         // Receive first, then read the clock: a frame is never counted
         // before it was taken off the link (as the switch).
-        self.received.clear();
-        self.io.recv(0, &mut self.received, BATCH);
+        let mut work = self.nic.recv();
         let now = clock.now_ns();
         self.last_poll_ns = now;
-        let mut work = self.received.len();
         self.count_received(now);
         self.send_due(now);
-        work += self.transmit(now);
-        self.io.flush();
+        work += self.nic.transmit(now);
+        self.nic.flush();
         work
     }
 
@@ -481,7 +399,7 @@ impl<IO: PacketIo> Node for UdpHost<IO> {
     }
 
     fn next_wake(&self, _now_ns: u64) -> Option<u64> {
-        let t = [self.next_due(), self.nic.next_deadline()]
+        let t = [self.next_due(), self.nic.egress().next_deadline()]
             .into_iter()
             .flatten()
             .min();
@@ -499,25 +417,18 @@ impl<IO: PacketIo> Node for UdpHost<IO> {
         UdpHostStatus {
             name: self.cfg.name.clone(),
             now_ns: ctx.now_ns,
-            host: self.stats,
-            nic_queue_bytes: self.nic.queue_bytes(),
-            nic_transmitted_frames: self.nic.stats().transmitted_frames,
+            host: self.stats(),
+            nic_queue_bytes: self.nic.egress().queue_bytes(),
+            nic_transmitted_frames: self.nic.egress().stats().transmitted_frames,
         }
     }
 
     fn io(&mut self) -> &mut IO {
-        &mut self.io
+        self.nic.io_mut()
     }
 
     fn finish(&mut self) {
-        self.release.clear();
-        let release = &mut self.release;
-        self.nic.flush(&mut |f| release.push(f));
-        self.release
-            .extend(self.spare.drain(..).map(|addr| Frame { addr, len: 0 }));
-        self.io.release(&self.release);
-        self.release.clear();
-        self.io.shutdown();
+        self.nic.finish();
     }
 }
 

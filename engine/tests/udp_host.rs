@@ -68,6 +68,8 @@ fn run(gap_ns: u64, sports: Vec<u16>, window: std::ops::Range<u64>) -> RotorNet 
         nic_rate_bps: Some(1_000_000_000),
         listen_port: PORT,
         window_ns: window,
+        ndp: None,
+        trim: None,
     })
     .unwrap();
     rn.host(1, 0).unwrap().keep_arrivals(1000);
@@ -185,7 +187,7 @@ fn a_saturated_circuit_delivers_what_a_slot_holds_and_the_window_counts_it() {
 /// network, is refused in one line.
 #[test]
 fn bad_frames_are_refused_in_one_line() {
-    let mut r = RotorRun {
+    let r = RotorRun {
         network: network(),
         traffic: vec![RotorHostTraffic {
             tor: 0,
@@ -203,10 +205,22 @@ fn bad_frames_are_refused_in_one_line() {
         nic_rate_bps: None,
         listen_port: PORT,
         window_ns: 0..1,
+        ndp: None,
+        trim: None,
     };
-    let err = RotorNet::build(r.clone()).err().unwrap();
+    let traffic = r.traffic.clone();
+    let err = RotorNet::build(r).err().unwrap();
     assert!(err.contains("frames of 4000 bytes"), "{err}");
     assert!(!err.contains('\n'));
+    let mut r = RotorRun {
+        network: network(),
+        traffic,
+        nic_rate_bps: None,
+        listen_port: PORT,
+        window_ns: 0..1,
+        ndp: None,
+        trim: None,
+    };
     r.traffic[0].tor = 9;
     let err = RotorNet::build(r).err().unwrap();
     assert!(err.contains("not one of the network's 4 ToRs"), "{err}");

@@ -137,6 +137,8 @@ fn run_one(
         nic_rate_bps: Some(nic_rate_bps(cfg, net)),
         listen_port: port,
         window_ns: start..end,
+        ndp: None,
+        trim: None,
     })
     .map_err(Error::new)?;
     // The counters before anything at the window's start happens, and
