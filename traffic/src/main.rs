@@ -10,6 +10,9 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use lcmp_traffic::cdf::{Cdf, BUILTIN};
 use lcmp_traffic::client::{self, ClientConfig, Destination, Load};
+use lcmp_traffic::flows::FlowSource;
+use lcmp_traffic::ndp;
+use lcmp_traffic::ndp::socket::{Endpoint as NdpEndpoint, NdpOptions};
 use lcmp_traffic::rocev2::client::{check_time_scale, RoceOptions};
 use lcmp_traffic::rocev2::dcqcn::DcqcnParams;
 use lcmp_traffic::rocev2::net::Signals;
@@ -19,8 +22,8 @@ use lcmp_traffic::server::{self, ServerConfig};
 use lcmp_traffic::sockopt;
 
 const ABOUT: &str = "Workload generator for DCI testbeds: Poisson flow arrivals (or a schedule), \
-flow sizes from an empirical CDF, one TCP connection or one RoCEv2 queue pair (DCQCN, \
-go-back-N) per flow, per-flow completion times.";
+flow sizes from an empirical CDF, one TCP connection, one RoCEv2 queue pair (DCQCN, \
+go-back-N) or one NDP flow (pulls, trimming) per flow, per-flow completion times.";
 
 const PROTOCOL_HELP: &str = "\
 Protocol: every flow is a new TCP connection (a new 5-tuple). The client sends a 16-byte \
@@ -48,7 +51,25 @@ evaluated lazily), serializes all QPs at --line-rate, goes back to the NAKed PSN
 
 rocev2 FCT: from the flow's arrival (when its QP may send: the simulator's startTime) to the \
 ACK of its last packet. min_rtt_us: the smallest data -> ACK time of the flow's timed packets. \
-src is senderIP:udp_sport of the QP, dst the receiver's ADDR:PORT.";
+src is senderIP:udp_sport of the QP, dst the receiver's ADDR:PORT.
+
+--transport ndp: NDP (Handley et al. 2017), the rotor networks' trimming transport, as the \
+engine's hosts run it, over kernel UDP sockets: every packet goes to UDP port 7247 (the port \
+rotor ToRs trim and prioritize; `lcmp-switch rotor --trim-packets K`) from the flow's entropy \
+port (49152-65535, from the flow id), its UDP payload a 16-byte NDP header (kind data, ack, \
+nack or pull; flags trimmed, last, retransmission; flow id; sequence number; value) and, for \
+data, --payload bytes (the last packet shorter; a pattern of (flow, offset) the receiver \
+checks). The sender sends an initial window (--initial-window packets) at --line-rate, then one \
+packet per pull; the receiver answers every data packet at once, ACK if whole, NACK if a switch \
+cut it to its headers (the sender then resends it on the next pull), and paces its pulls at \
+one full data frame per frame time at its --line-rate. A packet unanswered for --rto-ms \
+(default 1) is resent. One process per address holds port 7247: a host is an NDP sender or an \
+NDP receiver.
+
+ndp FCT: from the flow's arrival to the ACK of its last unacked packet. min_rtt_us: the \
+smallest data -> ACK time of its packets sent once. src is senderIP:sport, dst ADDR:7247. The \
+final line carries the sender's totals under \"ndp\" (packets, retransmissions, acks, nacks, \
+pulls, timeouts, ...).";
 
 #[derive(Parser)]
 #[command(name = "lcmp-traffic", version, about = ABOUT, after_long_help = PROTOCOL_HELP)]
@@ -103,6 +124,8 @@ enum Transport {
     Tcp,
     /// One RoCEv2 queue pair per flow (DCQCN, go-back-N).
     Rocev2,
+    /// NDP over UDP port 7247 (pulls; trimmed packets NACKed and resent).
+    Ndp,
 }
 
 /// How the rocev2 receiver signals a CE mark.
@@ -135,12 +158,13 @@ fn parse_listen(s: &str) -> Result<ListenAddr, String> {
 
 #[derive(Args)]
 struct ServerArgs {
-    /// The transport: tcp or rocev2 (see the protocol notes below).
+    /// The transport: tcp, rocev2 or ndp (see the protocol notes below).
     #[arg(long, value_enum, default_value_t = Transport::Tcp)]
     transport: Transport,
     /// Address to accept flows on, ADDR:PORT (IPv6: [ADDR]:PORT); repeat
     /// for several. Port 0 picks a free port; the `listening` line shows it.
-    /// rocev2: a specific IPv4 address, the port defaults to 4791.
+    /// rocev2: a specific IPv4 address, the port defaults to 4791. ndp: one
+    /// specific IPv4 address, port 7247 (the default).
     #[arg(long, value_name = "ADDR:PORT", required = true, value_parser = parse_listen)]
     listen: Vec<ListenAddr>,
     /// rocev2: signal CE marks by the ACK's ECN echo (default) or by CNPs.
@@ -151,10 +175,23 @@ struct ServerArgs {
     #[arg(long, value_name = "US")]
     nak_interval_us: Option<f64>,
     /// rocev2: the testbed's time dilation T: the NAK interval is
-    /// multiplied by T (as the sender's intervals are). Default 1.
+    /// multiplied by T (as the sender's intervals are). ndp: the line rate
+    /// is divided by T as well. Default 1.
     #[arg(long, value_name = "T", allow_negative_numbers = true)]
     time_scale: Option<f64>,
-    /// rocev2: write the receiver's counters as JSON to FILE at exit.
+    /// ndp: the host link's rate (suffixes k, M, G), divided by
+    /// --rate-scale and --time-scale: one pull per full data frame's time
+    /// at it. Default 100G.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    line_rate: Option<f64>,
+    /// ndp: --line-rate is in simulator units, divided by S. Default 1.
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    rate_scale: Option<f64>,
+    /// ndp: the senders' payload bytes per packet (a full frame's size, and
+    /// where a packet's bytes start). Default 1442 (1500-byte frames).
+    #[arg(long, value_name = "BYTES")]
+    payload: Option<u32>,
+    /// rocev2, ndp: write the receiver's counters as JSON to FILE at exit.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
     /// Close a connection that sends nothing for this long (rocev2: drop the
@@ -173,7 +210,7 @@ struct ServerArgs {
 #[derive(Args)]
 #[command(group(ArgGroup::new("load").args(["flows_per_s", "rate_bps"])))]
 struct ClientArgs {
-    /// The transport: tcp or rocev2 (see the protocol notes below).
+    /// The transport: tcp, rocev2 or ndp (see the protocol notes below).
     #[arg(long, value_enum, default_value_t = Transport::Tcp)]
     transport: Transport,
     /// Name of this (sending) host, written to every row.
@@ -183,7 +220,7 @@ struct ClientArgs {
     /// one, repeat for several. Each flow picks one uniformly (seeded).
     #[arg(long, value_name = "NAME=ADDR:PORT")]
     dst: Vec<Destination>,
-    /// Flow-size CDF: websearch, alistorage, fbhadoop, googlerpc (built in;
+    /// Flow-size CDF: websearch, alistorage, fbhadoop, googlerpc, datamining (built in;
     /// file stems work too) or the path of a file in the same format.
     #[arg(long, value_name = "NAME|FILE")]
     workload: Option<String>,
@@ -263,22 +300,25 @@ struct ClientArgs {
     /// Progress line interval, milliseconds (0: only the final line).
     #[arg(long, value_name = "MS", default_value_t = 500)]
     progress_ms: u64,
-    /// rocev2: rate flags are in simulator units and divided by S (the
-    /// testbed's link-rate scale), as is the default line rate. Default 1.
+    /// rocev2, ndp: rate flags are in simulator units and divided by S
+    /// (the testbed's link-rate scale), as is the default line rate.
+    /// Default 1.
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     rate_scale: Option<f64>,
-    /// rocev2: the testbed's time dilation T (its links' delays x T, rates
-    /// / T): DCQCN's intervals and the timeout are multiplied by T and
-    /// rates divided by T on top of --rate-scale, so the transport keeps
-    /// its timescales relative to the RTT. Default 1.
+    /// rocev2, ndp: the testbed's time dilation T (its links' delays x T,
+    /// rates / T): DCQCN's intervals and the timeout are multiplied by T
+    /// and rates divided by T on top of --rate-scale, so the transport
+    /// keeps its timescales relative to the RTT. Default 1.
     #[arg(long, value_name = "T", allow_negative_numbers = true)]
     time_scale: Option<f64>,
     /// rocev2: the host NIC's rate (and DCQCN's line rate), divided by
-    /// --rate-scale. Default 100G.
+    /// --rate-scale. ndp: the rate this host's data leave at (the initial
+    /// window back to back at it), divided by --rate-scale. Default 100G.
     #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
     line_rate: Option<f64>,
-    /// rocev2: payload bytes per packet (the last one of a flow is
-    /// shorter). Default 1000.
+    /// rocev2, ndp: payload bytes per packet (the last one of a flow is
+    /// shorter). Default 1000 (rocev2), 1442 (ndp: 1500-byte frames; at
+    /// most 1456).
     #[arg(long, value_name = "BYTES")]
     payload: Option<u32>,
     /// rocev2: DCQCN additive increase step. Default 50M.
@@ -307,12 +347,54 @@ struct ClientArgs {
     dcqcn_fast_recovery: Option<u32>,
     /// rocev2: go back to the first unacknowledged packet after this long
     /// without progress; keep it well above the longest RTT. Default 4000.
+    /// ndp: resend a packet unanswered this long (NDP's minimum RTO, as
+    /// the Mars paper sets it). Default 1.
     #[arg(long, value_name = "MS", allow_negative_numbers = true)]
     rto_ms: Option<f64>,
+    /// ndp: packets a flow sends before its first pull. Default 20.
+    #[arg(long, value_name = "N")]
+    initial_window: Option<u32>,
+}
+
+/// The flags NDP shares with rocev2 (the rest of [`ClientArgs::rocev2_flags`]
+/// is DCQCN's).
+const NDP_CLIENT_FLAGS: [&str; 5] = [
+    "--rate-scale",
+    "--time-scale",
+    "--line-rate",
+    "--payload",
+    "--rto-ms",
+];
+
+/// The transports a client flag of another transport is for.
+fn owners(flag: &str) -> &'static str {
+    match flag {
+        "--initial-window" => "an ndp option (--transport ndp)",
+        f if NDP_CLIENT_FLAGS.contains(&f) => {
+            "a rocev2 option, and an ndp one (--transport rocev2 or ndp)"
+        }
+        _ => "a rocev2 option (--transport rocev2)",
+    }
 }
 
 impl ClientArgs {
-    /// The rocev2-only flags that were given.
+    /// The NDP options (defaults for what was not given).
+    fn ndp_options(&self) -> NdpOptions {
+        let d = NdpOptions::default();
+        NdpOptions {
+            scaling: lcmp_topology::Scaling {
+                time: self.time_scale.unwrap_or(d.scaling.time),
+                ..lcmp_topology::Scaling::rates(self.rate_scale.unwrap_or(d.scaling.rate))
+            },
+            line_rate: self.line_rate.unwrap_or(d.line_rate),
+            payload: self.payload.unwrap_or(d.payload),
+            initial_window: self.initial_window.unwrap_or(d.initial_window),
+            rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
+        }
+    }
+
+    /// The rocev2 flags that were given (ndp shares some:
+    /// [`NDP_CLIENT_FLAGS`]).
     fn rocev2_flags(&self) -> Vec<&'static str> {
         [
             (self.rate_scale.is_some(), "--rate-scale"),
@@ -432,16 +514,25 @@ fn server_main(args: ServerArgs) -> ExitCode {
         eprintln!("lcmp-traffic server: {m}");
         ExitCode::from(2)
     };
-    if args.transport == Transport::Tcp {
-        for (given, flag) in [
-            (args.notify.is_some(), "--notify"),
-            (args.nak_interval_us.is_some(), "--nak-interval-us"),
-            (args.time_scale.is_some(), "--time-scale"),
-            (args.stats.is_some(), "--stats"),
-        ] {
-            if given {
-                return usage(format!("{flag} is a rocev2 option (--transport rocev2)"));
-            }
+    const ROCEV2: &str = "a rocev2 option (--transport rocev2)";
+    const NDP: &str = "an ndp option (--transport ndp)";
+    const BOTH: &str = "a rocev2 option, and an ndp one (--transport rocev2 or ndp)";
+    for (given, flag, whose) in [
+        (args.notify.is_some(), "--notify", ROCEV2),
+        (args.nak_interval_us.is_some(), "--nak-interval-us", ROCEV2),
+        (args.time_scale.is_some(), "--time-scale", BOTH),
+        (args.stats.is_some(), "--stats", BOTH),
+        (args.line_rate.is_some(), "--line-rate", NDP),
+        (args.rate_scale.is_some(), "--rate-scale", NDP),
+        (args.payload.is_some(), "--payload", NDP),
+    ] {
+        let theirs = match args.transport {
+            Transport::Tcp => false,
+            Transport::Rocev2 => whose != NDP,
+            Transport::Ndp => whose != ROCEV2,
+        };
+        if given && !theirs {
+            return usage(format!("{flag} is {whose}"));
         }
     }
     // The bound keeps deadlines representable (~31 years).
@@ -451,8 +542,10 @@ fn server_main(args: ServerArgs) -> ExitCode {
             args.idle_timeout
         ));
     }
-    if args.transport == Transport::Rocev2 {
-        return rocev2_server_main(args);
+    match args.transport {
+        Transport::Rocev2 => return rocev2_server_main(args),
+        Transport::Ndp => return ndp_server_main(args),
+        Transport::Tcp => {}
     }
     let mut listen = Vec::new();
     for l in &args.listen {
@@ -590,27 +683,35 @@ fn client_main(args: ClientArgs) -> ExitCode {
         (None, Some(b)) => Some(Load::BitsPerSecond(b)),
         (None, None) => None,
     };
+    let mut foreign = args.rocev2_flags();
+    if args.initial_window.is_some() {
+        foreign.push("--initial-window");
+    }
+    let foreign = foreign.into_iter().find(|f| match args.transport {
+        Transport::Tcp => true,
+        Transport::Rocev2 => *f == "--initial-window",
+        Transport::Ndp => !NDP_CLIENT_FLAGS.contains(f) && *f != "--initial-window",
+    });
+    if let Some(flag) = foreign {
+        return usage(format!("{flag} is {}", owners(flag)));
+    }
+    if args.transport != Transport::Tcp {
+        for (given, flag) in [
+            (args.cc.is_some(), "--cc"),
+            (args.max_concurrent.is_some(), "--max-concurrent"),
+        ] {
+            if given {
+                return usage(format!("{flag} is a tcp option (--transport tcp)"));
+            }
+        }
+    }
     let rocev2 = match args.transport {
-        Transport::Tcp => {
-            if let Some(flag) = args.rocev2_flags().first() {
-                return usage(format!("{flag} is a rocev2 option (--transport rocev2)"));
-            }
-            None
-        }
-        Transport::Rocev2 => {
-            for (given, flag) in [
-                (args.cc.is_some(), "--cc"),
-                (args.max_concurrent.is_some(), "--max-concurrent"),
-            ] {
-                if given {
-                    return usage(format!("{flag} is a tcp option (--transport tcp)"));
-                }
-            }
-            match args.rocev2_options() {
-                Ok(o) => Some(o),
-                Err(e) => return usage(e),
-            }
-        }
+        Transport::Tcp => None,
+        Transport::Ndp => return ndp_client_main(args, load),
+        Transport::Rocev2 => match args.rocev2_options() {
+            Ok(o) => Some(o),
+            Err(e) => return usage(e),
+        },
     };
     let config = ClientConfig {
         name: args.name,
@@ -641,6 +742,178 @@ fn client_main(args: ClientArgs) -> ExitCode {
         },
         Err(e) => {
             eprintln!("lcmp-traffic client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `client --transport ndp`: the flags checked as every client's
+/// ([`client::prepare`]), the sockets opened, the flows run.
+fn ndp_client_main(args: ClientArgs, load: Option<Load>) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("lcmp-traffic client: {m}");
+        ExitCode::from(2)
+    };
+    let (params, line_bps) = match args.ndp_options().resolve() {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
+    // Blocked before anything else: the client is this one thread.
+    let signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => return usage(format!("cannot set up signal handling: {e}")),
+    };
+    // Opened before the output file exists, so that a taken port leaves
+    // none behind.
+    let mut endpoint = match NdpEndpoint::for_receivers(&args.dst) {
+        Ok(ep) => ep,
+        Err(e) => return usage(e),
+    };
+    let config = ClientConfig {
+        name: args.name,
+        dsts: args.dst,
+        workload: args.workload,
+        load,
+        duration_s: args.duration,
+        schedule: args.schedule,
+        size_scale: args.size_scale,
+        warmup_s: args.warmup,
+        drain_s: args.drain,
+        seed: args.seed,
+        id_base: args.id_base,
+        out: args.out,
+        cc: None,
+        // No connection slots: NDP flows hold no socket of their own.
+        max_concurrent: 1,
+        progress_ms: args.progress_ms,
+        rocev2: None,
+    };
+    let plan = match client::prepare(config) {
+        Ok(plan) => plan,
+        Err(e) => return usage(e),
+    };
+    let client::Plan {
+        config, arrivals, ..
+    } = plan;
+    // The plan's handle on the file it created is private to it; the
+    // file is empty, and opened again here.
+    let out = match std::fs::File::create(&config.out) {
+        Ok(f) => f,
+        Err(e) => return usage(format!("cannot write --out {}: {e}", config.out.display())),
+    };
+    let source = FlowSource::new(
+        arrivals,
+        config.seed,
+        config.id_base,
+        config.warmup_s,
+        config.size_scale,
+        config.dsts.len(),
+    );
+    let run = ndp::client::Run {
+        name: config.name,
+        dsts: config.dsts,
+        out,
+        out_path: config.out.display().to_string(),
+        progress_ms: config.progress_ms,
+        drain_s: config.drain_s,
+        source,
+        params,
+        line_bps,
+    };
+    match ndp::client::run(run, &mut endpoint, &signals) {
+        Ok(o) => match o.summary.interrupted {
+            Some(signo) => ExitCode::from(128u8.saturating_add(signo as u8)),
+            None => ExitCode::SUCCESS,
+        },
+        Err(e) => {
+            eprintln!("lcmp-traffic client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `server --transport ndp`: one address, port 7247, until SIGINT/SIGTERM.
+fn ndp_server_main(args: ServerArgs) -> ExitCode {
+    let usage = |m: String| {
+        eprintln!("lcmp-traffic server: {m}");
+        ExitCode::from(2)
+    };
+    let [l] = args.listen[..] else {
+        return usage("ndp listens on one address (one process per NDP address)".into());
+    };
+    let ip = match l.ip {
+        IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+        _ => {
+            return usage(format!(
+                "--listen {}: ndp needs a specific IPv4 address (its answers are sent from it)",
+                l.ip
+            ))
+        }
+    };
+    if let Some(port) = l.port.filter(|&p| p != ndp::socket::UDP_PORT) {
+        return usage(format!(
+            "--listen {ip}:{port}: NDP is port {} (the port switches trim)",
+            ndp::socket::UDP_PORT
+        ));
+    }
+    let d = NdpOptions::default();
+    let options = NdpOptions {
+        scaling: lcmp_topology::Scaling {
+            time: args.time_scale.unwrap_or(d.scaling.time),
+            ..lcmp_topology::Scaling::rates(args.rate_scale.unwrap_or(d.scaling.rate))
+        },
+        line_rate: args.line_rate.unwrap_or(d.line_rate),
+        payload: args.payload.unwrap_or(d.payload),
+        ..d
+    };
+    let (params, line_bps) = match options.resolve() {
+        Ok(p) => p,
+        Err(e) => return usage(e),
+    };
+    let stats_file = match &args.stats {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some((path, f)),
+            Err(e) => return usage(format!("cannot write --stats {}: {e}", path.display())),
+        },
+        None => None,
+    };
+    let signals = match Signals::new() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("lcmp-traffic server: signal handling: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut endpoint = match NdpEndpoint::bind(ip) {
+        Ok(ep) => ep,
+        Err(e) => {
+            eprintln!("lcmp-traffic server: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("listening {ip}:{}", ndp::socket::UDP_PORT);
+    let _ = io::stdout().flush();
+    let config = ndp::server::ServerConfig {
+        params,
+        line_bps,
+        idle_timeout: Duration::from_secs_f64(args.idle_timeout),
+    };
+    match ndp::server::serve(&config, &mut endpoint, &signals) {
+        Ok(stats) => {
+            eprintln!("lcmp-traffic server: {}", stats.summary());
+            if let Some((path, mut file)) = stats_file {
+                if let Err(e) = file.write_all((stats.json() + "\n").as_bytes()) {
+                    eprintln!(
+                        "lcmp-traffic server: cannot write --stats {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("lcmp-traffic server: {e}");
             ExitCode::FAILURE
         }
     }

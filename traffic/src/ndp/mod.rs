@@ -4,7 +4,11 @@
 //! ([`receiver`]); the host that joins them to frames on the virtual clock
 //! is `lcmp_engine::ndp_host`, the wire format `lcmp_wire::ndp` (UDP port
 //! 7247, a 16-byte header: kind data/ack/nack/pull, flags
-//! trimmed/last/retransmission, flow id, sequence number, value).
+//! trimmed/last/retransmission, flow id, sequence number, value). The same
+//! machines run over the kernel's UDP sockets, for namespace hosts, in
+//! `lcmp-traffic client|server --transport ndp`: [`socket`] (the sockets,
+//! the datagrams, the options), [`client`] (the sender's loop) and
+//! [`server`] (the receiver's).
 //!
 //! In short:
 //!
@@ -23,13 +27,16 @@
 //!   that what they pull keeps the host's downlink exactly busy.
 //!
 //! What the sender and receiver see of a packet is its header's fields;
-//! parsing and framing are the host's (this crate does not depend on the
-//! wire crate). Times are nanoseconds of the caller's clock; nothing here
+//! parsing and framing are the host's ([`socket`] here, over
+//! `lcmp_wire::ndp`). Times are nanoseconds of the caller's clock; nothing here
 //! reads a clock, and nothing is allocated per packet (per flow: its
 //! packet states).
 
+pub mod client;
 pub mod receiver;
 pub mod sender;
+pub mod server;
+pub mod socket;
 
 use lcmp_topology::Scaling;
 
