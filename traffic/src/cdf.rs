@@ -18,7 +18,7 @@ use rand::{Rng, RngExt};
 use crate::protocol::MAX_FLOW_SIZE;
 
 /// The workloads compiled into the binary: (short name, file stem, text).
-pub const BUILTIN: [(&str, &str, &str); 4] = [
+pub const BUILTIN: [(&str, &str, &str); 5] = [
     (
         "websearch",
         "WebSearch_distribution",
@@ -38,6 +38,11 @@ pub const BUILTIN: [(&str, &str, &str); 4] = [
         "googlerpc",
         "GoogleRPC2008",
         include_str!("../../workloads/GoogleRPC2008.txt"),
+    ),
+    (
+        "datamining",
+        "DataMining_distribution",
+        include_str!("../../workloads/DataMining_distribution.txt"),
     ),
 ];
 
@@ -393,6 +398,27 @@ mod tests {
         let cdf = Cdf::load("alistorage").unwrap();
         assert!((cdf.mean() - 40_869.8).abs() < 1e-6, "{}", cdf.mean());
         assert_eq!(cdf.max_size(), 2_000_000);
+    }
+
+    #[test]
+    fn datamining_mean_by_hand() {
+        // Segments (delta percent x mid-size):
+        //   8.5*90 + 5.5*215 + 19*405 + 14*730 + 8*1000 + 10*1485
+        //   + 5*2515 + 10*6580 + 7.4*55000.5 + 2.6*250000.5
+        //   + 5*1.125e6 + 2*5.925e6 + 1*20e6 + 1*65e6 + 0.5*175e6
+        //   + 0.5*625e6
+        //   = 765 + 1182.5 + 7695 + 10220 + 8000 + 14850 + 12575 + 65800
+        //   + 407003.7 + 650001.3 + 5.625e6 + 11.85e6 + 20e6 + 65e6
+        //   + 87.5e6 + 312.5e6 = 503_653_092.5 (percent-bytes)
+        // -> 5_036_530.925 bytes (opera-sim's own step mean, every flow
+        // the size at the top of its segment, is 7.86 MB:
+        // workloads/README.md).
+        let cdf = Cdf::load("datamining").unwrap();
+        assert!((cdf.mean() - 5_036_530.925).abs() < 1e-3, "{}", cdf.mean());
+        // Median: 50% lies between (900, 47) and (1100, 55).
+        assert!((cdf.median() - (900.0 + 200.0 * 3.0 / 8.0)).abs() < 1e-9);
+        assert_eq!(cdf.max_size(), 1_000_000_000);
+        assert_eq!(cdf.source(), "datamining");
     }
 
     /// E[X^2] of the interpolated distribution: uniform within each segment.

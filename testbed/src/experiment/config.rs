@@ -303,7 +303,7 @@ pub struct ExperimentConfig {
     /// Destination DC switch: its hosts receive.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub to: String,
-    /// Workload names (websearch, alistorage, fbhadoop, googlerpc) or CDF
+    /// Workload names (websearch, alistorage, fbhadoop, googlerpc, datamining) or CDF
     /// files; not with `trace`.
     #[serde(default)]
     pub workloads: Vec<String>,

@@ -574,13 +574,13 @@ pub fn run_one(
 
 /// The seed of the `i`-th sender's Poisson arrivals in a run of `seed`:
 /// every sender its own stream.
-pub(super) fn sender_seed(seed: u64, i: usize) -> u64 {
+pub(crate) fn sender_seed(seed: u64, i: usize) -> u64 {
     seed * 1_000_003 + i as u64
 }
 
 /// The first flow id of the `i`-th sender's Poisson arrivals: disjoint
 /// ranges of a billion ids.
-pub(super) fn sender_id_base(i: usize) -> u64 {
+pub(crate) fn sender_id_base(i: usize) -> u64 {
     i as u64 * 1_000_000_000
 }
 

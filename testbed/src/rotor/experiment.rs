@@ -36,8 +36,9 @@ use lcmp_netlab::{udp_send_flows, Lab, Netns, UdpReceiver};
 use lcmp_results::plots::write_bar_chart;
 use lcmp_results::rotor::experiment::{
     bound, chart, demand, derangement, report, table, Pattern, RotorExperimentConfig, RotorSummary,
-    RunResult,
+    RunResult, Transport,
 };
+use lcmp_results::rotor::flows::{flow_problems, flow_table, FlowSummary};
 use lcmp_results::rotor::Design;
 use lcmp_topology::rotor::DegreeChoice;
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
@@ -142,7 +143,15 @@ pub fn engine_of(c: &RotorExperimentConfig) -> Result<Engine> {
 /// Refuses, in one line, an engine rotor networks do not run on and what
 /// configures the namespaces' testbed under the virtual engine.
 fn check_engine(c: &RotorExperimentConfig) -> Result<()> {
-    match engine_of(c)? {
+    let engine = engine_of(c)?;
+    if c.transport == Transport::Ndp && engine != Engine::Virtual {
+        return Err(Error::new(format!(
+            "transport = \"ndp\" (the flow experiment) runs on engine virtual only, not {}: \
+             the namespaces' hosts have no NDP flow runner in rotor-experiment yet",
+            engine.name()
+        )));
+    }
+    match engine {
         Engine::Namespaces => Ok(()),
         Engine::Wall => Err(Error::new(
             "engine wall: rotor-experiment runs on engine namespaces or virtual (a rotor \
@@ -182,6 +191,11 @@ pub fn validate(c: &RotorExperimentConfig) -> Result<(Vec<DesignNet>, Vec<Patter
     crate::state::validate_name(&c.name)?;
     check_engine(c)?;
     links_of(c)?;
+    if c.transport == Transport::Ndp {
+        if let Some(first) = flow_problems(c).into_iter().next() {
+            return Err(Error::new(first));
+        }
+    }
     let positive = |v: f64, what: &str| {
         if v.is_finite() && v > 0.0 {
             Ok(())
@@ -219,7 +233,11 @@ pub fn validate(c: &RotorExperimentConfig) -> Result<(Vec<DesignNet>, Vec<Patter
                 Design::ALL.map(Design::name).join(", ")
             ))
         })?;
-        let (net, chosen) = super::network(d, &p)?;
+        let opts = super::NetworkOptions {
+            mars_degree: c.mars_degree,
+            tx_guard_ns: (c.transport == Transport::Ndp).then_some(c.propagation_ns),
+        };
+        let (net, chosen) = super::network(d, &p, opts)?;
         designs.push(DesignNet {
             design: d,
             net,
@@ -257,6 +275,17 @@ pub struct DesignNet {
 /// Runs the experiment the command line describes and prints the table.
 pub fn run_cli(a: &RotorExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
     let cfg = config_from_args(a)?;
+    if cfg.transport == Transport::Ndp {
+        let s = run_flows(&cfg, &a.out, say)?;
+        print!("{}", flow_table(&s));
+        println!(
+            "\nreport: {}\nsummary: {}\nplots: {}",
+            a.out.join("report.md").display(),
+            a.out.join("summary.json").display(),
+            a.out.join("plots").display()
+        );
+        return Ok(());
+    }
     let s = run(&cfg, &a.out, say)?;
     print!("{}", table(&s));
     println!(
@@ -266,6 +295,19 @@ pub fn run_cli(a: &RotorExperimentArgs, say: &dyn Fn(&str)) -> Result<()> {
         a.out.join("plots").join("rotor-throughput.svg").display()
     );
     Ok(())
+}
+
+/// Runs the flow experiment (`transport = "ndp"`): every (design,
+/// pattern, load, K) on the virtual engine ([`super::flows`]), writing
+/// `summary.json`, `report.md`, the plots and every run's counter changes
+/// under `out`.
+pub fn run_flows(
+    cfg: &RotorExperimentConfig,
+    out: &Path,
+    say: &dyn Fn(&str),
+) -> Result<FlowSummary> {
+    let (designs, patterns) = validate(cfg)?;
+    super::flows::run(cfg, &designs, &patterns, out, say)
 }
 
 /// Runs every (design, pattern) on one testbed and writes `summary.json`,
@@ -436,17 +478,7 @@ pub(super) fn write_results(
 ) -> Result<RotorSummary> {
     let summary = RotorSummary {
         config: cfg.clone(),
-        mars: designs.iter().find_map(|d| {
-            d.chosen.map(|c| {
-                json!({
-                    "degree": c.degree,
-                    "diameter": c.diameter,
-                    "throughput_bound": c.throughput_bound,
-                    "delay_ns": c.delay_ns,
-                    "buffer_bytes": c.buffer_bytes,
-                })
-            })
-        }),
+        mars: mars_json(designs),
         runs: results,
     };
     std::fs::write(
@@ -457,6 +489,21 @@ pub(super) fn write_results(
     write_bar_chart(&plot_dir, "rotor-throughput", &chart(&summary)).map_err(Error::new)?;
     std::fs::write(out.join("report.md"), report(&summary))?;
     Ok(summary)
+}
+
+/// Mars's degree and its figures, for the summaries.
+pub(super) fn mars_json(designs: &[DesignNet]) -> Option<serde_json::Value> {
+    designs.iter().find_map(|d| {
+        d.chosen.map(|c| {
+            json!({
+                "degree": c.degree,
+                "diameter": c.diameter,
+                "throughput_bound": c.throughput_bound,
+                "delay_ns": c.delay_ns,
+                "buffer_bytes": c.buffer_bytes,
+            })
+        })
+    })
 }
 
 /// Every host's destinations under `pattern`, hosts in (ToR, host) order.
@@ -707,10 +754,10 @@ mod tests {
     use super::*;
     use lcmp_results::rotor::DEFAULT_PARAMS;
 
-    use crate::rotor::network;
+    use crate::rotor::{network, NetworkOptions};
 
     fn bound_of(d: Design, pattern: Pattern) -> f64 {
-        let (net, chosen) = network(d, &DEFAULT_PARAMS).unwrap();
+        let (net, chosen) = network(d, &DEFAULT_PARAMS, NetworkOptions::default()).unwrap();
         let perm = derangement(8, 1);
         bound(&net, chosen.as_ref(), &demand(pattern, 8, &perm)).0
     }
@@ -727,7 +774,12 @@ mod tests {
         // hops, the others' to 4 + 2 x 3 = 10: mean (4 x 11 + 4 x 10) / 56
         // = 1.5. The bound is at most 0.9 / 1.5 (the busiest uplink may
         // bind first).
-        let (net, chosen) = network(Design::MarsShift, &DEFAULT_PARAMS).unwrap();
+        let (net, chosen) = network(
+            Design::MarsShift,
+            &DEFAULT_PARAMS,
+            NetworkOptions::default(),
+        )
+        .unwrap();
         let (b, why) = bound(&net, chosen.as_ref(), &demand(Pattern::AllToAll, 8, &[]));
         assert!(why.contains("mean route length = 1/1.50"), "{why}");
         assert!(b <= 0.9 / 1.5 + 1e-9 && b > 0.225, "{b}");
@@ -750,7 +802,7 @@ mod tests {
         // 56/111. The first hop would bind only with more than 111/112 of
         // a ToR's demand on one uplink, but the other uplink's neighbour
         // is a destination of its own.
-        let (net, _) = network(Design::Static, &DEFAULT_PARAMS).unwrap();
+        let (net, _) = network(Design::Static, &DEFAULT_PARAMS, NetworkOptions::default()).unwrap();
         assert_eq!(
             net.matchings,
             vec![vec![7, 3, 5, 4, 1, 2, 0, 6], vec![5, 6, 4, 1, 0, 7, 2, 3]]

@@ -16,6 +16,7 @@
 pub mod boundary;
 pub mod clock_floor;
 pub mod experiment;
+pub mod flows;
 pub mod one_process;
 
 use std::collections::BTreeMap;
@@ -65,9 +66,24 @@ pub fn inputs(p: &RotorParams) -> RotorInputs {
     }
 }
 
+/// What an experiment sets of a design's network beyond [`RotorParams`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NetworkOptions {
+    /// Mars's degree, forced (as the paper fixes 8 at 64 ToRs) whatever
+    /// the planner's budget says; `None`: the planner's choice.
+    pub mars_degree: Option<u32>,
+    /// The ToRs' guard before a slot's end, ns; `None`: the file's
+    /// default.
+    pub tx_guard_ns: Option<u64>,
+}
+
 /// The network of `design` on `p` (no epoch yet), with Mars's chosen
-/// candidate for [`Design::Mars`].
-pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<DegreeChoice>)> {
+/// candidate for [`Design::Mars`] (see [`NetworkOptions`]).
+pub fn network(
+    design: Design,
+    p: &RotorParams,
+    opts: NetworkOptions,
+) -> Result<(RotorNetwork, Option<DegreeChoice>)> {
     let e = |e: rotor::RotorError| Error::new(e.to_string());
     let (schedule, routing, chosen) = match design {
         Design::Complete => (
@@ -86,15 +102,19 @@ pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<
             None,
         ),
         Design::Mars | Design::MarsShift => {
-            let plan = rotor::plan(&inputs(p)).map_err(e)?;
+            let chosen = match opts.mars_degree {
+                Some(d) => rotor::candidate(&inputs(p), d),
+                None => rotor::plan(&inputs(p)).map_err(e)?.chosen,
+            };
             (
-                rotor::de_bruijn(p.tors, plan.chosen.degree, p.rotors).map_err(e)?,
+                rotor::de_bruijn(p.tors, chosen.degree, p.rotors)
+                    .map_err(|x| Error::new(format!("mars: {x}")))?,
                 if design == Design::Mars {
                     RotorRouting::ShiftValiant
                 } else {
                     RotorRouting::Shift
                 },
-                Some(plan.chosen),
+                Some(chosen),
             )
         }
     };
@@ -103,6 +123,9 @@ pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<
     net.buffer_bytes = Some(p.buffer_bytes);
     net.routing = Some(routing);
     net.hosts_per_tor = p.hosts_per_tor;
+    if let Some(g) = opts.tx_guard_ns {
+        net.tx_guard_ns = g;
+    }
     // Checked as the switches will check it.
     let net = RotorNetwork::parse(&net.to_toml(), design.name()).map_err(e)?;
     Ok((net, chosen))
@@ -111,7 +134,7 @@ pub fn network(design: Design, p: &RotorParams) -> Result<(RotorNetwork, Option<
 /// The built-in network of `lcmp-testbed up --rotor`: Mars on
 /// [`DEFAULT_PARAMS`].
 pub fn default_network() -> RotorNetwork {
-    network(Design::Mars, &DEFAULT_PARAMS)
+    network(Design::Mars, &DEFAULT_PARAMS, NetworkOptions::default())
         .expect("the built-in parameters plan")
         .0
 }
@@ -519,7 +542,8 @@ mod tests {
         assert_eq!(net.buffer(), 50_000);
         assert_eq!(net.routing(), RotorRouting::ShiftValiant);
         assert_eq!(net.epoch_unix_ns, None);
-        let (_, chosen) = network(Design::Mars, &DEFAULT_PARAMS).unwrap();
+        let (_, chosen) =
+            network(Design::Mars, &DEFAULT_PARAMS, NetworkOptions::default()).unwrap();
         let c = chosen.unwrap();
         assert_eq!((c.degree, c.diameter), (4, 2));
         assert!((c.throughput_bound - 0.225).abs() < 1e-12);
@@ -528,7 +552,7 @@ mod tests {
     #[test]
     fn designs_share_the_figures() {
         for d in Design::ALL {
-            let (net, _) = network(d, &DEFAULT_PARAMS).unwrap();
+            let (net, _) = network(d, &DEFAULT_PARAMS, NetworkOptions::default()).unwrap();
             assert_eq!(Design::from_name(d.name()), Some(d));
             assert_eq!(
                 (net.tors, net.rotors, net.slot_ns, net.reconfig_ns),
@@ -536,9 +560,14 @@ mod tests {
             );
             assert_eq!((net.rate_bps, net.buffer()), (100_000_000, 50_000));
         }
-        let (s, _) = network(Design::Static, &DEFAULT_PARAMS).unwrap();
+        let (s, _) = network(Design::Static, &DEFAULT_PARAMS, NetworkOptions::default()).unwrap();
         assert_eq!(s.per_rotor, 1);
-        let (c, _) = network(Design::CompleteValiant, &DEFAULT_PARAMS).unwrap();
+        let (c, _) = network(
+            Design::CompleteValiant,
+            &DEFAULT_PARAMS,
+            NetworkOptions::default(),
+        )
+        .unwrap();
         assert_eq!(c.routing(), RotorRouting::Valiant);
     }
 

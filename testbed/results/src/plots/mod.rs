@@ -4,7 +4,8 @@
 //! path: [`analysis::transit_choices`]) and, per policy, the utilization of
 //! every link direction; and the fidelity figure (per policy the CDFs of
 //! ours and a reference simulator's slowdowns, and per size bucket,
-//! [`write_fidelity_plot`]).
+//! [`write_fidelity_plot`]); grouped bars ([`write_bar_chart`]) and line
+//! charts in panels ([`write_line_chart`]) for the rotor experiments.
 //!
 //! Text is drawn with DejaVu Sans (plotters' `ab_glyph` renderer needs a
 //! font file; SVG output names the family and lets the viewer draw it).
@@ -24,9 +25,11 @@ use style::{colors, err, trim_num};
 
 mod charts;
 mod fidelity;
+mod lines;
 mod style;
 
 pub use charts::BarChart;
+pub use lines::{Axis, Line, LineChart, Scale, Ticks};
 pub use style::{ensure_font, policy_color, FONT_PATH};
 
 const SIZE: (u32, u32) = (1000, 640);
@@ -72,6 +75,11 @@ enum Plot {
         color: RGBColor,
     },
     Fidelity(FidelityReport),
+    /// Line-chart panels one above the other under a title.
+    Lines {
+        title: String,
+        panels: Vec<LineChart>,
+    },
 }
 
 /// Pixels per bar of [`Plot::LinkBars`].
@@ -83,6 +91,7 @@ impl Plot {
     fn size(&self) -> (u32, u32) {
         match self {
             Plot::Fidelity(r) => (1500, 80 + 360 * r.policies.len().max(1) as u32),
+            Plot::Lines { panels, .. } => lines::size(panels),
             Plot::LinkBars { bars, .. } => {
                 (SIZE.0, (120 + LINK_BAR_PX * bars.len() as u32).max(SIZE.1))
             }
@@ -101,6 +110,24 @@ pub fn write_bar_chart(
     ensure_font()?;
     std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
     write_both(out_dir, stem, &Plot::Bars(chart.clone()))
+}
+
+/// Writes `panels` one above the other under `title` as `<stem>.svg` and
+/// `<stem>.png` into `out_dir` (created if needed) and returns the two
+/// files.
+pub fn write_line_chart(
+    out_dir: &Path,
+    stem: &str,
+    title: &str,
+    panels: &[LineChart],
+) -> Result<Vec<PathBuf>, String> {
+    ensure_font()?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("creating {}: {e}", out_dir.display()))?;
+    let plot = Plot::Lines {
+        title: title.to_string(),
+        panels: panels.to_vec(),
+    };
+    write_both(out_dir, stem, &plot)
 }
 
 /// Writes every plot into `out_dir` (created if needed) and returns the
@@ -296,6 +323,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &Plot) -> Resul
         Plot::Bars(chart) => draw_bars(root, chart)?,
         Plot::LinkBars { title, bars, color } => draw_link_bars(root, title, bars, *color)?,
         Plot::Fidelity(r) => draw_fidelity(root, r)?,
+        Plot::Lines { title, panels } => lines::draw_lines(root, title, panels)?,
     }
     root.present().map_err(err)
 }

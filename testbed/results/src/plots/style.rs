@@ -30,20 +30,26 @@ pub fn ensure_font() -> Result<(), String> {
     .clone()
 }
 
-/// Fixed colour of a policy (LCMP red in every plot); others cycle through
+/// Fixed colour of a policy (LCMP, and Mars, red in every plot); others cycle through
 /// a palette by their position among the unknown policies.
 pub fn policy_color(policy: &str, other_index: usize) -> RGBColor {
     match policy.to_ascii_lowercase().as_str() {
-        "lcmp" => RGBColor(214, 39, 40),
+        // The design under study is red: LCMP, and Mars in the rotor plots.
+        "lcmp" | "mars" => RGBColor(214, 39, 40),
         "ecmp" => RGBColor(31, 119, 180),
         "wcmp" => RGBColor(44, 160, 44),
         "ucmp" => RGBColor(148, 103, 189),
         _ => {
-            const OTHERS: [RGBColor; 4] = [
+            // The first four as they always were; the rest so that five
+            // rotor designs (and more) get distinct colours.
+            const OTHERS: [RGBColor; 7] = [
                 RGBColor(255, 127, 14),
                 RGBColor(140, 86, 75),
                 RGBColor(127, 127, 127),
                 RGBColor(23, 190, 207),
+                RGBColor(188, 189, 34),
+                RGBColor(227, 119, 194),
+                RGBColor(0, 0, 128),
             ];
             OTHERS[other_index % OTHERS.len()]
         }
@@ -59,7 +65,7 @@ pub(super) fn colors(policies: &[&str]) -> Vec<RGBColor> {
             let c = policy_color(p, others);
             if !matches!(
                 p.to_ascii_lowercase().as_str(),
-                "lcmp" | "ecmp" | "wcmp" | "ucmp"
+                "lcmp" | "mars" | "ecmp" | "wcmp" | "ucmp"
             ) {
                 others += 1;
             }

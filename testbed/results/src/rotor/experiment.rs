@@ -1,7 +1,9 @@
 //! The rotor throughput experiment's results (`lcmp-testbed
-//! rotor-experiment` runs it, see its module there): the experiment file,
-//! the traffic patterns and their demand, each design's (reconstructed)
-//! throughput bound, and the result table, `report.md` and bar chart of a
+//! rotor-experiment` runs it, see its module there): the experiment file
+//! (shared with the flow experiment, `transport = "ndp"`, whose results
+//! are [`super::flows`]'s), the traffic patterns and their demand, each
+//! design's (reconstructed) throughput bound, the Mars paper's numbers
+//! ([`paper`]), and the result table, `report.md` and bar chart of a
 //! [`RotorSummary`].
 
 use std::collections::BTreeMap;
@@ -90,6 +92,33 @@ fn d_flows() -> u32 {
 fn d_seed() -> u64 {
     1
 }
+fn d_workload() -> String {
+    "websearch".into()
+}
+fn d_loads() -> Vec<f64> {
+    vec![0.2]
+}
+fn d_trim() -> Vec<u32> {
+    vec![8]
+}
+fn d_min_rto() -> u64 {
+    lcmp_traffic::ndp::DEFAULT_MIN_RTO_NS / 1000
+}
+fn d_initial_window() -> u32 {
+    lcmp_traffic::ndp::DEFAULT_INITIAL_WINDOW
+}
+
+/// What the hosts send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// UDP at a fixed rate: the throughput experiment.
+    #[default]
+    Udp,
+    /// NDP flows (trimming at the ToRs) with Poisson arrivals: the flow
+    /// experiment (`lcmp_results::rotor::flows`).
+    Ndp,
+}
 
 /// The experiment file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +194,53 @@ pub struct RotorExperimentConfig {
     /// checked by the testbed, which owns the engines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
+    /// `udp` (the default: the throughput experiment) or `ndp` (the flow
+    /// experiment; the fields below are its own).
+    #[serde(default)]
+    pub transport: Transport,
+    /// NDP: flow sizes, a built-in workload's short name (`websearch`,
+    /// `datamining`, ...) or a CDF file (`lcmp_traffic::cdf::Cdf::load`).
+    #[serde(default = "d_workload")]
+    pub workload: String,
+    /// NDP: offered loads, each a fraction of the server link rate per
+    /// host (Poisson arrivals at load x host rate / mean size); one run
+    /// per load. `load` stays UDP's.
+    #[serde(default = "d_loads")]
+    pub loads: Vec<f64>,
+    /// NDP: K, the packets a ToR's data queue per next hop holds before it
+    /// trims; a list is the buffer sweep (one run per K).
+    #[serde(default = "d_trim")]
+    pub trim_packets: Vec<u32>,
+    /// NDP: how long flows that arrived in the window may still finish
+    /// after it, seconds (a number or "500ms"). Default: as long as the
+    /// window, so a flow arriving at the window's end has as long to
+    /// finish as one arriving at its start had inside it; flows still
+    /// running at the end are counted as unfinished, not dropped.
+    #[serde(
+        default,
+        deserialize_with = "lcmp_topology::secs::deserialize_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub drain_s: Option<f64>,
+    /// NDP: minimum retransmission timeout, microseconds (the paper's 1 ms).
+    #[serde(default = "d_min_rto")]
+    pub min_rto_us: u64,
+    /// NDP: packets a flow sends before its first pull.
+    #[serde(default = "d_initial_window")]
+    pub initial_window: u32,
+    /// Mars's de Bruijn degree, instead of the planner's choice (the paper
+    /// uses 8 at 64 ToRs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mars_degree: Option<u32>,
+    /// NDP: the server (host) link rate, Mbit/s (default: `rate_mbps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_rate_mbps: Option<u64>,
+    /// NDP: the ToR-rotor propagation delay, ns, which the ToRs keep as
+    /// their guard (no frame starts that would not reach the rotor before
+    /// its reconfiguration; the virtual engine's links have no delay of
+    /// their own). The paper's is 500 ns; default 0.
+    #[serde(default)]
+    pub propagation_ns: u64,
 }
 
 impl Default for RotorExperimentConfig {
@@ -190,6 +266,16 @@ impl RotorExperimentConfig {
                 .unwrap_or((4 * rate_bps as u128 * slot_ns as u128 / 8_000_000_000) as u64),
             max_delay_ns: (self.delay_budget_slots * slot_ns as f64) as u64,
         }
+    }
+
+    /// The server link rate, bit/s.
+    pub fn host_rate_bps(&self) -> u64 {
+        self.host_rate_mbps.unwrap_or(self.rate_mbps) * 1_000_000
+    }
+
+    /// The drain after the window, seconds.
+    pub fn drain_seconds(&self) -> f64 {
+        self.drain_s.unwrap_or(self.window_s)
     }
 }
 
@@ -339,14 +425,130 @@ pub fn bound(net: &RotorNetwork, chosen: Option<&DegreeChoice>, w: &[Vec<f64>]) 
     }
 }
 
-/// The paper's throughput ratio of Mars over a design (rotor notes:
-/// websearch at 20 % load, all-to-all).
-pub fn paper_ratio(design: Design) -> Option<f64> {
-    match design {
-        Design::Complete => Some(7.0),
-        Design::Static => Some(1.64),
-        Design::CompleteValiant | Design::Mars | Design::MarsShift => None,
+/// One of the Mars paper's comparisons: Mars's figure over (or its
+/// reduction against) another design's.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PaperNumber {
+    /// The traffic pattern.
+    #[serde(serialize_with = "pattern_name")]
+    pub pattern: Pattern,
+    /// The design the paper compares with, as it names it.
+    pub versus: &'static str,
+    /// Our designs that stand for it (none: not built here). The paper
+    /// runs RotorNet and Sirius with Valiant load balancing, so
+    /// `complete-valiant` is the closer twin; `complete` is the direct
+    /// variant.
+    #[serde(serialize_with = "design_names")]
+    pub designs: &'static [Design],
+    /// The number: a ratio (throughput: Mars / design), or a fraction
+    /// (FCT: 1 - Mars / design).
+    pub value: f64,
+}
+
+fn pattern_name<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(p.name())
+}
+
+fn design_names<S: serde::Serializer>(d: &&[Design], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(d.iter().map(|d| d.name()))
+}
+
+const ROTORNET: &[Design] = &[Design::Complete, Design::CompleteValiant];
+
+/// The Mars paper's numbers (rotor notes, "The paper's evaluation
+/// setup"), in one place: every report and check reads them from here.
+pub mod paper {
+    use super::{Design, PaperNumber, Pattern, ROTORNET};
+
+    /// The load of the throughput claims: 20 % of the server links.
+    pub const LOAD: f64 = 0.2;
+    /// The paper's default buffer: 8 packets per port (NDP trimming).
+    pub const BUFFER_PKTS: u32 = 8;
+    /// Mars's server downlink utilization over each design's, websearch at
+    /// [`LOAD`] with [`BUFFER_PKTS`].
+    pub const THROUGHPUT: [PaperNumber; 6] = [
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "RotorNet/Sirius",
+            designs: ROTORNET,
+            value: 7.02,
+        },
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "static expander",
+            designs: &[Design::Static],
+            value: 1.64,
+        },
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "Opera",
+            designs: &[],
+            value: 1.37,
+        },
+        PaperNumber {
+            pattern: Pattern::Permutation,
+            versus: "RotorNet/Sirius",
+            designs: ROTORNET,
+            value: 5.66,
+        },
+        PaperNumber {
+            pattern: Pattern::Permutation,
+            versus: "static expander",
+            designs: &[Design::Static],
+            value: 1.33,
+        },
+        PaperNumber {
+            pattern: Pattern::Permutation,
+            versus: "Opera",
+            designs: &[],
+            value: 1.33,
+        },
+    ];
+    /// With 4-packet buffers Mars carries 1.57x the others' utilization on
+    /// average (at [`LOAD`]).
+    pub const SMALL_BUFFER: (u32, f64) = (4, 1.57);
+    /// RotorNet/Sirius need 64 packets per port to carry [`LOAD`].
+    pub const ROTORNET_NEEDS_PKTS: u32 = 64;
+    /// Mars's tail ToR buffer occupancy is this many times lower than
+    /// RotorNet/Sirius's.
+    pub const TAIL_OCCUPANCY_RATIO: f64 = 2.09;
+    /// The load of the short-flow FCT claims: 5 %.
+    pub const FCT_LOAD: f64 = 0.05;
+    /// Short flows' p99 FCT, Mars against each design: the reduction
+    /// 1 - Mars / design (all-to-all, websearch, [`FCT_LOAD`]).
+    pub const SHORT_P99_REDUCTION: [PaperNumber; 3] = [
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "Opera",
+            designs: &[],
+            value: 0.77,
+        },
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "static expander",
+            designs: &[Design::Static],
+            value: 0.98,
+        },
+        PaperNumber {
+            pattern: Pattern::AllToAll,
+            versus: "RotorNet/Sirius",
+            designs: ROTORNET,
+            value: 0.88,
+        },
+    ];
+
+    /// The throughput claim that `design` stands for in `pattern`.
+    pub fn throughput(design: Design, pattern: Pattern) -> Option<&'static PaperNumber> {
+        THROUGHPUT
+            .iter()
+            .find(|n| n.pattern == pattern && n.designs.contains(&design))
     }
+}
+
+/// The paper's throughput ratio of Mars over a design (websearch at 20 %
+/// load, all-to-all).
+pub fn paper_ratio(design: Design) -> Option<f64> {
+    paper::throughput(design, Pattern::AllToAll).map(|n| n.value)
 }
 
 /// One run's result.
@@ -423,9 +625,15 @@ fn mars_over(s: &RotorSummary, r: &RunResult, value: impl Fn(&RunResult) -> f64)
 
 /// Counters whose name says they count drops, with a non-zero change.
 fn drops(c: &BTreeMap<String, f64>) -> String {
+    counted(c, &["drop"])
+}
+
+/// Counters whose name contains one of `words`, with a non-zero change:
+/// `name change, ...`, or `none`.
+pub(super) fn counted(c: &BTreeMap<String, f64>, words: &[&str]) -> String {
     let v: Vec<String> = c
         .iter()
-        .filter(|(k, v)| k.contains("drop") && **v != 0.0)
+        .filter(|(k, v)| words.iter().any(|w| k.contains(w)) && **v != 0.0)
         .map(|(k, v)| format!("{k} {v:.0}"))
         .collect();
     if v.is_empty() {
@@ -465,11 +673,10 @@ pub fn table(s: &RotorSummary) -> String {
 }
 
 fn paper_cell(r: &RunResult) -> String {
-    let d = Design::from_name(&r.design);
-    match d.and_then(paper_ratio) {
-        Some(v) if r.pattern == "all-to-all" => format!("{v}x"),
-        _ => "-".into(),
-    }
+    Design::from_name(&r.design)
+        .zip(Pattern::from_name(&r.pattern))
+        .and_then(|(d, p)| paper::throughput(d, p))
+        .map_or("-".into(), |n| format!("{}x", n.value))
 }
 
 /// `report.md`.
@@ -521,8 +728,14 @@ pub fn report(s: &RotorSummary) -> String {
          (n_t x U x c x window). Bounds are reconstructions (no public Mars \
          code; see `lcmp_topology::rotor` and `bound` in `testbed/src/rotor/experiment.rs`). \
          \"mars/this\" is Mars's delivered fraction over the design's in the same pattern; the \
-         paper's ratios (websearch at 20 % load) are Mars 1.37x Opera (not run here), 1.64x the \
-         static expander and 7x RotorNet/Sirius (all-to-all).\n"
+         paper's ratios (websearch at 20 % load, all-to-all) are Mars {} (Opera is not built \
+         here; RotorNet/Sirius stands for both complete designs).\n",
+        paper::THROUGHPUT
+            .iter()
+            .filter(|n| n.pattern == Pattern::AllToAll)
+            .map(|n| format!("{}x {}", n.value, n.versus))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let whole_pct = |v: f64| format!("{:.0} %", v * 100.0);
     let mut t = Table::new([
@@ -689,7 +902,7 @@ mod tests {
             mars: None,
         };
         let md = report(&s);
-        assert!(md.contains("| complete | all-to-all | direct | 40.0 % | 80.0 % | 50 % | 0.50x | 0.28x | 7x | 100 % |"), "{md}");
+        assert!(md.contains("| complete | all-to-all | direct | 40.0 % | 80.0 % | 50 % | 0.50x | 0.28x | 7.02x | 100 % |"), "{md}");
         assert!(
             md.contains("| complete | permutation | direct | 10.0 % | 11.2 % | 89 % | 2.00x |"),
             "{md}"

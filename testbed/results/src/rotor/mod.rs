@@ -1,11 +1,13 @@
 //! Rotor networks' results: the designs and the figures every design of an
 //! experiment shares ([`Design`], [`RotorParams`]), the throughput
-//! experiment's file, bounds, report and chart ([`experiment`]) and the
-//! slot-boundary statistics ([`boundary`]). Bringing networks up and
+//! experiment's file, bounds, report and chart ([`experiment`]), the flow
+//! experiment's (NDP flows: utilization, FCTs, buffer occupancy;
+//! [`flows`]) and the slot-boundary statistics ([`boundary`]). Bringing networks up and
 //! measuring them is `lcmp-testbed`'s (its `rotor` module).
 
 pub mod boundary;
 pub mod experiment;
+pub mod flows;
 
 /// The figures every design of an experiment shares.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,6 +28,21 @@ pub struct RotorParams {
     pub buffer_bytes: u64,
     /// Delay budget L that Mars's degree must meet, ns.
     pub max_delay_ns: u64,
+}
+
+impl RotorParams {
+    /// What Mars's planner is given.
+    pub fn inputs(&self) -> lcmp_topology::rotor::RotorInputs {
+        lcmp_topology::rotor::RotorInputs {
+            tors: self.tors,
+            uplinks: self.rotors,
+            slot_ns: self.slot_ns,
+            reconfig_ns: self.reconfig_ns,
+            rate_bps: self.rate_bps,
+            buffer_bytes: self.buffer_bytes,
+            max_delay_ns: self.max_delay_ns,
+        }
+    }
 }
 
 /// The built-in network's figures: 8 ToRs x 2 rotors, 1 host per ToR,
