@@ -148,7 +148,11 @@ fn a_flow_experiment_keeps_every_run_and_repeats_to_the_byte() {
 #[test]
 fn the_shipped_mars_experiments_pass_validation() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    for f in ["mars-64.toml", "mars-64-buffers.toml", "mars-64-window.toml"] {
+    for f in [
+        "mars-64.toml",
+        "mars-64-buffers.toml",
+        "mars-64-window.toml",
+    ] {
         let text = std::fs::read_to_string(root.join("experiments").join(f)).unwrap();
         // Same file with a design that does not exist: refused by name,
         // which shows everything before it in the file was accepted.
