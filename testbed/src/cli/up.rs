@@ -25,13 +25,11 @@ pub struct UpArgs {
     name: String,
     #[command(flatten)]
     topo: experiment::TopologyArgs,
-    /// Path-selection policy of the switches (every registered policy:
-    /// `lcmp_policy`'s registry).
-    #[arg(
-        long,
-        default_value = "lcmp",
-        value_parser = clap::builder::PossibleValuesParser::new(lcmp_policy::Policy::NAMES)
-    )]
+    /// Path-selection policy of the switches: a name of `lcmp_policy`'s
+    /// registry (lcmp, ecmp, wcmp, ucmp, lcmp-rm-alpha, lcmp-rm-beta, and
+    /// any policy added there; an unknown one is refused in one line that
+    /// lists them).
+    #[arg(long, default_value = "lcmp")]
     policy: String,
     /// Extra argument for every lcmp-switch (repeatable), e.g.
     /// `--switch-arg=--no-ecn`.
