@@ -6,11 +6,25 @@
 //! refuses in one line.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lcmp-testbed");
+
+mod common;
+
+fn scratch(tag: &str) -> PathBuf {
+    common::scratch_dir("rotor-flows", tag)
+}
+
+fn testbed(args: &[&str]) -> Output {
+    common::run_without_switches(BIN, args)
+}
+
+fn config(dir: &Path, text: &str) -> PathBuf {
+    common::write_file(dir, "flows.toml", text)
+}
 
 /// 4 ToRs x 2 rotors, two hosts each, 10 Gbit/s, 10 us slots with 1 us
 /// reconfiguration and a 500 ns guard; RotorNet direct and Mars (de
@@ -37,27 +51,6 @@ drain_s = "30ms"
 propagation_ns = 500
 seed = 3
 "#;
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lcmp-rotor-flows-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn testbed(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("LCMP_SWITCH_BIN", "/nonexistent/lcmp-switch")
-        .output()
-        .expect("lcmp-testbed runs")
-}
-
-fn config(dir: &Path, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let f = dir.join("flows.toml");
-    std::fs::write(&f, text).unwrap();
-    f
-}
 
 fn run(cfg: &Path, out: &Path) -> Output {
     testbed(&[

@@ -6,11 +6,25 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_lcmp-testbed");
+
+mod common;
+
+fn scratch(tag: &str) -> PathBuf {
+    common::scratch_dir("rotor-virtual", tag)
+}
+
+fn testbed(args: &[&str]) -> Output {
+    common::run_without_switches(BIN, args)
+}
+
+fn config(dir: &Path, text: &str) -> PathBuf {
+    common::write_file(dir, "rotor.toml", text)
+}
 
 /// 4 ToRs x 2 rotors, one host each, RotorNet's complete graph with direct
 /// routing; Delta 1 ms, Delta_r 100 us (and the file format's 20 us
@@ -36,29 +50,6 @@ frame_bytes = 1500
 flows_per_destination = 2
 seed = 1
 "#;
-
-/// A fresh directory of this test process, absent.
-fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("lcmp-rotor-virtual-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
-}
-
-fn testbed(args: &[&str]) -> Output {
-    // No lcmp-switch runs on this engine: point it at nothing.
-    Command::new(BIN)
-        .args(args)
-        .env("LCMP_SWITCH_BIN", "/nonexistent/lcmp-switch")
-        .output()
-        .expect("lcmp-testbed runs")
-}
-
-fn config(dir: &Path, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let f = dir.join("rotor.toml");
-    std::fs::write(&f, text).unwrap();
-    f
-}
 
 /// Every file under `dir` by its path below `dir`, with its bytes.
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -134,3 +134,29 @@ pub fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A fresh directory of this test process for `test`'s `tag`, absent.
+pub fn scratch_dir(test: &str, tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lcmp-{test}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// `text` as the file `name` in `dir` (created).
+pub fn write_file(dir: &std::path::Path, name: &str, text: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    f
+}
+
+/// `bin` (this crate's `lcmp-testbed`, a debug build is fine) with `args`,
+/// for the one-process engines: no lcmp-switch may run, so its path
+/// points at nothing.
+pub fn run_without_switches(bin: &str, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .env("LCMP_SWITCH_BIN", "/nonexistent/lcmp-switch")
+        .output()
+        .expect("lcmp-testbed runs")
+}
