@@ -24,8 +24,8 @@
 //! unique, so there is nothing to choose; elsewhere (generalized de
 //! Bruijn, expanders) there often is. [`TorRouting::for_network`] builds
 //! the routing of a network's ToR. Every routing is held as one table of
-//! next-hop sets (a single hop per target for direct routing and for
-//! [`TorRouting::Table`]); a choice draws from the ToR's xorshift64 state
+//! next-hop sets (a single hop per target for direct routing); a choice
+//! draws from the ToR's xorshift64 state
 //! only where a set has several hops, the state the packet path's Valiant
 //! intermediates come from ([`RotorTor::random_below`]), so one seed
 //! fixes every choice, and routing without a choice draws nothing.
@@ -83,11 +83,9 @@ use crate::slot::SlotClock;
 pub enum TorRouting {
     /// Straight to the target: wait for its circuit (RotorNet).
     Direct,
-    /// `next[target]`: one next hop per target on the emulated graph.
-    Table(Vec<u32>),
     /// `sets[target]`: the target's equal-cost next hops on the emulated
     /// graph; each packet takes one uniformly at random (shift routing,
-    /// sprayed). A set of one is [`TorRouting::Table`]'s entry.
+    /// sprayed); a set of one is a plain route-table entry.
     Spray(Vec<Vec<u32>>),
 }
 
@@ -133,9 +131,6 @@ impl NextHops {
             if t != tor {
                 match routing {
                     TorRouting::Direct => hops.push(t),
-                    TorRouting::Table(next) => {
-                        hops.extend(next.get(t as usize).filter(|h| valid(h)))
-                    }
                     TorRouting::Spray(sets) => {
                         let set = sets.get(t as usize).map_or(&[][..], |s| &s[..]);
                         if let Some(h) = set.iter().find(|h| !valid(h)) {
@@ -465,7 +460,6 @@ impl<F: Copy> RotorTor<F> {
         }
         let entries = match &s.routing {
             TorRouting::Direct => None,
-            TorRouting::Table(t) => Some(t.len()),
             TorRouting::Spray(t) => Some(t.len()),
         };
         if let Some(e) = entries.filter(|&e| e != s.tors as usize) {
@@ -1044,7 +1038,11 @@ mod tests {
         assert_eq!(drained.len(), 3);
         assert_eq!(t.total_bytes(), 0);
         // Shift routing: ToR 3 via ToR 1.
-        let mut s = tor(1 << 20, 0, TorRouting::Table(vec![0, 1, 2, 1]));
+        let mut s = tor(
+            1 << 20,
+            0,
+            TorRouting::Spray(vec![vec![0], vec![1], vec![2], vec![1]]),
+        );
         s.enqueue(3, 5, 100, 0).unwrap();
         assert_eq!(s.queue_bytes(1), 100);
         assert_eq!(poll(&mut s, SLOT - 1), vec![(0, 5)]);
@@ -1226,7 +1224,11 @@ mod tests {
         // Routing to targets of one next hop leaves the random state as it
         // was: Valiant's intermediates are those of a route table.
         let mut a = tor(1 << 20, 0, spraying());
-        let mut b = tor(1 << 20, 0, TorRouting::Table(vec![0, 1, 2, 1]));
+        let mut b = tor(
+            1 << 20,
+            0,
+            TorRouting::Spray(vec![vec![0], vec![1], vec![2], vec![1]]),
+        );
         a.set_seed(7);
         b.set_seed(7);
         for _ in 0..10 {
