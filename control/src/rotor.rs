@@ -64,7 +64,8 @@ pub struct RotorStatus {
     pub queues: Vec<NextHopQueue>,
     /// ToR only: its buffer, bytes (shared by the queues).
     pub buffer_bytes: u64,
-    /// ToR only: bytes queued now.
+    /// ToR only: bytes queued now (next-hop queues and, when trimming,
+    /// the host downlinks' queues).
     pub queued_bytes: u64,
 }
 

@@ -1,4 +1,5 @@
-//! A whole rotor network in one process on the virtual clock: the ToRs
+//! A whole rotor network in one process on the virtual clock (or, paced,
+//! on the wall clock: [`RotorNet::pace_with_wall_clock`]): the ToRs
 //! ([`TorNode`]) and rotors ([`RotorNode`]) that `lcmp-switch rotor` runs,
 //! and a host per server, every link (ToR to rotor and host to ToR) a
 //! memory link, on one [`VirtualNet`] ([`RotorNet::build`]). The hosts are
@@ -25,9 +26,17 @@
 //!   the network's rate.
 //! - Pools: a ToR's holds its buffer in minimum-size frames (and, when it
 //!   trims, its next hops' high-priority bytes in trimmed headers, and its
-//!   host downlinks' queues: K frames and as many header bytes each), a rotor's nothing, a host's its NIC's
-//!   buffer likewise; each also what it lends its links' peers. They are cut from one unpopulated frame area, so
-//!   memory is touched as buffers are used.
+//!   host downlinks' queues: K frames and as many header bytes each), a
+//!   rotor's nothing, a host's its NIC's buffer likewise; each also what it
+//!   lends its links' peers. They are cut from one unpopulated frame area,
+//!   so memory is touched as buffers are used.
+//! - Wall-clock mode ([`RotorNet::pace_with_wall_clock`], the rotor
+//!   networks' wall-clock engine): the same network, its [`VirtualNet`]
+//!   paced by `CLOCK_MONOTONIC` (see [`lcmp_switch::virtual_clock`]):
+//!   slot 0 starts when the first event runs, ToRs change slots and hosts
+//!   send when real time says, and late when the machine is slow, as the
+//!   daemons would; [`RotorNet::lateness`] says how late. For a
+//!   cross-check of the virtual engine against real time.
 
 use std::ops::Range;
 
@@ -42,7 +51,7 @@ use lcmp_switch::mem_link::{mem_link, port_mac, MemoryLinks, Transfer};
 use lcmp_switch::rotor_daemon::{RotorNode, RotorNodeConfig, TorNode};
 use lcmp_switch::rotor_tor::TrimSettings;
 use lcmp_switch::tor_path::{TorConfig, TorSwitch};
-use lcmp_switch::virtual_clock::VirtualNet;
+use lcmp_switch::virtual_clock::{PaceLateness, VirtualNet};
 use lcmp_topology::rotor_net::{RotorNetwork, RotorRole};
 use lcmp_traffic::client::Destination;
 use lcmp_traffic::flows::{Arrivals, FlowSource};
@@ -163,7 +172,8 @@ impl HostNode {
     }
 }
 
-/// A rotor network built on the virtual clock: run it
+/// A rotor network built on the virtual clock (paced by the wall clock
+/// if asked: [`RotorNet::pace_with_wall_clock`]): run it
 /// ([`RotorNet::run_until`]), read its switches ([`RotorNet::switch_status`])
 /// and hosts ([`RotorNet::host`]).
 pub struct RotorNet {
@@ -407,12 +417,31 @@ impl RotorNet {
         &self.network
     }
 
-    /// Runs every event up to and including `t_ns`.
+    /// Runs on the wall clock from here on (the module docs): call it
+    /// before the first [`RotorNet::run_until`], whose first event then
+    /// starts slot 0 at that instant.
+    pub fn pace_with_wall_clock(&mut self) {
+        self.net.pace_with_wall_clock();
+    }
+
+    /// Whether it runs on the wall clock.
+    pub fn is_paced(&self) -> bool {
+        self.net.is_paced()
+    }
+
+    /// How late events ran on the wall clock so far; `None` on the
+    /// virtual clock.
+    pub fn lateness(&self) -> Option<PaceLateness> {
+        self.net.lateness()
+    }
+
+    /// Runs every event up to and including `t_ns`; paced, returns once the
+    /// wall clock has reached `t_ns` as well.
     pub fn run_until(&mut self, t_ns: u64) {
         self.net.run_until(t_ns);
     }
 
-    /// The virtual time now, ns.
+    /// The time now, ns (virtual; paced: since slot 0 on the wall clock).
     pub fn now_ns(&self) -> u64 {
         self.net.now_ns()
     }

@@ -179,11 +179,8 @@ fn bad_flow_experiments_are_refused_in_one_line() {
             CONFIG.replace("mars_degree = 2", "mars_degree = 3"),
             "mars_degree",
         ),
-        // NDP needs the virtual engine.
-        (
-            CONFIG.replace("engine = \"virtual\"", "engine = \"namespaces\""),
-            "virtual",
-        ),
+        // Flow sizes cannot grow.
+        (format!("{CONFIG}size_scale = 0.5\n"), "size_scale = 0.5"),
         // K = 0.
         (CONFIG.replace("[4, 8]", "[0, 8]"), "trim_packets"),
     ];

@@ -179,8 +179,8 @@ fn what_configures_the_namespaces_is_refused_under_the_virtual_engine() {
         "--name names the namespaces' testbed: not with engine virtual",
     );
     refused(
-        &with(&["--engine", "wall"]),
-        "rotor-experiment runs on engine namespaces or virtual",
+        &with(&["--engine", "wall", "--links", "memory"]),
+        "(--links) makes the namespaces' ToR-rotor links: not with engine wall",
     );
     let bogus = config(&dir.join("bogus"), &CONFIG.replace("\"virtual\"", "\"vm\""));
     refused(
@@ -191,7 +191,7 @@ fn what_configures_the_namespaces_is_refused_under_the_virtual_engine() {
             "--out",
             out,
         ],
-        "engine = \"vm\": one of namespaces, virtual",
+        "engine = \"vm\": one of namespaces, virtual, wall",
     );
     let args = config(
         &dir.join("args"),

@@ -10,7 +10,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 use lcmp_traffic::cdf::{Cdf, BUILTIN};
 use lcmp_traffic::client::{self, ClientConfig, Destination, Load};
-use lcmp_traffic::flows::FlowSource;
+use lcmp_traffic::flows::{Arrivals, FlowSource};
 use lcmp_traffic::ndp;
 use lcmp_traffic::ndp::socket::{Endpoint as NdpEndpoint, NdpOptions};
 use lcmp_traffic::rocev2::client::{check_time_scale, RoceOptions};
@@ -63,8 +63,9 @@ checks). The sender sends an initial window (--initial-window packets) at --line
 packet per pull; the receiver answers every data packet at once, ACK if whole, NACK if a switch \
 cut it to its headers (the sender then resends it on the next pull), and paces its pulls at \
 one full data frame per frame time at its --line-rate. A packet unanswered for --rto-ms \
-(default 1) is resent. One process per address holds port 7247: a host is an NDP sender or an \
-NDP receiver.
+(default 1) is resent. One process per address holds port 7247: a host that sends and \
+receives runs `client --serve`, which also answers data as the server does (--line-rate paces \
+its pulls) and, after its done line, serves until SIGINT/SIGTERM.
 
 ndp FCT: from the flow's arrival to the ACK of its last unacked packet. min_rtt_us: the \
 smallest data -> ACK time of its packets sent once. src is senderIP:sport, dst ADDR:7247. The \
@@ -110,7 +111,8 @@ enum Command {
     /// Exit status: 0 when the run completed (whatever the flows' outcome); 2
     /// for bad input (one line on stderr, nothing started, no file written);
     /// 1 if the CSV cannot be written; 128+signal after SIGINT/SIGTERM (the
-    /// CSV is still written, open flows as unfinished).
+    /// CSV is still written, open flows as unfinished; with --serve, a
+    /// signal after the done line is the normal end: 0).
     #[command(after_long_help = PROTOCOL_HELP)]
     Client(Box<ClientArgs>),
     /// List the built-in workloads (points, mean, median, max).
@@ -156,6 +158,10 @@ fn parse_listen(s: &str) -> Result<ListenAddr, String> {
         .map_err(|_| format!("expected ADDR:PORT or ADDR (IPv6: [ADDR]:PORT), got {s:?}"))
 }
 
+/// The server's --idle-timeout default, s; also how long a client's
+/// receiving side (`--serve`) keeps an idle flow.
+const DEFAULT_IDLE_TIMEOUT_S: f64 = 60.0;
+
 #[derive(Args)]
 struct ServerArgs {
     /// The transport: tcp, rocev2 or ndp (see the protocol notes below).
@@ -200,7 +206,7 @@ struct ServerArgs {
     #[arg(
         long,
         value_name = "SECS",
-        default_value = "60",
+        default_value_t = DEFAULT_IDLE_TIMEOUT_S,
         value_parser = parse_secs,
         allow_negative_numbers = true
     )]
@@ -354,6 +360,21 @@ struct ClientArgs {
     /// ndp: packets a flow sends before its first pull. Default 20.
     #[arg(long, value_name = "N")]
     initial_window: Option<u32>,
+    /// ndp: also receive on this address's port 7247, as `server
+    /// --transport ndp` does (answers at once, pulls paced at --line-rate,
+    /// the payload checked), for hosts that both send and receive. After
+    /// the done line the client keeps serving until SIGINT/SIGTERM, which
+    /// then ends it with exit status 0.
+    #[arg(long)]
+    serve: bool,
+    /// ndp with --serve: at exit write the receiving side's counters as
+    /// JSON to FILE: the object of `server --transport ndp --stats`, plus
+    /// window_bytes: payload bytes received once whose packet arrived in
+    /// [--warmup, --duration) s after the client's start (with --schedule:
+    /// [--warmup, the last start)); not_data counts the datagrams neither
+    /// side could use.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
 }
 
 /// The flags NDP shares with rocev2 (the rest of [`ClientArgs::rocev2_flags`]
@@ -366,10 +387,13 @@ const NDP_CLIENT_FLAGS: [&str; 5] = [
     "--rto-ms",
 ];
 
+/// The client flags of NDP alone.
+const NDP_ONLY_CLIENT_FLAGS: [&str; 2] = ["--initial-window", "--serve"];
+
 /// The transports a client flag of another transport is for.
 fn owners(flag: &str) -> &'static str {
     match flag {
-        "--initial-window" => "an ndp option (--transport ndp)",
+        f if NDP_ONLY_CLIENT_FLAGS.contains(&f) => "an ndp option (--transport ndp)",
         f if NDP_CLIENT_FLAGS.contains(&f) => {
             "a rocev2 option, and an ndp one (--transport rocev2 or ndp)"
         }
@@ -684,16 +708,27 @@ fn client_main(args: ClientArgs) -> ExitCode {
         (None, None) => None,
     };
     let mut foreign = args.rocev2_flags();
-    if args.initial_window.is_some() {
-        foreign.push("--initial-window");
+    for (given, flag) in [
+        (args.initial_window.is_some(), "--initial-window"),
+        (args.serve, "--serve"),
+    ] {
+        if given {
+            foreign.push(flag);
+        }
     }
     let foreign = foreign.into_iter().find(|f| match args.transport {
         Transport::Tcp => true,
-        Transport::Rocev2 => *f == "--initial-window",
-        Transport::Ndp => !NDP_CLIENT_FLAGS.contains(f) && *f != "--initial-window",
+        Transport::Rocev2 => NDP_ONLY_CLIENT_FLAGS.contains(f),
+        Transport::Ndp => !NDP_CLIENT_FLAGS.contains(f) && !NDP_ONLY_CLIENT_FLAGS.contains(f),
     });
     if let Some(flag) = foreign {
         return usage(format!("{flag} is {}", owners(flag)));
+    }
+    if args.stats.is_some() && !args.serve {
+        return usage(
+            "--stats needs --serve (--transport ndp): it writes the counters of the client's receiving side"
+                .into(),
+        );
     }
     if args.transport != Transport::Tcp {
         for (given, flag) in [
@@ -801,6 +836,32 @@ fn ndp_client_main(args: ClientArgs, load: Option<Load>) -> ExitCode {
         Ok(f) => f,
         Err(e) => return usage(format!("cannot write --out {}: {e}", config.out.display())),
     };
+    // Opened now: an unwritable --stats is found before the run, not at
+    // its end with the counters lost (and then no --out is left behind).
+    let stats_file = match &args.stats {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(f) => Some((path, f)),
+            Err(e) => {
+                let _ = std::fs::remove_file(&config.out);
+                return usage(format!("cannot write --stats {}: {e}", path.display()));
+            }
+        },
+        None => None,
+    };
+    // The window whose arrivals the analysis measures, on the run's clock.
+    let secs_ns = |s: f64| (s * 1e9).round() as u64;
+    let window_end_ns = match &arrivals {
+        Arrivals::Poisson { duration_s, .. } => secs_ns(*duration_s),
+        Arrivals::Schedule(list) => list.last().map_or(0, |f| f.start_ns),
+    };
+    let serve = args.serve.then(|| ndp::client::Serve {
+        config: ndp::server::ServerConfig {
+            params,
+            line_bps,
+            idle_timeout: Duration::from_secs_f64(DEFAULT_IDLE_TIMEOUT_S),
+        },
+        window_ns: secs_ns(config.warmup_s)..window_end_ns,
+    });
     let source = FlowSource::new(
         arrivals,
         config.seed,
@@ -820,11 +881,29 @@ fn ndp_client_main(args: ClientArgs, load: Option<Load>) -> ExitCode {
         params,
         line_bps,
     };
-    match ndp::client::run(run, &mut endpoint, &signals) {
-        Ok(o) => match o.summary.interrupted {
-            Some(signo) => ExitCode::from(128u8.saturating_add(signo as u8)),
-            None => ExitCode::SUCCESS,
-        },
+    match ndp::client::run_and_serve(run, serve, &mut endpoint, &signals) {
+        Ok(o) => {
+            if let Some(r) = &o.receiver {
+                eprintln!(
+                    "lcmp-traffic client: received: {}, {} bytes in the window",
+                    r.server.summary(),
+                    r.window_bytes
+                );
+            }
+            if let (Some((path, mut file)), Some(r)) = (stats_file, &o.receiver) {
+                if let Err(e) = file.write_all((r.json() + "\n").as_bytes()) {
+                    eprintln!(
+                        "lcmp-traffic client: cannot write --stats {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::FAILURE;
+                }
+            }
+            match o.summary.interrupted {
+                Some(signo) => ExitCode::from(128u8.saturating_add(signo as u8)),
+                None => ExitCode::SUCCESS,
+            }
+        }
         Err(e) => {
             eprintln!("lcmp-traffic client: {e}");
             ExitCode::FAILURE

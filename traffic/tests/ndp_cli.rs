@@ -95,6 +95,38 @@ fn bad_flags_are_refused_in_one_line() {
             "NDP goes to port 7247",
         ),
         (
+            strs(&[
+                "client",
+                "--name",
+                "a",
+                "--dst",
+                "b=127.0.0.1:5001",
+                "--serve",
+                "--out",
+                o,
+            ]),
+            "--serve is an ndp option (--transport ndp)",
+        ),
+        (
+            strs(&[
+                "client",
+                "--transport",
+                "rocev2",
+                "--name",
+                "a",
+                "--dst",
+                "b=127.0.0.1:4791",
+                "--serve",
+                "--out",
+                o,
+            ]),
+            "--serve is an ndp option (--transport ndp)",
+        ),
+        (
+            poisson(&["--stats", "/nonexistent/stats.json"]),
+            "--stats needs --serve",
+        ),
+        (
             strs(&["server", "--transport", "ndp", "--listen", "0.0.0.0"]),
             "ndp needs a specific IPv4 address",
         ),

@@ -432,7 +432,7 @@ impl<IO: PacketIo> TorNode<IO> {
             })
             .collect();
         s.buffer_bytes = net.buffer();
-        s.queued_bytes = core.total_bytes();
+        s.queued_bytes = t.queued_bytes();
         for (why, n) in t.drops() {
             s.drops.insert(why.name().into(), n);
         }

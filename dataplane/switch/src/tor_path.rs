@@ -402,6 +402,13 @@ impl<IO: PacketIo> TorSwitch<IO> {
         self.core.trim()
     }
 
+    /// Bytes held now: the next hops' queues (the shared buffer) and,
+    /// when trimming, the host downlinks' queues: the ToR's buffer
+    /// occupancy as the Mars paper measures it.
+    pub fn queued_bytes(&self) -> u64 {
+        self.core.total_bytes() + self.downlinks.iter().map(|d| d.bytes()).sum::<u64>()
+    }
+
     /// Host `host`'s emulated downlink (trimming on).
     pub fn downlink(&self, host: usize) -> Option<&Downlink<Frame>> {
         self.downlinks.get(host)

@@ -29,6 +29,23 @@
 //! - Housekeeping that writes files (the stats file, the flow log) runs on
 //!   the daemon's deadlines, which are virtual time here.
 //!
+//! Wall-clock mode ([`VirtualNet::pace_with_wall_clock`]): the same driver
+//! paced by real time, the wall-clock engine of networks that have no
+//! other one (rotor networks: `lcmp_engine::rotor`). The clock's time t0
+//! when the first event runs (or [`VirtualNet::run_until`] is called)
+//! after pacing is turned on is pinned to that instant of
+//! `CLOCK_MONOTONIC`, the origin; before running an event due at t the
+//! driver waits until the monotonic clock reaches origin + (t - t0), and
+//! the clock the nodes read is then max(t, t0 + monotonic time since the
+//! origin), never lower than before.
+//! So frames move when real time says, and late when the machine is slow:
+//! an event then runs at c > t, exactly like a daemon that polls late, and
+//! what that poll hands over is at the peer at c. Events still run in the
+//! order of their due times. [`VirtualNet::run_until`] returns once the
+//! monotonic clock has reached its time, so a caller sampling at t samples
+//! at real time t. How late events ran: [`VirtualNet::lateness`]
+//! ([`PaceLateness`]). Unpaced, the driver reads no clock.
+//!
 //! No allocation per poll or per frame on the driver's side, once the heap
 //! has grown to the network's size (frames watched with
 //! [`VirtualNet::watch`] are copied out: that is for tests).
@@ -38,6 +55,9 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 use crate::daemon::{Daemon, DaemonConfig};
 use crate::io::PacketIo;
@@ -224,6 +244,119 @@ where
     }
 }
 
+/// A paced event ([`VirtualNet::pace_with_wall_clock`]) run more than this
+/// after its time counts as late ([`PaceLateness::late`]), ns: twice the
+/// default timer slack (50 us), more than a daemon waking from `ppoll`
+/// routinely sees.
+pub const PACE_LATE_NS: u64 = 100_000;
+
+/// A paced driver sleeps until this long before an event's time and yields
+/// the processor in a loop from there, ns: a sleep ends up to the timer
+/// slack (50 us by default) plus a wake-up after its deadline, so sleeping
+/// to the deadline itself would run every event that late.
+const PACE_SPIN_NS: u64 = 100_000;
+
+/// How late a paced network ([`VirtualNet::pace_with_wall_clock`]) ran its
+/// events (polls and outside events): what a report shows as "the engine
+/// kept up" or "was this late".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PaceLateness {
+    /// Events run.
+    pub events: u64,
+    /// Those run more than [`PACE_LATE_NS`] after their time.
+    pub late: u64,
+    /// The most an event ran after its time, ns.
+    pub max_ns: u64,
+    /// How late events ran, summed, ns ([`PaceLateness::mean_ns`]).
+    pub total_ns: u64,
+}
+
+/// One line for progress output: how far behind the wall clock the
+/// events ran.
+impl std::fmt::Display for PaceLateness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "events late by {:.0} us on average, at most {:.1} ms; {:.1} % over {} us",
+            self.mean_ns() as f64 / 1e3,
+            self.max_ns as f64 / 1e6,
+            self.late_fraction() * 100.0,
+            PACE_LATE_NS / 1000
+        )
+    }
+}
+
+impl PaceLateness {
+    /// How late an event ran on average, ns (0 without events).
+    pub fn mean_ns(&self) -> u64 {
+        self.total_ns.checked_div(self.events).unwrap_or(0)
+    }
+
+    /// The share of events that ran late (0 without events).
+    pub fn late_fraction(&self) -> f64 {
+        if self.events == 0 {
+            return 0.0;
+        }
+        self.late as f64 / self.events as f64
+    }
+
+    fn record(&mut self, late_ns: u64) {
+        self.events += 1;
+        self.late += u64::from(late_ns > PACE_LATE_NS);
+        self.max_ns = self.max_ns.max(late_ns);
+        self.total_ns = self.total_ns.saturating_add(late_ns);
+    }
+}
+
+/// Wall-clock pacing of a [`VirtualNet`].
+#[derive(Debug, Default)]
+struct Pacing {
+    /// The monotonic instant and the virtual time pinned to it, from the
+    /// first event run after pacing began.
+    origin: Option<(Instant, u64)>,
+    lateness: PaceLateness,
+}
+
+impl Pacing {
+    /// Waits until the monotonic clock reaches virtual time `t` (the clock
+    /// reads `now`); returns the time to run at: the monotonic clock's,
+    /// never below `t` nor `now`.
+    fn wait(&mut self, t: u64, now: u64) -> u64 {
+        let (origin, base) = *self.origin.get_or_insert_with(|| (Instant::now(), now));
+        let at = wait_until(origin + Duration::from_nanos(t.saturating_sub(base)));
+        // u128 ns since the origin: u64 holds 584 years of them.
+        let wall = base.saturating_add(at.duration_since(origin).as_nanos() as u64);
+        wall.max(t).max(now)
+    }
+
+    /// [`Pacing::wait`] for an event due at `t`, counted in the lateness.
+    fn run_at(&mut self, t: u64, now: u64) -> u64 {
+        let at = self.wait(t, now);
+        self.lateness.record(at - t);
+        at
+    }
+}
+
+/// Waits until the monotonic clock (`Instant`: `CLOCK_MONOTONIC`) reaches
+/// `deadline`: sleeps to [`PACE_SPIN_NS`] before it, then yields until it
+/// (another process may need the processor more than this loop). Returns
+/// the instant it found the deadline passed.
+fn wait_until(deadline: Instant) -> Instant {
+    let spin = Duration::from_nanos(PACE_SPIN_NS);
+    loop {
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return now;
+        }
+        if left > spin {
+            std::thread::sleep(left - spin);
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// A frame a watched port ([`VirtualNet::watch`]) sent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
@@ -284,6 +417,8 @@ pub struct VirtualNet {
     delivered: Vec<Delivery>,
     busy_poll_ns: u64,
     polls: u64,
+    /// Wall-clock mode ([`VirtualNet::pace_with_wall_clock`]).
+    pacing: Option<Pacing>,
 }
 
 impl std::fmt::Debug for VirtualNet {
@@ -292,6 +427,7 @@ impl std::fmt::Debug for VirtualNet {
             .field("now_ns", &self.now)
             .field("nodes", &self.nodes.len())
             .field("polls", &self.polls)
+            .field("paced", &self.pacing.is_some())
             .finish()
     }
 }
@@ -339,7 +475,27 @@ impl VirtualNet {
             delivered: Vec::new(),
             busy_poll_ns: BUSY_POLL_NS,
             polls: 0,
+            pacing: None,
         }
+    }
+
+    /// Runs on the wall clock from here on (see the module docs): the
+    /// virtual time of the next event run (or [`VirtualNet::run_until`]) is
+    /// pinned to the monotonic clock's instant then, and every event waits
+    /// for its time on it. For a cross-check of the virtual engine against
+    /// real time; turning it on twice changes nothing.
+    pub fn pace_with_wall_clock(&mut self) {
+        self.pacing.get_or_insert_with(Pacing::default);
+    }
+
+    /// Whether it runs on the wall clock.
+    pub fn is_paced(&self) -> bool {
+        self.pacing.is_some()
+    }
+
+    /// How late events ran on the wall clock so far; `None` unpaced.
+    pub fn lateness(&self) -> Option<PaceLateness> {
+        self.pacing.as_ref().map(|p| p.lateness)
     }
 
     /// The clock the nodes read (for [`VirtualNet::add_daemon`]).
@@ -529,32 +685,37 @@ impl VirtualNet {
     }
 
     /// Runs the next event: an external event, or one poll of the node due
-    /// earliest. Returns its time; `None` when nothing is left to run.
+    /// earliest. Returns the time it ran at (paced: the wall clock's, at or
+    /// after its due time); `None` when nothing is left to run.
     pub fn step(&mut self) -> Option<u64> {
         let ext = self.external.first_key_value().map(|(k, _)| k.0);
         let poll = self.next_poll();
         match (ext, poll) {
             (Some(te), p) if p.is_none_or(|(tp, _)| te <= tp) => {
                 let (_, (i, f)) = self.external.pop_first()?;
-                self.advance(te);
+                let t = self.pace(te);
+                self.advance(t);
                 f(&mut *self.nodes[i].node);
-                self.schedule(i, te);
-                Some(te)
+                self.schedule(i, t);
+                Some(t)
             }
             (_, Some((t, i))) => {
                 self.queue.pop();
-                self.poll(i, t);
-                Some(t)
+                Some(self.poll(i, t))
             }
             _ => None,
         }
     }
 
-    /// Runs every event up to and including `t_ns`, then sets the clock to
-    /// `t_ns` (if later).
+    /// Runs every event due up to and including `t_ns`, then sets the clock
+    /// to `t_ns` (if later). Paced, it returns once the monotonic clock has
+    /// reached `t_ns` too (events due by then may have run after it).
     pub fn run_until(&mut self, t_ns: u64) {
         while self.next_event_ns().is_some_and(|t| t <= t_ns) {
             self.step();
+        }
+        if let Some(p) = &mut self.pacing {
+            p.wait(t_ns, self.now);
         }
         if t_ns > self.now {
             self.advance(t_ns);
@@ -571,6 +732,16 @@ impl VirtualNet {
     /// status as JSON.
     pub fn finish(&mut self) -> Vec<serde_json::Result<Vec<u8>>> {
         self.nodes.iter_mut().map(|s| s.node.finish()).collect()
+    }
+
+    /// The time to run an event due at `t`: `t` itself unpaced (no clock
+    /// read), else once the wall clock has reached it.
+    #[inline]
+    fn pace(&mut self, t: u64) -> u64 {
+        match &mut self.pacing {
+            None => t,
+            Some(p) => p.run_at(t, self.now),
+        }
     }
 
     fn advance(&mut self, t: u64) {
@@ -605,7 +776,11 @@ impl VirtualNet {
         self.queue.push(Reverse(due_key(t, i, self.seq)));
     }
 
-    fn poll(&mut self, i: usize, t: u64) {
+    /// Polls node `i`, due at `due`; returns the time it ran at.
+    fn poll(&mut self, i: usize, due: u64) -> u64 {
+        // From here on the poll's instant is when it runs (paced and late:
+        // after `due`), as for a daemon that polls late.
+        let t = self.pace(due);
         self.advance(t);
         let s = &mut self.nodes[i];
         s.due = u64::MAX;
@@ -651,6 +826,7 @@ impl VirtualNet {
             None => self.schedule(i, t.saturating_add(self.busy_poll_ns)),
             Some(_) => self.nodes[i].parked = true,
         }
+        t
     }
 }
 
@@ -864,5 +1040,117 @@ mod tests {
         );
         assert_eq!(net.daemon::<Scripted>(b).unwrap().node_ref().last, 10);
         assert!(net.daemon::<crate::lcmp_node::LcmpNode<MemIo>>(b).is_none());
+    }
+
+    const US: u64 = 1_000;
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_paced_clock_reads_no_earlier_than_an_events_time_and_never_goes_back() {
+        let log = Log::default();
+        let mut net = VirtualNet::new(0);
+        assert_eq!(net.lateness(), None);
+        let a = add(&mut net, &log, "a", Script::Tick { every: 300 * US });
+        let b = add(&mut net, &log, "b", Script::Working { every: 500 * US });
+        // Polled at 0, then only after the outside event at 1 ms.
+        let c = add(
+            &mut net,
+            &log,
+            "c",
+            Script::Tick {
+                every: 3_600_000 * MS,
+            },
+        );
+        let clock = net.clock();
+        let outside = Rc::new(RefCell::new(None));
+        let seen = outside.clone();
+        net.at(MS, c, move |_| *seen.borrow_mut() = Some(clock.get()));
+        net.pace_with_wall_clock();
+        // Until a and b polled four times and c after the outside event
+        // (about 2 ms on time; however late, it ends).
+        net.run_while(|n| n.node_polls(a) < 4 || n.node_polls(b) < 4 || n.node_polls(c) < 2);
+
+        let log = log.borrow();
+        // The clock never goes back, whoever reads it.
+        assert!(log.windows(2).all(|w| w[0].0 <= w[1].0), "{log:?}");
+        // Each of a's and b's polls after the first is due its period after
+        // the previous one read the clock (they wake `every` after the time
+        // they polled at), and ran no earlier.
+        for (name, every) in [("a", 300 * US), ("b", 500 * US)] {
+            let times: Vec<u64> = log.iter().filter(|e| e.1 == name).map(|e| e.0).collect();
+            assert!(times.len() >= 4, "{name}: {times:?}");
+            assert!(
+                times.windows(2).all(|w| w[1] >= w[0] + every),
+                "{name}: {times:?}"
+            );
+        }
+        // The outside event and c's poll after it ran at 1 ms or later.
+        let at = outside.borrow().expect("the outside event ran");
+        assert!(at >= MS, "outside event at {at}");
+        let c_times: Vec<u64> = log.iter().filter(|e| e.1 == "c").map(|e| e.0).collect();
+        assert_eq!(c_times.len(), 2, "{c_times:?}");
+        assert!(c_times[1] >= at);
+
+        // Every poll and the outside event counted, each once.
+        let late = net.lateness().unwrap();
+        assert_eq!(late.events, net.polls() + 1);
+        assert_eq!(late.events, log.len() as u64 + 1);
+        assert!(late.late <= late.events);
+        assert!(late.max_ns >= late.mean_ns());
+    }
+
+    #[test]
+    fn paced_run_until_returns_once_the_wall_clock_has_reached_its_time() {
+        let log = Log::default();
+        // Virtual 5 us is pinned to the wall clock at the first run.
+        let mut net = VirtualNet::new(5 * US);
+        add(&mut net, &log, "tick", Script::Tick { every: MS });
+        net.pace_with_wall_clock();
+        let before = Instant::now();
+        net.run_until(5 * US + 2 * MS);
+        // The origin is at or after `before`: 2 ms of virtual time have
+        // passed on the wall clock at least (a lower bound, not a timing).
+        assert!(before.elapsed() >= Duration::from_millis(2));
+        assert!(net.now_ns() >= 5 * US + 2 * MS);
+        // The same origin on the next call: 4 ms since it.
+        net.run_until(5 * US + 4 * MS);
+        assert!(before.elapsed() >= Duration::from_millis(4));
+        assert!(net.now_ns() >= 5 * US + 4 * MS);
+        // Polled at 5 us, then due 1 ms after each poll: run by 4.005 ms at
+        // most the polls at 5 us, 1.005, 2.005, 3.005 and 4.005 ms (late
+        // ones push the next ones later, so fewer).
+        let polls = log.borrow().len();
+        assert!((1..=5).contains(&polls), "{polls} polls");
+
+        // With nothing to run, the wall clock is waited for all the same.
+        let mut empty = VirtualNet::new(0);
+        empty.pace_with_wall_clock();
+        let before = Instant::now();
+        empty.run_until(MS);
+        assert!(before.elapsed() >= Duration::from_millis(1));
+        assert_eq!(empty.now_ns(), MS);
+        assert_eq!(empty.lateness(), Some(PaceLateness::default()));
+    }
+
+    #[test]
+    fn pace_lateness_counts_late_events_and_the_mean() {
+        let mut l = PaceLateness::default();
+        assert_eq!((l.mean_ns(), l.late_fraction()), (0, 0.0));
+        // 100 us is on time (not more than PACE_LATE_NS), 100,001 ns late.
+        for ns in [0, PACE_LATE_NS, PACE_LATE_NS + 1, 3 * MS] {
+            l.record(ns);
+        }
+        // Sum 0 + 100,000 + 100,001 + 3,000,000 = 3,200,001; / 4 = 800,000.
+        assert_eq!(
+            l,
+            PaceLateness {
+                events: 4,
+                late: 2,
+                max_ns: 3 * MS,
+                total_ns: 3_200_001,
+            }
+        );
+        assert_eq!(l.mean_ns(), 800_000);
+        assert_eq!(l.late_fraction(), 0.5);
     }
 }

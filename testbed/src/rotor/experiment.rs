@@ -81,11 +81,12 @@ pub struct RotorExperimentArgs {
     pub links: Option<lcmp_netlab::SwitchLinks>,
     /// Where the experiment runs (overrides the file's `engine`):
     /// `namespaces` (the default: namespaces, lcmp-switch processes and
-    /// kernel UDP on the wall clock; needs root) or `virtual` (the same
-    /// networks, traffic and window in this one process on a virtual
-    /// clock: no root, deterministic; --name, --links and switch_args,
-    /// which configure the namespaces' testbed, are refused). `wall` is
-    /// not built for rotor networks.
+    /// kernel UDP (or lcmp-traffic NDP) on the wall clock; needs root),
+    /// `virtual` (the same networks, traffic and window in this one
+    /// process on a virtual clock: no root, deterministic) or `wall` (that
+    /// one process paced by the wall clock: late when the machine is
+    /// slow). --name, --links and switch_args, which configure the
+    /// namespaces' testbed, are refused on virtual and wall.
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub engine: Option<Engine>,
 }
@@ -118,10 +119,12 @@ pub fn config_from_args(a: &RotorExperimentArgs) -> Result<RotorExperimentConfig
     if let Some(e) = a.engine {
         c.engine = Some(e.name().to_string());
     }
-    if a.name.is_some() && engine_of(&c)? == Engine::Virtual {
-        return Err(Error::new(
-            "--name names the namespaces' testbed: not with engine virtual, which builds none",
-        ));
+    let engine = engine_of(&c)?;
+    if a.name.is_some() && engine != Engine::Namespaces {
+        return Err(Error::new(format!(
+            "--name names the namespaces' testbed: not with engine {}, which builds none",
+            engine.name()
+        )));
     }
     Ok(c)
 }
@@ -134,42 +137,32 @@ pub fn engine_of(c: &RotorExperimentConfig) -> Result<Engine> {
     };
     <Engine as clap::ValueEnum>::from_str(name, false).map_err(|_| {
         Error::new(format!(
-            "engine = {}: one of namespaces, virtual",
+            "engine = {}: one of namespaces, virtual, wall",
             lcmp_topology::echo(name)
         ))
     })
 }
 
-/// Refuses, in one line, an engine rotor networks do not run on and what
-/// configures the namespaces' testbed under the virtual engine.
+/// Refuses, in one line, what configures the namespaces' testbed under
+/// an engine that builds none.
 fn check_engine(c: &RotorExperimentConfig) -> Result<()> {
     let engine = engine_of(c)?;
-    if c.transport == Transport::Ndp && engine != Engine::Virtual {
-        return Err(Error::new(format!(
-            "transport = \"ndp\" (the flow experiment) runs on engine virtual only, not {}: \
-             the namespaces' hosts have no NDP flow runner in rotor-experiment yet",
-            engine.name()
-        )));
-    }
     match engine {
         Engine::Namespaces => Ok(()),
-        Engine::Wall => Err(Error::new(
-            "engine wall: rotor-experiment runs on engine namespaces or virtual (a rotor \
-             network in one process on the wall clock is not built)",
-        )),
-        Engine::Virtual => {
+        Engine::Virtual | Engine::Wall => {
+            let e = engine.name();
             if let Some(l) = &c.links {
                 return Err(Error::new(format!(
                     "links = {} (--links) makes the namespaces' ToR-rotor links: not with \
-                     engine virtual, whose links are all in memory",
+                     engine {e}, whose links are all in memory",
                     lcmp_topology::echo(l)
                 )));
             }
             if !c.switch_args.is_empty() {
-                return Err(Error::new(
+                return Err(Error::new(format!(
                     "switch_args are lcmp-switch command-line arguments: not with engine \
-                     virtual, which runs no lcmp-switch",
-                ));
+                     {e}, which runs no lcmp-switch"
+                )));
             }
             Ok(())
         }
@@ -317,7 +310,7 @@ pub fn run_flows(
 pub fn run(cfg: &RotorExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<RotorSummary> {
     // Before root is asked for: a refused engine is refused as such.
     check_engine(cfg)?;
-    if engine_of(cfg)? == Engine::Virtual {
+    if engine_of(cfg)? != Engine::Namespaces {
         return super::one_process::run(cfg, out, say);
     }
     framework::run(out, say, || {
@@ -738,7 +731,7 @@ fn run_one(
 
 /// Sleeps until `CLOCK_REALTIME` reaches `until_ns`, ticking the progress
 /// with the seconds since `start_ns` every 100 ms.
-fn wait_until(start_ns: u64, until_ns: u64, tick: &dyn Fn(f64)) {
+pub(super) fn wait_until(start_ns: u64, until_ns: u64, tick: &dyn Fn(f64)) {
     loop {
         let now = realtime_ns();
         tick(now.saturating_sub(start_ns) as f64 / 1e9);

@@ -17,6 +17,7 @@ pub mod boundary;
 pub mod clock_floor;
 pub mod experiment;
 pub mod flows;
+mod flows_ns;
 pub mod one_process;
 
 use std::collections::BTreeMap;

@@ -1,7 +1,9 @@
 //! `lcmp-testbed rotor-experiment --engine virtual`: the rotor throughput
 //! experiment with the whole network in this process on a virtual clock
 //! ([`lcmp_engine::rotor::RotorNet`]): no root, no namespaces, no kernel,
-//! and two runs give identical files.
+//! and two runs give identical files. `--engine wall` runs the same
+//! network paced by the monotonic clock (events late when the machine
+//! is).
 //!
 //! Everything but the engine is the namespace engine's
 //! ([`super::experiment`]): the same designs' networks (the files the
@@ -35,9 +37,10 @@ use lcmp_results::rotor::experiment::{
 use lcmp_topology::rotor_net::RotorNetwork;
 
 use super::experiment::{
-    destinations, result_line, run_result, send_gap, send_rounds, validate, window_ns,
+    destinations, engine_of, result_line, run_result, send_gap, send_rounds, validate, window_ns,
     write_results, write_run_counters, DesignNet, Measured, PerSwitch,
 };
+use crate::experiment::config::Engine;
 use crate::{Error, Result};
 
 /// The first source port of a host's flows (the start of Linux's
@@ -55,17 +58,26 @@ pub fn run(cfg: &RotorExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Resul
         toml::to_string(cfg).expect("config serializes"),
     )?;
     let perm = derangement(cfg.tors, cfg.seed);
+    let engine = engine_of(cfg)?;
     let started = Instant::now();
     let mut results = Vec::new();
     for dn in &designs {
         for &pattern in &patterns {
             let id = format!("{}-{}", dn.design.name(), pattern.name());
             let t0 = Instant::now();
-            let (r, per_switch, polls) = run_one(cfg, dn, pattern, &perm, results.len())?;
+            let (r, per_switch, note) = run_one(
+                cfg,
+                dn,
+                pattern,
+                &perm,
+                results.len(),
+                engine == Engine::Wall,
+            )?;
             write_run_counters(out, &id, &per_switch)?;
             say(&format!(
-                "{} [virtual: {} s in {:.1} s, {polls} polls]",
+                "{} [{}: {} s in {:.1} s, {note}]",
                 result_line(&r),
+                engine.name(),
                 cfg.warmup_s + cfg.window_s,
                 t0.elapsed().as_secs_f64()
             ));
@@ -73,8 +85,9 @@ pub fn run(cfg: &RotorExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Resul
         }
     }
     say(&format!(
-        "{} runs on the virtual engine in {:.1} s",
+        "{} runs on the {} engine in {:.1} s",
         results.len(),
+        engine.name(),
         started.elapsed().as_secs_f64()
     ));
     write_results(cfg, &designs, results, out)
@@ -94,7 +107,8 @@ fn run_one(
     pattern: Pattern,
     perm: &[u32],
     k: usize,
-) -> Result<(RunResult, PerSwitch, u64)> {
+    paced: bool,
+) -> Result<(RunResult, PerSwitch, String)> {
     let net = &dn.net;
     // The namespace engine's port of run k.
     let port = 7000 + k as u16;
@@ -141,6 +155,9 @@ fn run_one(
         trim: None,
     })
     .map_err(Error::new)?;
+    if paced {
+        rn.pace_with_wall_clock();
+    }
     // The counters before anything at the window's start happens, and
     // after everything before its end: exactly the window's events.
     rn.run_until(start.saturating_sub(1));
@@ -165,7 +182,10 @@ fn run_one(
         send_errors += s.send_errors;
         received.push((t, s.window_frames));
     }
-    let polls = rn.polls();
+    let mut note = format!("{} polls", rn.polls());
+    if let Some(late) = rn.lateness() {
+        note.push_str(&format!(", {late}"));
+    }
     rn.finish().map_err(Error::new)?;
     let (r, per_switch) = run_result(
         cfg,
@@ -181,5 +201,5 @@ fn run_one(
             after: &after,
         },
     );
-    Ok((r, per_switch, polls))
+    Ok((r, per_switch, note))
 }

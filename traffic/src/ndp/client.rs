@@ -13,6 +13,13 @@
 //! line, a retransmission timer, the next arrival, the next progress line,
 //! the end of the drain. Nothing sleeps a fixed time.
 //!
+//! With [`Serve`] (`--serve`) the endpoint also receives: a data packet
+//! goes to a [`Receiving`], answered as `server --transport ndp` answers
+//! it, its pulls released and its idle flows swept in the same turns (the
+//! wait includes its next pull or sweep). Once the flows are done and the
+//! done line printed, the loop hands over to [`Receiving::serve`] until
+//! the interrupt, which is then the normal end.
+//!
 //! FCT: from the flow's arrival to the ACK of its last unacked packet;
 //! `src` is the sender's `IP:sport` (the flow's entropy port), `dst` the
 //! receiver's `IP:7247`, `min_rtt_us` the smallest departure-to-ACK time
@@ -22,12 +29,14 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use lcmp_wire::ndp::{Header, Kind, FLAG_LAST, FLAG_RETRANSMISSION};
 use serde::Serialize;
 
 use super::sender::{Departure, NdpSender, NewFlow, SenderStats};
+use super::server::{Receiving, ServeStats, ServerConfig};
 use super::socket::{self, decode, encode, Endpoint, Interrupt, BATCH, UDP_PORT};
 use super::{flow_id_of, udp_sport_of, NdpParams, FRAME_OVERHEAD};
 use crate::client::{done_line, print_line, Destination, FlowLog, Summary};
@@ -55,10 +64,22 @@ pub struct Run {
     pub line_bps: u64,
 }
 
+/// The receiving side of a client that also serves (`--serve`).
+#[derive(Debug, Clone)]
+pub struct Serve {
+    /// As `server --transport ndp` runs (the client's payload and line
+    /// rate).
+    pub config: ServerConfig,
+    /// Data arriving in this span of the run's clock (ns since its start)
+    /// is counted in [`ServeStats::window_bytes`].
+    pub window_ns: Range<u64>,
+}
+
 /// The loop's counters beyond the sender's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct ClientCounters {
-    /// Datagrams on port 7247 that are no NDP control packet.
+    /// Datagrams on port 7247 that are no NDP control packet (data
+    /// packets too, unless serving).
     pub malformed: u64,
     /// Data packets the socket's queue refused (lost; the timeout resends).
     pub send_drops: u64,
@@ -72,6 +93,8 @@ pub struct Outcome {
     pub summary: Summary,
     pub sender: SenderStats,
     pub counters: ClientCounters,
+    /// The receiving side's totals, when serving.
+    pub receiver: Option<ServeStats>,
 }
 
 /// The done line's "ndp" object: the sender's and the loop's totals.
@@ -99,6 +122,17 @@ fn frame_ps(bytes: u64, bps: u64) -> u64 {
 /// Runs the flows; progress and the final line (its transport totals
 /// under "ndp") go to stdout.
 pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome, String> {
+    run_and_serve(run, None, ep, stop)
+}
+
+/// [`run`], and with `serve` the endpoint's data answered too, during the
+/// flows and after them until `stop` fires (then not an interruption).
+pub fn run_and_serve(
+    run: Run,
+    serve: Option<Serve>,
+    ep: &mut Endpoint,
+    stop: &impl Interrupt,
+) -> Result<Outcome, String> {
     net::precise_timers();
     let Run {
         name,
@@ -131,6 +165,7 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
     let mut rx = vec![0u8; 65_536];
     let mut tx = Vec::with_capacity(socket::MAX_PAYLOAD as usize + 64);
     let local = ep.local();
+    let mut receiving = serve.map(|s| Receiving::new(&s.config).with_window(s.window_ns));
 
     loop {
         if let Some(sig) = stop.take() {
@@ -144,15 +179,18 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
                 busy = true;
                 break;
             }
-            let (len, _from) = match ep.recv(&mut rx) {
+            let (len, from) = match ep.recv(&mut rx) {
                 Ok(Some(r)) => r,
                 Ok(None) => break,
                 // ICMP errors queued on the socket, and the like.
                 Err(_) => continue,
             };
             let now = clock();
-            let Some((h, _)) = decode(&rx[..len]) else {
+            let Some((h, body)) = decode(&rx[..len]) else {
                 c.malformed += 1;
+                if let Some(r) = receiving.as_mut() {
+                    r.not_data();
+                }
                 continue;
             };
             match h.kind {
@@ -170,9 +208,12 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
                 }
                 Kind::Nack => sender.on_nack(now, h.flow, h.seq, h.value),
                 Kind::Pull => sender.on_pull(h.flow, h.value),
-                // A sender receives no data: another sender's receiver
-                // answers elsewhere.
-                Kind::Data => c.malformed += 1,
+                Kind::Data => match receiving.as_mut() {
+                    Some(r) => r.on_data(ep, now, from, &h, body),
+                    // A sender alone receives no data: another sender's
+                    // receiver answers elsewhere.
+                    None => c.malformed += 1,
+                },
             }
         }
         // Arrivals.
@@ -268,6 +309,10 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
             }
         }
         let now = clock();
+        if let Some(r) = receiving.as_mut() {
+            r.release_pulls(ep, now);
+            r.sweep(now);
+        }
         if let Some(p) = next_progress.filter(|&p| p <= now) {
             print_line(&format!(
                 "{{\"t_s\":{:.3},\"started\":{started},\"completed\":{completed},\"failed\":{failed},\"active\":{},\"deferred\":0,\"skipped\":{skipped}}}",
@@ -296,6 +341,7 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
                 .map(|f| u64::try_from(f.offset.as_nanos()).unwrap_or(u64::MAX)),
             next_progress,
             drain_deadline,
+            receiving.as_ref().map(Receiving::next_deadline),
         ]
         .into_iter()
         .flatten()
@@ -325,10 +371,16 @@ pub fn run(run: Run, ep: &mut Endpoint, stop: &impl Interrupt) -> Result<Outcome
     line.pop();
     line.push_str(&format!(",\"ndp\":{}}}", totals_json(&stats, &c)));
     print_line(&line);
+    if let Some(r) = receiving.as_mut().filter(|_| interrupted.is_none()) {
+        // The flows are done; the signal that ends serving is the
+        // normal end.
+        r.serve(ep, stop, t0)?;
+    }
     Ok(Outcome {
         summary,
         sender: stats,
         counters: c,
+        receiver: receiving.map(|r| r.serve_stats()),
     })
 }
 

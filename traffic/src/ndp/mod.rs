@@ -7,8 +7,9 @@
 //! trimmed/last/retransmission, flow id, sequence number, value). The same
 //! machines run over the kernel's UDP sockets, for namespace hosts, in
 //! `lcmp-traffic client|server --transport ndp`: [`socket`] (the sockets,
-//! the datagrams, the options), [`client`] (the sender's loop) and
-//! [`server`] (the receiver's).
+//! the datagrams, the options), [`client`] (the sender's loop, which with
+//! `--serve` also receives) and [`server`] (the receiver's, its
+//! per-packet work [`server::Receiving`] shared with the client's).
 //!
 //! In short:
 //!

@@ -12,7 +12,8 @@
 //! everything on one socket, ([`Endpoint::local`], 7247), and sends from
 //! one socket per source port in use ([`PortPool`]), bound to that port.
 //! One process per host address holds port 7247: an NDP sender
-//! ([`super::client`]) or receiver ([`super::server`]), not both.
+//! ([`super::client`]), a receiver ([`super::server`]), or a sender that
+//! also receives (`client --serve`).
 //!
 //! [`NdpOptions`] are the flags both sides share; [`Interrupt`] is what
 //! ends a run (SIGINT/SIGTERM in the binary, anything readable in tests).

@@ -104,6 +104,9 @@ fn d_trim() -> Vec<u32> {
 fn d_min_rto() -> u64 {
     lcmp_traffic::ndp::DEFAULT_MIN_RTO_NS / 1000
 }
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
 fn d_initial_window() -> u32 {
     lcmp_traffic::ndp::DEFAULT_INITIAL_WINDOW
 }
@@ -189,9 +192,10 @@ pub struct RotorExperimentConfig {
     /// default) or `memory` (every switch in one process).
     #[serde(default)]
     pub links: Option<String>,
-    /// Where the experiment runs: `namespaces` (the default) or `virtual`
-    /// (the whole network in one process on a virtual clock). The name is
-    /// checked by the testbed, which owns the engines.
+    /// Where the experiment runs: `namespaces` (the default), `virtual`
+    /// (the whole network in one process on a virtual clock) or `wall`
+    /// (that process paced by the wall clock). The name is checked by the
+    /// testbed, which owns the engines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine: Option<String>,
     /// `udp` (the default: the throughput experiment) or `ndp` (the flow
@@ -202,6 +206,11 @@ pub struct RotorExperimentConfig {
     /// `datamining`, ...) or a CDF file (`lcmp_traffic::cdf::Cdf::load`).
     #[serde(default = "d_workload")]
     pub workload: String,
+    /// NDP: every flow size is divided by S (`max(1, round(size / S))`
+    /// bytes, as `lcmp-traffic client --size-scale`): a workload's shape
+    /// at sizes a slow testbed draws enough flows of. Default 1.
+    #[serde(default = "d_one", skip_serializing_if = "is_one")]
+    pub size_scale: f64,
     /// NDP: offered loads, each a fraction of the server link rate per
     /// host (Poisson arrivals at load x host rate / mean size); one run
     /// per load. `load` stays UDP's.

@@ -413,6 +413,12 @@ pub fn flow_problems(c: &RotorExperimentConfig) -> Vec<String> {
             ));
         }
     }
+    if !(c.size_scale.is_finite() && c.size_scale >= 1.0) {
+        out.push(format!(
+            "size_scale = {}: flow sizes are divided by it, so at least 1",
+            c.size_scale
+        ));
+    }
     if c.trim_packets.is_empty() {
         out.push("trim_packets is empty: give at least one K (packets per next-hop queue)".into());
     }

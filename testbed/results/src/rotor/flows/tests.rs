@@ -249,6 +249,10 @@ fn every_problem_is_one_line() {
         vec!["trim_packets is empty: give at least one K (packets per next-hop queue)"]
     );
     assert_eq!(
+        bad(&|c| c.size_scale = 0.5),
+        vec!["size_scale = 0.5: flow sizes are divided by it, so at least 1"]
+    );
+    assert_eq!(
         bad(&|c| c.drain_s = Some(-0.5)),
         vec!["drain_s = -0.5: must be 0 or more seconds"]
     );
