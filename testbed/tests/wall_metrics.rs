@@ -119,7 +119,13 @@ fn check_while_running(name: &str, experiment_pid: u32) -> u32 {
             let st: Value = serde_json::from_slice(&o.stdout).ok()?;
             let addr = st["agent"]["metrics"].as_str()?.to_string();
             let text = scrape(&addr)?;
-            every_switch_reported(&text).then_some((st, text))
+            // The metrics come over the control sockets; status reads the
+            // stats files, whose first write may come later.
+            let stats_written = st["switches"]
+                .as_array()?
+                .iter()
+                .all(|s| s["stats_age_s"].is_number());
+            (stats_written && every_switch_reported(&text)).then_some((st, text))
         },
     );
     let listed: Vec<&str> = status["switches"]
