@@ -1,7 +1,10 @@
 //! The switch's user-space work per frame, over in-memory ports: receive a
 //! batch, parse, flow cache, rewrite, egress (unshaped), transmit. No
 //! kernel, no cross-core cache misses: the floor of the AF_XDP fast path.
-//! Also the flow log's off-path cost (`flow_log/write_1k_records`).
+//! Also the flow log's off-path cost (`flow_log/write_1k_records`), and
+//! INT's: RoCEv2 frames carrying a five-slot INT collect block with INT off
+//! and on (`batch64_1flow_rocev2_int_off` / `_on`: the difference over 64
+//! is the cost per frame of writing a hop).
 
 use std::time::{Duration, Instant};
 
@@ -15,11 +18,11 @@ use lcmp_switch::lpm::Route;
 use lcmp_switch::mem_io::MemIo;
 use lcmp_switch::switch::{PortConfig, Switch, SwitchConfig};
 use lcmp_wire::testing::FrameBuilder;
-use lcmp_wire::FlowTuple;
+use lcmp_wire::{write_collect, Bth, FlowTuple};
 
 /// A switch with `paths` path ports plus one ingress port, a flow cache of
-/// `flow_capacity` flows, and the flow log on if `flow_log`.
-fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
+/// `flow_capacity` flows, the flow log on if `flow_log`, INT on if `int`.
+fn switch(paths: usize, flow_capacity: usize, flow_log: bool, int: bool) -> Switch<MemIo> {
     let ports = (0..=paths)
         .map(|i| PortConfig {
             name: format!("p{i}"),
@@ -63,7 +66,44 @@ fn switch(paths: usize, flow_capacity: usize, flow_log: bool) -> Switch<MemIo> {
     if flow_log {
         sw.enable_flow_log(65536);
     }
+    sw.set_int(int);
     sw
+}
+
+/// What a bench case forwards.
+#[derive(Clone, Copy)]
+enum Frames {
+    /// 64-byte UDP frames.
+    Udp,
+    /// RoCEv2 frames with an empty five-slot INT collect block and 64
+    /// bytes of payload: 14 + 20 + 8 + 12 + (4 + 5 * 16) + 64 + 4 = 206
+    /// bytes.
+    RoceInt,
+}
+
+fn frame(kind: Frames, f: u16) -> Vec<u8> {
+    let b = FrameBuilder::ipv4([198, 18, 0, 2], [198, 18, 1, 2])
+        .macs([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 1, 0]);
+    match kind {
+        Frames::Udp => b.udp(1000 + f, 9).pad_to(64).build(),
+        Frames::RoceInt => {
+            let mut block = [0u8; 84];
+            write_collect(&mut block, 5).unwrap();
+            b.rocev2(
+                1000 + f,
+                Bth {
+                    opcode: 0x07,
+                    pkey: 0xffff,
+                    dest_qp: 1,
+                    ack_request: false,
+                    psn: 0,
+                },
+            )
+            .int_block(&block)
+            .payload(&[0; 64])
+            .build()
+        }
+    }
 }
 
 fn bench_forward(c: &mut Criterion) {
@@ -72,25 +112,55 @@ fn bench_forward(c: &mut Criterion) {
     // hits), and decisions: 1000 flows over a one-bucket (8-flow) cache, so
     // nearly every frame is decided anew (`cache_full`). Each with the flow
     // log off and on; the log is written to a sink outside the timing.
+    // INT: the same RoCEv2 frames with a collect block, INT off and on.
     let cases = [
-        ("batch64_1flow", 1u16, 1 << 16, false),
-        ("batch64_1k_flows", 1000, 1 << 16, false),
-        ("batch64_decisions", 1000, 8, false),
-        ("batch64_1flow_flowlog", 1, 1 << 16, true),
-        ("batch64_1k_flows_flowlog", 1000, 1 << 16, true),
-        ("batch64_decisions_flowlog", 1000, 8, true),
+        ("batch64_1flow", 1u16, 1 << 16, false, Frames::Udp, false),
+        ("batch64_1k_flows", 1000, 1 << 16, false, Frames::Udp, false),
+        ("batch64_decisions", 1000, 8, false, Frames::Udp, false),
+        (
+            "batch64_1flow_flowlog",
+            1,
+            1 << 16,
+            true,
+            Frames::Udp,
+            false,
+        ),
+        (
+            "batch64_1k_flows_flowlog",
+            1000,
+            1 << 16,
+            true,
+            Frames::Udp,
+            false,
+        ),
+        (
+            "batch64_decisions_flowlog",
+            1000,
+            8,
+            true,
+            Frames::Udp,
+            false,
+        ),
+        (
+            "batch64_1flow_rocev2_int_off",
+            1,
+            1 << 16,
+            false,
+            Frames::RoceInt,
+            false,
+        ),
+        (
+            "batch64_1flow_rocev2_int_on",
+            1,
+            1 << 16,
+            false,
+            Frames::RoceInt,
+            true,
+        ),
     ];
-    for (id, flows, flow_capacity, flow_log) in cases {
-        let frames: Vec<Vec<u8>> = (0..flows)
-            .map(|f| {
-                FrameBuilder::ipv4([198, 18, 0, 2], [198, 18, 1, 2])
-                    .macs([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 1, 0])
-                    .udp(1000 + f, 9)
-                    .pad_to(64)
-                    .build()
-            })
-            .collect();
-        let mut sw = switch(3, flow_capacity, flow_log);
+    for (id, flows, flow_capacity, flow_log, kind, int) in cases {
+        let frames: Vec<Vec<u8>> = (0..flows).map(|f| frame(kind, f)).collect();
+        let mut sw = switch(3, flow_capacity, flow_log, int);
         let mut next = 0usize;
         let mut now = 0u64;
         group.throughput(criterion::Throughput::Elements(64));
@@ -121,11 +191,12 @@ fn bench_forward(c: &mut Criterion) {
         let r = sw.router_stats();
         let log = sw.flow_log().map(|l| l.stats());
         println!(
-            "{id}: rx {} tx {} drops {} (free frames {free}), decisions {}, flow log {log:?}",
+            "{id}: rx {} tx {} drops {} (free frames {free}), decisions {}, flow log {log:?}, int hops {}",
             c.get(Counter::RxFrames),
             c.get(Counter::TxFrames),
             c.total_drops(),
             r.inserts + r.cache_full_decisions + r.failovers,
+            c.get(Counter::IntPushed),
         );
     }
     group.finish();

@@ -79,6 +79,10 @@ pub struct Options {
     pub ecn_mark_at: EcnMarkAt,
     /// Drop only beyond this many times a port's buffer (1: at it).
     pub drop_headroom: u64,
+    /// INT: a hop record into every RoCEv2 frame with a collect block
+    /// leaving a port ([`crate::switch::Switch::set_int`], applied by
+    /// whoever builds the switch from these options).
+    pub int: bool,
     /// Flow cache capacity.
     pub flow_capacity: usize,
     /// Flow idle timeout, ns. `None`: at least 1 s and at least twice the
@@ -112,6 +116,7 @@ impl Default for Options {
             ecn_link_time: None,
             ecn_mark_at: EcnMarkAt::Enqueue,
             drop_headroom: 1,
+            int: false,
             flow_capacity: defaults::FLOW_CAPACITY,
             flow_idle_timeout_ns: None,
             seed: None,

@@ -50,11 +50,18 @@ pub enum Counter {
     /// switch): the port's egress stops and goes again as they say;
     /// consumed, not forwarded.
     PfcReceived,
+    /// With INT on ([`crate::switch::Switch::set_int`]): frames leaving
+    /// the port that got an INT hop record (RoCEv2 with a collect block
+    /// with a free slot).
+    IntPushed,
+    /// With INT on: frames leaving the port whose INT collect block was
+    /// full; its OVERFLOW flag is set, nothing else written.
+    IntOverflow,
 }
 
 impl Counter {
     /// Every counter, in index order.
-    pub const ALL: [Counter; 13] = [
+    pub const ALL: [Counter; 15] = [
         Counter::RxFrames,
         Counter::RxBytes,
         Counter::TxFrames,
@@ -68,6 +75,8 @@ impl Counter {
         Counter::PfcPausesSent,
         Counter::PfcResumesSent,
         Counter::PfcReceived,
+        Counter::IntPushed,
+        Counter::IntOverflow,
     ];
 
     /// Number of counters.
@@ -89,6 +98,8 @@ impl Counter {
             Counter::PfcPausesSent => "pfc_pauses_sent",
             Counter::PfcResumesSent => "pfc_resumes_sent",
             Counter::PfcReceived => "pfc_received",
+            Counter::IntPushed => "int_pushed",
+            Counter::IntOverflow => "int_overflow",
         }
     }
 }

@@ -265,6 +265,9 @@ pub enum Handoff<F> {
         /// departure ([`EcnMarkAt::Dequeue`]). Always false when marking at
         /// enqueue (the caller marked at admission).
         mark_ce: bool,
+        /// The link as the frame left the port buffer (what an INT hop
+        /// records).
+        departure: Departure,
     },
     /// The delay line was full when the frame departed: recycle it (count it
     /// as an emulation overflow).
@@ -283,6 +286,27 @@ impl<F: Copy> Handoff<F> {
             Handoff::Transmit { frame, .. } | Handoff::Overflow { frame, .. } => frame,
         }
     }
+}
+
+/// The link as a frame left its port buffer, handed out with the frame
+/// ([`Handoff::Transmit`]) for the INT hop a switch writes into it
+/// ([`lcmp_wire::push_hop`]): what HPCC's switch records at dequeue
+/// (`SwitchNotifyDequeue`). Taken at the frame's departure on the
+/// emulated schedule, not when a late poll gets to it, so consecutive
+/// frames' times and byte counts make the link's rate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Departure {
+    /// When it left: the end of its serialization (the simulator's
+    /// dequeue is its start), ns of the caller's clock. Derived from its
+    /// release time less the link's delay, so off by the change for a
+    /// frame in flight while the delay is reconfigured.
+    pub at_ns: u64,
+    /// Bytes it left behind in the port buffer (saturating).
+    pub queue_bytes: u32,
+    /// The link's departed-bytes counter before it
+    /// ([`EgressStats::departed_bytes`], wrapping), as the simulator's
+    /// `m_txBytes` before its `+= size`.
+    pub departed_bytes: u32,
 }
 
 /// Where [`Egress::poll_into`] hands frames.
@@ -367,8 +391,14 @@ struct Slot<F> {
     len: u32,
     /// The caller's tag (a switch's ingress port, for PFC accounting).
     tag: u16,
-    /// The caller's coin from admission (dequeue marking).
+    /// In the port buffer: the caller's coin from admission (dequeue
+    /// marking). In the delay line: the bytes the frame left behind in the
+    /// port buffer ([`Departure::queue_bytes`]); one field for both keeps
+    /// a slot 40 bytes.
     random: u32,
+    /// In the delay line: [`Departure::departed_bytes`]. (Fits the slot's
+    /// padding: no larger.)
+    departed_before: u32,
     at_ns: u64,
     /// ECT and admitted under dequeue marking: judged at departure.
     mark_at_departure: bool,
@@ -565,6 +595,7 @@ impl<F: Copy> Egress<F> {
             len,
             tag,
             random,
+            departed_before: 0,
             at_ns: u64::try_from(departure).unwrap_or(u64::MAX),
             mark_at_departure,
             ce: false,
@@ -719,6 +750,11 @@ impl<F: Copy> Egress<F> {
                     }
                 }
             }
+            // The coin is spent: the slot carries the departure's queue
+            // from here (see `Slot::random`).
+            s.random = u32::try_from(self.queue_bytes).unwrap_or(u32::MAX);
+            // Wrapping, as INT carries it.
+            s.departed_before = self.stats.departed_bytes as u32;
             s.at_ns = s.at_ns.saturating_add(delay);
             if s.at_ns <= now_ns && self.line.is_empty() && step.transmitted < max_transmit {
                 self.depart(&s, &mut step);
@@ -757,6 +793,11 @@ impl<F: Copy> Egress<F> {
             len: s.len,
             due_ns: s.at_ns,
             mark_ce: s.ce,
+            departure: Departure {
+                at_ns: s.at_ns.saturating_sub(self.cfg.delay_ns),
+                queue_bytes: s.random,
+                departed_bytes: s.departed_before,
+            },
         });
     }
 
@@ -907,6 +948,7 @@ mod tests {
                     len,
                     due_ns,
                     mark_ce,
+                    ..
                 } => {
                     self.tx.push((frame, len, due_ns));
                     if mark_ce {
@@ -926,6 +968,50 @@ mod tests {
     }
 
     // ---- tail drop ----
+
+    #[test]
+    fn departures_carry_the_queue_left_behind_and_the_bytes_before() {
+        // 1 Gbit/s, 1 ms delay: three 1500-byte frames queued at 0 depart
+        // at 12, 24 and 36 us (1500 * 8 ns each), leaving 3000, 1500 and 0
+        // bytes behind, with 0, 1500 and 3000 bytes departed before them.
+        // One poll at 2 ms, long after all three: the values are those of
+        // the emulated departures, not of the poll.
+        let mut e = Egress::<u32>::new(cfg(GBIT, MS, 1 << 20));
+        for f in 0..3 {
+            e.enqueue(f, 1500, 0);
+        }
+        let mut seen = Vec::new();
+        e.poll(2 * MS, &mut |h| {
+            if let Handoff::Transmit {
+                frame, departure, ..
+            } = h
+            {
+                seen.push((frame, departure));
+            }
+        });
+        let d = |at_ns, queue_bytes, departed_bytes| Departure {
+            at_ns,
+            queue_bytes,
+            departed_bytes,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                (0, d(12 * US, 3000, 0)),
+                (1, d(24 * US, 1500, 1500)),
+                (2, d(36 * US, 0, 3000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_departure_fields_cost_a_slot_nothing() {
+        // A frame handle (16 bytes), the release time (8), length, coin
+        // or queue, departed bytes (4 each), tag (2), two flags: 38,
+        // padded to 40, as before `departed_before` took 4 bytes of the
+        // padding.
+        assert_eq!(std::mem::size_of::<Slot<crate::io::Frame>>(), 40);
+    }
 
     #[test]
     fn tail_drop_exactly_at_buffer_boundary() {
@@ -1892,7 +1978,7 @@ mod tests {
                             let id = h.frame() as usize;
                             seen[id] += 1;
                             match h {
-                                Handoff::Transmit { frame, len, due_ns, mark_ce } => {
+                                Handoff::Transmit { frame, len, due_ns, mark_ce, .. } => {
                                     if len != lens[id] || due_ns > now
                                         || last_tx.is_some_and(|(f, d)| f >= frame || d > due_ns)
                                         || due_ns < cfg.delay_ns

@@ -72,6 +72,7 @@ pub fn switch(
     let io = LinkedIo::new(MemIo::in_share(plain, share), layout, Transfer::Descriptor)
         .map_err(|e| format!("switch {name}: {e}"))?;
     let mut sw = Switch::new(config, io).map_err(|e| format!("switch {name}: {e}"))?;
+    sw.set_int(opts.int);
     // A whole network in one process holds what is on its links in its
     // memory: their bytes, not a pool buffer a frame.
     sw.park_in_flight();

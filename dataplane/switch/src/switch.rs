@@ -21,13 +21,15 @@ use lcmp_policy::{
     PortView, RouteOutcome, RouterStats, Selector,
 };
 use lcmp_wire::{
-    forward_rewrite, mark_ce_at, CeMark, FlowTuple, MacAddr, ParseError, RewriteError, L3,
+    forward_rewrite, mark_ce_at, push_hop, CeMark, FlowTuple, IntHop, MacAddr, ParseError,
+    PushOutcome, RewriteError, L3,
 };
 
 use crate::config::{delay_line_capacity, delay_line_frames};
 use crate::counters::{Counter, Counters, DropReason};
 use crate::egress::{
-    Admit, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink, NO_TAG,
+    Admit, Departure, EcnConfig, EcnMarkAt, Egress, EgressConfig, EgressStats, Handoff, Sink,
+    NO_TAG,
 };
 use crate::flight::Flight;
 use crate::flow_log::{DecisionReason, FlowLog, FlowRecord};
@@ -172,6 +174,9 @@ pub struct Switch<IO: PacketIo> {
     capture: Option<Box<Capture>>,
     /// Priority flow control, when on ([`Switch::enable_pfc`]).
     pfc: Option<Box<PfcOn>>,
+    /// In-band network telemetry: an INT hop into every RoCEv2 frame with
+    /// a collect block leaving a port ([`Switch::set_int`]).
+    int: bool,
 }
 
 /// PFC as the switch runs it: the decisions and the frames' buffers.
@@ -196,6 +201,10 @@ struct Batch {
     /// the port buffer (dequeue marking): set after the hand-off, so the
     /// hand-off stays a push.
     tx_marks: Vec<usize>,
+    /// With INT on, each `tx` frame's departure, index for index: its hop
+    /// is written after the hand-off, as the marks are (a parked frame
+    /// has no bytes to write into until it is unparked).
+    tx_departures: Vec<Departure>,
     dropped: Vec<Frame>,
     /// Pool buffers for the parked frames leaving a delay line this poll
     /// (those parking gave back, and what the pool adds).
@@ -208,6 +217,8 @@ struct Batch {
 struct TxSink<'a> {
     tx: &'a mut Vec<Frame>,
     tx_marks: &'a mut Vec<usize>,
+    /// `Some` with INT on: where each transmitted frame's departure goes.
+    departures: Option<&'a mut Vec<Departure>>,
     dropped: &'a mut Vec<Frame>,
     flight: Option<&'a mut Flight>,
     pfc: Option<&'a mut PfcOn>,
@@ -217,9 +228,18 @@ impl Sink<Frame> for TxSink<'_> {
     #[inline]
     fn handoff(&mut self, h: Handoff<Frame>) {
         match h {
-            Handoff::Transmit { frame, mark_ce, .. } => {
+            Handoff::Transmit {
+                frame,
+                mark_ce,
+                departure,
+                ..
+            } => {
                 if mark_ce {
                     self.tx_marks.push(self.tx.len());
+                }
+                // INT off: this test is all it costs.
+                if let Some(d) = self.departures.as_deref_mut() {
+                    d.push(departure);
                 }
                 self.tx.push(frame)
             }
@@ -574,6 +594,7 @@ impl<IO: PacketIo> Switch<IO> {
                 rx_ends: vec![0; n],
                 tx: Vec::with_capacity(4096),
                 tx_marks: Vec::with_capacity(4096),
+                tx_departures: Vec::new(),
                 dropped: Vec::with_capacity(4096),
                 spare: Vec::new(),
             },
@@ -619,6 +640,7 @@ impl<IO: PacketIo> Switch<IO> {
             },
             capture: None,
             pfc: None,
+            int: false,
         })
     }
 
@@ -1001,6 +1023,25 @@ impl<IO: PacketIo> Switch<IO> {
         self.recycle(frame);
     }
 
+    /// Turns in-band network telemetry on or off: with it on, every
+    /// RoCEv2 frame carrying an INT collect block ([`lcmp_wire::int`])
+    /// gets a hop record as it leaves a port (see `push_int_hops`),
+    /// counted in [`Counter::IntPushed`], or its OVERFLOW flag when the
+    /// block is full ([`Counter::IntOverflow`]). Off (the default) the
+    /// packet path does not look at frames for it. Frames already in
+    /// flight get a hop if they leave while it is on.
+    pub fn set_int(&mut self, on: bool) {
+        self.int = on;
+        if on && self.batch.tx_departures.capacity() == 0 {
+            self.batch.tx_departures = Vec::with_capacity(4096);
+        }
+    }
+
+    /// Whether INT is on ([`Switch::set_int`]).
+    pub fn int_enabled(&self) -> bool {
+        self.int
+    }
+
     /// Turns on priority flow control (IEEE 802.1Qbb) as the LCMP paper's
     /// simulator runs it ([`crate::pfc`]): each ingress port may hold a
     /// share of the switch's buffer (the largest port buffer, the
@@ -1142,6 +1183,7 @@ impl<IO: PacketIo> Switch<IO> {
             }
             let batch = &mut self.batch;
             batch.tx_marks.clear();
+            batch.tx_departures.clear();
             let p = &mut self.ports[port];
             let step = p.egress.poll_into(
                 now_ns,
@@ -1149,6 +1191,7 @@ impl<IO: PacketIo> Switch<IO> {
                 &mut TxSink {
                     tx: &mut batch.tx,
                     tx_marks: &mut batch.tx_marks,
+                    departures: self.int.then_some(&mut batch.tx_departures),
                     dropped: &mut batch.dropped,
                     flight: p.flight.as_mut(),
                     pfc: self.pfc.as_deref_mut(),
@@ -1171,6 +1214,9 @@ impl<IO: PacketIo> Switch<IO> {
                 if forwarded_ip_header(data).is_some_and(|(l3, at)| set_ce(data, l3, at)) {
                     self.counters.add(port, Counter::CeMarked, 1);
                 }
+            }
+            if self.int {
+                self.push_int_hops(port);
             }
             if self.batch.tx.is_empty() {
                 continue;
@@ -1205,6 +1251,37 @@ impl<IO: PacketIo> Switch<IO> {
             }
         }
         sent_total
+    }
+
+    /// Writes the INT hop of port `port` into each frame of `batch.tx`
+    /// that carries a collect block, from its departure: HPCC's switch
+    /// (`SwitchNotifyDequeue`) records the port's rate, its transmitted
+    /// bytes, its queue and the time as a packet leaves the egress queue,
+    /// which is the departure here; the hop is written a link delay later,
+    /// as the frame is handed to the ring (a parked frame has no bytes to
+    /// write into before). The rate is the emulated one (0 unshaped),
+    /// kbit/s; the time is the switch clock's, wrapping at 2^32 ns.
+    fn push_int_hops(&mut self, port: usize) {
+        let rate_kbps =
+            u32::try_from(self.ports[port].egress.config().rate_bps / 1000).unwrap_or(u32::MAX);
+        let (mut pushed, mut overflow) = (0, 0);
+        for (f, d) in self.batch.tx.iter().zip(&self.batch.tx_departures) {
+            let hop = IntHop {
+                link_rate_kbps: rate_kbps,
+                qlen_bytes: d.queue_bytes,
+                tx_bytes: d.departed_bytes,
+                ts_ns: d.at_ns as u32,
+            };
+            // Frames without a collect block (or with a broken one) go
+            // out as they are.
+            match push_hop(self.io.frame_mut(*f), hop) {
+                Ok(PushOutcome::Pushed) => pushed += 1,
+                Ok(PushOutcome::Overflow) => overflow += 1,
+                Ok(PushOutcome::NotInt) | Err(_) => {}
+            }
+        }
+        self.counters.add(port, Counter::IntPushed, pushed);
+        self.counters.add(port, Counter::IntOverflow, overflow);
     }
 
     /// Puts each parked frame of `batch.tx` (port `port`'s, in line order)

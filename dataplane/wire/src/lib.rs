@@ -12,6 +12,9 @@
 //! 2. [`forward_rewrite`] sets the MAC addresses and decrements TTL / hop
 //!    limit in place (RFC 1624 incremental IPv4 checksum).
 //! 3. [`mark_ce`] sets ECN Congestion Experienced in place.
+//! 4. [`push_hop`] appends an INT hop record to a RoCEv2 packet's collect
+//!    block at egress (the [`int`] module: the INT / timestamp block HPCC
+//!    and TIMELY use).
 //!
 //! # Guarantees
 //!
@@ -58,6 +61,7 @@ pub mod checksum;
 pub mod ethernet;
 mod flow;
 pub mod icmp;
+pub mod int;
 pub mod ip;
 pub mod ndp;
 mod parse;
@@ -70,6 +74,10 @@ mod transport;
 pub use checksum::ipv4_checksum;
 pub use ethernet::MacAddr;
 pub use flow::FlowTuple;
+pub use int::{
+    block_len, push_hop, write_collect, write_echo, write_timestamp, IntBlock, IntError, IntHop,
+    IntKind, PushOutcome, BTH_INT, INT_HEADER_LEN, INT_HOP_LEN, INT_MAX_SLOTS, TIMESTAMP_BLOCK_LEN,
+};
 pub use ip::{Ecn, L3};
 pub use parse::{parse, ParseError, ParsedFrame};
 pub use rewrite::{forward_rewrite, mark_ce, mark_ce_at, CeMark, RewriteError};

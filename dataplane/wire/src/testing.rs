@@ -114,6 +114,8 @@ pub struct FrameBuilder {
     ipv4_options: Vec<u8>,
     l4: L4Fields,
     payload: Vec<u8>,
+    /// An INT block after the BTH (RoCEv2 only), see [`FrameBuilder::int_block`].
+    int_block: Option<Vec<u8>>,
     pad_to: usize,
 }
 
@@ -134,6 +136,7 @@ impl FrameBuilder {
                 bth: None,
             },
             payload: Vec::new(),
+            int_block: None,
             pad_to: 0,
         }
     }
@@ -280,6 +283,14 @@ impl FrameBuilder {
         self
     }
 
+    /// RoCEv2 only: sets [`BTH_INT`](crate::int::BTH_INT) in BTH byte 4 and
+    /// puts `block` (built with [`crate::int::write_collect`] and friends,
+    /// or any bytes) right after the BTH, before the payload.
+    pub fn int_block(mut self, block: &[u8]) -> Self {
+        self.int_block = Some(block.to_vec());
+        self
+    }
+
     /// ICMP (IPv4) or ICMPv6 (IPv6) echo request.
     pub fn icmp_echo(mut self, ident: u16, seq: u16) -> Self {
         self.l4 = L4Fields::IcmpEcho { ident, seq };
@@ -366,7 +377,13 @@ impl FrameBuilder {
                     h[5..8].copy_from_slice(&(b.dest_qp & 0xFF_FFFF).to_be_bytes()[1..]);
                     h[8] = if b.ack_request { 0x80 } else { 0 };
                     h[9..12].copy_from_slice(&(b.psn & 0xFF_FFFF).to_be_bytes()[1..]);
+                    if self.int_block.is_some() {
+                        h[crate::int::BTH_INT_BYTE] |= crate::int::BTH_INT;
+                    }
                     l4.extend_from_slice(&h);
+                    if let Some(block) = &self.int_block {
+                        l4.extend_from_slice(block);
+                    }
                 }
                 l4.extend_from_slice(&self.payload);
                 if bth.is_some() {
