@@ -9,8 +9,15 @@
 //!   Poisson arrivals, as the client's) and its destinations; each becomes
 //!   a [`FlowRecord`] exactly as the socket client writes it, kept in
 //!   memory and written as `flows.csv` by [`RoceHost::write_flows_csv`].
+//! - The sender runs the transport's congestion control of
+//!   [`HostConfig::cc`] (DCQCN, HPCC, TIMELY or DCTCP, [`CcConfig`]) as
+//!   the socket client does: the same [`SenderCore`]. HPCC's data packets
+//!   carry an INT collect block; the hops in it are what the switches of
+//!   the path wrote (`lcmp_wire::push_hop`), so HPCC reacts only where
+//!   the switches push hops.
 //! - The receiver answers every data packet as `lcmp-traffic server
-//!   --transport rocev2` does: an ACK or NAK with the ECN echo, or a CNP.
+//!   --transport rocev2` does: an ACK or NAK with the ECN echo and the echo
+//!   of the packet's INT / timestamp block, or a CNP.
 //! - The NIC's egress (`host_nic`) is the host link towards the switch:
 //!   its rate and delay (the switch's port towards the host emulates the
 //!   other direction, as for any link). The sender core paces at the same
@@ -45,13 +52,14 @@ use lcmp_topology::Topology;
 use lcmp_traffic::client::{write_records, Destination};
 use lcmp_traffic::flows::{FlowSource, PlannedFlow};
 use lcmp_traffic::record::{FlowRecord, FlowStatus};
+use lcmp_traffic::rocev2::cc::CcConfig;
 use lcmp_traffic::rocev2::sender::{
-    frame_bytes, NewFlow, SenderConfig, SenderCore, SenderStats, ETHERNET_HEADER,
+    NewFlow, SenderConfig, SenderCore, SenderStats, ETHERNET_HEADER,
 };
 use lcmp_traffic::rocev2::server::{Notify, Receiver, RxStats};
 use lcmp_traffic::rocev2::wire::{
-    Aeth, Endpoints, Message, BTH_LEN, ECN_CE, ECN_ECT0, ECN_MASK, ICRC_LEN, IPV4_LEN, RETH_LEN,
-    ROCEV2_PORT, UDP_LEN,
+    Aeth, Endpoints, Message, BTH_LEN, ECN_CE, ECN_ECT0, ECN_MASK, ICRC_LEN, IPV4_LEN,
+    MAX_INT_BLOCK, RETH_LEN, ROCEV2_PORT, UDP_LEN,
 };
 use lcmp_traffic::rocev2::{pattern, qpn_of, udp_sport_of};
 use lcmp_wire::MacAddr;
@@ -79,8 +87,12 @@ pub struct HostConfig {
     pub gateway_mac: MacAddr,
     /// The host link towards the switch, emulated by the NIC's egress.
     pub nic: EgressConfig,
-    /// The sender: DCQCN (its line rate is the NIC's), payload, RTO.
+    /// The sender: payload, RTO (and DCQCN's parameters; its line rate is
+    /// the NIC's).
     pub sender: SenderConfig,
+    /// The CC every queue pair runs (its line rate is the NIC's): DCQCN
+    /// of `sender.dcqcn` unless [`HostConfig::with_cc`] set another.
+    pub cc: CcConfig,
     /// How the receiver signals CE marks back.
     pub notify: Notify,
     /// The receiver's NAK interval, ns.
@@ -110,6 +122,7 @@ impl HostConfig {
         let link = HostLink::of(topo, name, "RoCEv2 here is IPv4")?;
         sender.dcqcn.line_rate = link.egress.rate_bps as f64;
         Ok(HostConfig {
+            cc: CcConfig::dcqcn(sender.dcqcn, sender.payload),
             name: name.to_string(),
             ip: link.ip,
             mac: link.mac,
@@ -122,6 +135,15 @@ impl HostConfig {
             start_ns: 0,
             pfc_priority: lcmp_switch::pfc::ROCE_PRIORITY,
         })
+    }
+
+    /// The host running `cc` (as the emulation runs it:
+    /// [`CcConfig::emulated`]) at its NIC's rate.
+    pub fn with_cc(self, cc: CcConfig) -> HostConfig {
+        HostConfig {
+            cc: cc.with_line_rate(self.nic.rate_bps as f64),
+            ..self
+        }
     }
 }
 
@@ -225,14 +247,15 @@ impl<IO: PacketIo> RoceHost<IO> {
     ) -> Result<Self, String> {
         let name = &cfg.name;
         let nic = HostNic::new(name, io, cfg.nic)?;
-        cfg.sender
-            .dcqcn
-            .validate()
-            .map_err(|e| format!("host {name}: {e}"))?;
+        cfg.cc.validate().map_err(|e| format!("host {name}: {e}"))?;
         let payload = cfg.sender.payload;
-        if payload == 0 || payload > MAX_PAYLOAD_IN_FRAME {
+        // The block every data packet carries (none for DCQCN, DCTCP).
+        let block = cfg.cc.data_block_len();
+        let most = MAX_PAYLOAD_IN_FRAME.saturating_sub(block as u32);
+        if payload == 0 || payload > most {
             return Err(format!(
-                "host {name}: payload {payload} bytes; a frame of {FRAME_SIZE} bytes carries 1 to {MAX_PAYLOAD_IN_FRAME}"
+                "host {name}: payload {payload} bytes; a frame of {FRAME_SIZE} bytes carries 1 to {most} (with {block} bytes of {}'s INT block)",
+                cfg.cc.kind()
             ));
         }
         let peers = dsts
@@ -252,7 +275,7 @@ impl<IO: PacketIo> RoceHost<IO> {
         Ok(RoceHost {
             rkey: u32::from(cfg.ip),
             nic,
-            core: SenderCore::new(cfg.sender),
+            core: SenderCore::with_cc(cfg.sender, cfg.cc),
             receiver: Receiver::new(cfg.notify, cfg.nak_interval_ns),
             next_sweep_ns: cfg.start_ns.saturating_add(sweep_interval(&cfg)),
             cfg,
@@ -331,9 +354,17 @@ impl<IO: PacketIo> RoceHost<IO> {
         self.cfg.start_ns.saturating_add(offset)
     }
 
-    /// Writes `m` to `dst` from `sport` into a pool buffer and queues it
-    /// (counted and dropped if no buffer is free).
-    fn emit(&mut self, now_ns: u64, dst: Ipv4Addr, sport: u16, m: &Message<'_>) {
+    /// Writes `m` (with the block `block` after its BTH) to `dst` from
+    /// `sport` into a pool buffer and queues it (counted and dropped if no
+    /// buffer is free).
+    fn emit(
+        &mut self,
+        now_ns: u64,
+        dst: Ipv4Addr,
+        sport: u16,
+        m: &Message<'_>,
+        block: Option<&[u8]>,
+    ) {
         let Some(addr) = self.nic.take_buffer() else {
             return;
         };
@@ -345,7 +376,8 @@ impl<IO: PacketIo> RoceHost<IO> {
         };
         let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
         let buf = self.nic.room(addr);
-        let written = roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, 0, m).ok();
+        let written =
+            roce_frame::encode_with(buf, &mut self.datagram, mac, gw, &ep, 0, m, block).ok();
         self.nic.queue(addr, written, now_ns);
     }
 
@@ -375,7 +407,7 @@ impl<IO: PacketIo> RoceHost<IO> {
                         let ce = d.tos & ECN_MASK == ECN_CE;
                         let src = d.endpoints.src;
                         self.receiver
-                            .on_data(now_ns, src, qp, psn, opcode, reth, payload, ce)
+                            .on_data(now_ns, src, qp, psn, opcode, reth, payload, ce, d.int)
                             .map(|reply| (src, qp, reply))
                     }
                     Message::Ack {
@@ -385,7 +417,8 @@ impl<IO: PacketIo> RoceHost<IO> {
                         aeth,
                     } => {
                         let nak = matches!(aeth, Aeth::Nak { .. });
-                        if let Some(done) = self.core.on_ack(now_ns, qp, psn, nak, becn) {
+                        let done = self.core.on_ack_with(now_ns, qp, psn, nak, becn, d.int);
+                        if let Some(done) = done {
                             if let Some(rec) = self.records.get_mut(done.tag) {
                                 rec.status = FlowStatus::Ok;
                                 rec.fct_ns = Some(done.fct_ns);
@@ -407,9 +440,9 @@ impl<IO: PacketIo> RoceHost<IO> {
             };
             if let Some((src, qp, reply)) = answer {
                 let (ack, cnp) = reply.messages(qp);
-                self.emit(now_ns, src, ROCEV2_PORT, &ack);
+                self.emit(now_ns, src, ROCEV2_PORT, &ack, reply.block());
                 if let Some(cnp) = cnp {
-                    self.emit(now_ns, src, ROCEV2_PORT, &cnp);
+                    self.emit(now_ns, src, ROCEV2_PORT, &cnp, None);
                 }
             }
         }
@@ -543,11 +576,15 @@ impl<IO: PacketIo> RoceHost<IO> {
                 dport: d.dst.port(),
             };
             let (mac, gw) = (self.cfg.mac, self.cfg.gateway_mac);
+            let mut block = [0u8; MAX_INT_BLOCK];
+            let block = d.block.write(&mut block);
             let buf = self.nic.room(addr);
-            // The payload was checked against the frame size in `new`.
+            // The payload and block were checked against the frame size in
+            // `new`.
             let written =
-                roce_frame::encode(buf, &mut self.datagram, mac, gw, &ep, ECN_ECT0, &m).ok();
-            debug_assert_eq!(written, Some(frame_bytes(&seg)));
+                roce_frame::encode_with(buf, &mut self.datagram, mac, gw, &ep, ECN_ECT0, &m, block)
+                    .ok();
+            debug_assert_eq!(written, Some(d.frame_bytes()));
             self.nic.queue(addr, written, now_ns);
         }
     }

@@ -938,13 +938,17 @@ fn build(run: VirtualRun) -> Result<Built, String> {
             ),
         };
         let unscaled = network.host(h.id);
-        let sender = RoceOptions {
+        let host_roce = RoceOptions {
             line_rate: unscaled.rate_bps as f64,
             ..roce
-        }
-        .sender_config()
-        .map_err(|e| format!("host {}: {e}", h.name))?;
-        let mut cfg = HostConfig::from_topology(&emulated, &h.name, sender)?;
+        };
+        let sender = host_roce
+            .sender_config()
+            .map_err(|e| format!("host {}: {e}", h.name))?;
+        let cc = host_roce
+            .cc_config()
+            .map_err(|e| format!("host {}: {e}", h.name))?;
+        let mut cfg = HostConfig::from_topology(&emulated, &h.name, sender)?.with_cc(cc);
         cfg.nic.buffer_bytes = cfg.nic.buffer_bytes.min(HOST_NIC_BUFFER_BYTES);
         estimate.egress(cfg.nic.rate_bps, cfg.nic.delay_ns, cfg.nic.buffer_bytes);
         let expected = flows.expected_remaining();

@@ -36,8 +36,24 @@ pub fn encode(
     tos: u8,
     m: &Message<'_>,
 ) -> Result<usize, Rejected> {
+    encode_with(buf, scratch, src, dst, ep, tos, m, None)
+}
+
+/// [`encode`] with the INT / timestamp block `block` after the BTH
+/// ([`wire::encode_datagram_with`]).
+#[allow(clippy::too_many_arguments)]
+pub fn encode_with(
+    buf: &mut [u8],
+    scratch: &mut Vec<u8>,
+    src: MacAddr,
+    dst: MacAddr,
+    ep: &Endpoints,
+    tos: u8,
+    m: &Message<'_>,
+    block: Option<&[u8]>,
+) -> Result<usize, Rejected> {
     scratch.clear();
-    wire::encode_datagram(scratch, ep, tos, m).map_err(Rejected::Wire)?;
+    wire::encode_datagram_with(scratch, ep, tos, m, block).map_err(Rejected::Wire)?;
     let len = ETHERNET_HEADER + scratch.len();
     let Some((eth, datagram)) = buf
         .get_mut(..len)

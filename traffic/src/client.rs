@@ -37,6 +37,7 @@ use crate::cdf::Cdf;
 use crate::flows::{self, Arrivals, FlowSource};
 use crate::protocol::{read_ack, send_flow, Header};
 use crate::record::{FlowRecord, FlowStatus};
+use crate::rocev2::cc::CcConfig;
 use crate::rocev2::client::{Endpoint, RoceOptions};
 use crate::rocev2::sender::SenderConfig;
 use crate::sockopt;
@@ -132,7 +133,12 @@ pub struct Plan {
     /// `config.max_concurrent`, lowered to what the descriptor limit holds.
     pub max_concurrent: usize,
     out: File,
-    rocev2: Option<(Endpoint, SenderConfig, crate::rocev2::net::Signals)>,
+    rocev2: Option<(
+        Endpoint,
+        SenderConfig,
+        CcConfig,
+        crate::rocev2::net::Signals,
+    )>,
 }
 
 /// The largest flow of the RoCEv2 transport: the RETH's 32-bit length.
@@ -265,6 +271,7 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
     let rocev2 = match &config.rocev2 {
         Some(opts) => {
             let sender = opts.sender_config()?;
+            let cc = opts.cc_config()?;
             if max_size > MAX_ROCE_FLOW {
                 return Err(format!(
                     "flows of up to {max_size} bytes exceed the RETH's 32-bit length ({MAX_ROCE_FLOW}); raise --size-scale"
@@ -277,7 +284,7 @@ pub fn prepare(config: ClientConfig) -> Result<Plan, String> {
             let signals = crate::rocev2::net::Signals::new()
                 .map_err(|e| format!("cannot set up signal handling: {e}"))?;
             let endpoint = Endpoint::open(&config.dsts)?;
-            Some((endpoint, sender, signals))
+            Some((endpoint, sender, cc, signals))
         }
         None => {
             if let Some(cc) = &config.cc {
@@ -693,7 +700,7 @@ impl Shared {
 
 /// Runs the plan: arrivals, drain, CSV. Progress goes to stdout.
 pub fn run(mut plan: Plan) -> Result<Summary, String> {
-    if let Some((endpoint, sender, signals)) = plan.rocev2.take() {
+    if let Some((endpoint, sender, cc, signals)) = plan.rocev2.take() {
         let source = FlowSource::new(
             plan.arrivals,
             plan.config.seed,
@@ -711,6 +718,7 @@ pub fn run(mut plan: Plan) -> Result<Summary, String> {
             drain_s: plan.config.drain_s,
             source,
             config: sender,
+            cc,
         };
         return crate::rocev2::client::run(run, endpoint, signals);
     }

@@ -13,10 +13,14 @@ use lcmp_traffic::client::{self, ClientConfig, Destination, Load};
 use lcmp_traffic::flows::{Arrivals, FlowSource};
 use lcmp_traffic::ndp;
 use lcmp_traffic::ndp::socket::{Endpoint as NdpEndpoint, NdpOptions};
+use lcmp_traffic::rocev2::cc::{CcParams, CongestionControl, DEFAULT_INT_HOPS};
 use lcmp_traffic::rocev2::client::{check_time_scale, RoceOptions};
 use lcmp_traffic::rocev2::dcqcn::DcqcnParams;
+use lcmp_traffic::rocev2::dctcp::DctcpParams;
+use lcmp_traffic::rocev2::hpcc::HpccParams;
 use lcmp_traffic::rocev2::net::Signals;
 use lcmp_traffic::rocev2::server::{self as roce_server, Notify, RoceServerConfig};
+use lcmp_traffic::rocev2::timely::TimelyParams;
 use lcmp_traffic::rocev2::wire::ROCEV2_PORT;
 use lcmp_traffic::server::{self, ServerConfig};
 use lcmp_traffic::sockopt;
@@ -45,13 +49,22 @@ bytes per packet, the last one shorter; a pattern of (QP, offset) the receiver c
 RC Acknowledge (AETH ACK, PSN = next expected) whose BECN bit echoes a CE mark, or a NAK (PSN \
 sequence error, the expected PSN; at most once per --nak-interval-us for one PSN) for a packet \
 ahead of it; with --notify cnp a CE mark is signalled by a CNP (opcode 0x81) instead of the \
-echo. The sender paces each QP at its DCQCN rate (the LCMP simulator's Mellanox DCQCN, timers \
-evaluated lazily), serializes all QPs at --line-rate, goes back to the NAKed PSN, and after \
---rto-ms without progress goes back to the first unacknowledged packet.
+echo. The sender paces each QP at the rate of its congestion control (--cc: dcqcn, the LCMP \
+simulator's Mellanox DCQCN, timers evaluated lazily; hpcc; timely; dctcp; as HPCC's ns-3 \
+rdma-hw.cc runs them), keeps its bytes in flight under the CC's window (--window-bytes, \
+following the rate), serializes all QPs at --line-rate, goes back to the NAKed PSN, and after \
+--rto-ms without progress goes back to the first unacknowledged packet. hpcc: every data \
+packet carries an INT block after the BTH (BTH byte 4 bit 0x20; --int-hops 16-byte hop slots \
+that switches fill, masked in the ICRC) and the receiver echoes the hops in its ACK; timely: \
+the block carries the send time and the ACK echoes it (an RTT sample); dcqcn and dctcp: no \
+block, the ECN echo. A server echoes whatever block a packet carries: it serves every CC.
 
 rocev2 FCT: from the flow's arrival (when its QP may send: the simulator's startTime) to the \
 ACK of its last packet. min_rtt_us: the smallest data -> ACK time of the flow's timed packets. \
-src is senderIP:udp_sport of the QP, dst the receiver's ADDR:PORT.
+src is senderIP:udp_sport of the QP, dst the receiver's ADDR:PORT. The final line carries the \
+sender's totals under \"rocev2\" (packets, retransmissions, naks, ecn_echoes, cnps, rate_cuts, \
+timeouts, ..., cc: the CC's name, cc_updates, cc_fast_reactions, int_echoes, int_overflows, \
+timestamp_echoes, window_stalls).
 
 --transport ndp: NDP (Handley et al. 2017), the rotor networks' trimming transport, as the \
 engine's hosts run it, over kernel UDP sockets: every packet goes to UDP port 7247 (the port \
@@ -292,9 +305,11 @@ struct ClientArgs {
     /// an earlier one is still open: from then on as flows end).
     #[arg(long, value_name = "FILE.csv")]
     out: PathBuf,
-    /// TCP congestion control for every flow (TCP_CONGESTION); must be in
-    /// /proc/sys/net/ipv4/tcp_available_congestion_control. Default: the
-    /// system's. tcp only.
+    /// The congestion control of every flow. tcp: a kernel one
+    /// (TCP_CONGESTION), in
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control; default the
+    /// system's. rocev2: dcqcn (default), hpcc, timely or dctcp (each
+    /// with its --dcqcn-*, --hpcc-*, --timely-*, --dctcp-* flags).
     #[arg(long, value_name = "NAME")]
     cc: Option<String>,
     /// At most N flows in flight (each holds a socket); an arrival beyond it
@@ -351,6 +366,85 @@ struct ClientArgs {
     /// rocev2: fast recovery steps before additive increase. Default 1.
     #[arg(long, value_name = "N")]
     dcqcn_fast_recovery: Option<u32>,
+    /// rocev2: the largest RTT between hosts (the simulator's maxRtt):
+    /// HPCC's base RTT T and the delay of its window; multiplied by
+    /// --time-scale. Required by --cc hpcc.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    base_rtt_us: Option<f64>,
+    /// rocev2: the bytes in flight allowed at the line rate (the
+    /// simulator's maxBdp; the window follows the rate), divided by
+    /// --rate-scale; 0 = none. Default: line rate x --base-rtt-us for hpcc,
+    /// none for the others.
+    #[arg(long, value_name = "BYTES")]
+    window_bytes: Option<u64>,
+    /// rocev2 --cc hpcc: hop slots of the INT block every data packet
+    /// carries (16 bytes each), 1 to 16. Default 5.
+    #[arg(long, value_name = "N")]
+    int_hops: Option<u8>,
+    /// rocev2 --cc hpcc: the target utilization eta (U_TARGET). Default 0.95.
+    #[arg(long, value_name = "ETA", allow_negative_numbers = true)]
+    hpcc_eta: Option<f64>,
+    /// rocev2 --cc hpcc: additive increases before a multiplicative one
+    /// (MI_THRESH, maxStage). Default 0.
+    #[arg(long, value_name = "N")]
+    hpcc_max_stage: Option<u32>,
+    /// rocev2 --cc hpcc: the additive increase W_AI as a rate (RATE_AI).
+    /// Default 50M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    hpcc_rate_ai: Option<f64>,
+    /// rocev2 --cc hpcc: the minimum rate. Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    hpcc_min_rate: Option<f64>,
+    /// rocev2 --cc hpcc: react to every ACK between per-RTT updates
+    /// (FAST_REACT). Default true.
+    #[arg(long, value_name = "BOOL")]
+    hpcc_fast_react: Option<bool>,
+    /// rocev2 --cc hpcc: one rate per hop (MULTI_RATE). Default false.
+    #[arg(long, value_name = "BOOL")]
+    hpcc_multi_rate: Option<bool>,
+    /// rocev2 --cc hpcc: fast reactions skip hops with an empty queue
+    /// (SAMPLE_FEEDBACK). Default false.
+    #[arg(long, value_name = "BOOL")]
+    hpcc_sample_feedback: Option<bool>,
+    /// rocev2 --cc timely: the additive step (RATE_AI). Default 50M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    timely_rate_ai: Option<f64>,
+    /// rocev2 --cc timely: the hyper-active step (RATE_HAI). Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    timely_rate_hai: Option<f64>,
+    /// rocev2 --cc timely: the minimum rate. Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    timely_min_rate: Option<f64>,
+    /// rocev2 --cc timely: the EWMA weight of a new RTT difference.
+    /// Default 0.875.
+    #[arg(long, value_name = "A", allow_negative_numbers = true)]
+    timely_alpha: Option<f64>,
+    /// rocev2 --cc timely: the multiplicative decrease factor. Default 0.8.
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    timely_beta: Option<f64>,
+    /// rocev2 --cc timely: below this RTT, increase. Default 50.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    timely_t_low_us: Option<f64>,
+    /// rocev2 --cc timely: above this RTT, decrease. Default 500.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    timely_t_high_us: Option<f64>,
+    /// rocev2 --cc timely: the gradient's normalizer (minRTT). Default 20.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    timely_min_rtt_us: Option<f64>,
+    /// rocev2 --cc timely: additive increases before hyper-active ones.
+    /// Default 5.
+    #[arg(long, value_name = "N")]
+    timely_hai_after: Option<u32>,
+    /// rocev2 --cc dctcp: the increase per window without marks
+    /// (DCTCP_RATE_AI). Default 1G.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    dctcp_rate_ai: Option<f64>,
+    /// rocev2 --cc dctcp: the minimum rate. Default 100M.
+    #[arg(long, value_name = "B", value_parser = parse_rate, allow_hyphen_values = true)]
+    dctcp_min_rate: Option<f64>,
+    /// rocev2 --cc dctcp: alpha's gain g. Default 1/256 = 0.00390625.
+    #[arg(long, value_name = "G", allow_negative_numbers = true)]
+    dctcp_g: Option<f64>,
     /// rocev2: go back to the first unacknowledged packet after this long
     /// without progress; keep it well above the longest RTT. Default 4000.
     /// ndp: resend a packet unanswered this long (NDP's minimum RTO, as
@@ -401,6 +495,25 @@ fn owners(flag: &str) -> &'static str {
     }
 }
 
+/// The CC a rocev2 client flag belongs to, if it is one CC's.
+fn cc_of_flag(flag: &str) -> Option<CongestionControl> {
+    match flag {
+        f if f.starts_with("--dcqcn-") => Some(CongestionControl::Dcqcn),
+        f if f.starts_with("--hpcc-") || f == "--int-hops" => Some(CongestionControl::Hpcc),
+        f if f.starts_with("--timely-") => Some(CongestionControl::Timely),
+        f if f.starts_with("--dctcp-") => Some(CongestionControl::Dctcp),
+        _ => None,
+    }
+}
+
+/// "a"/"an" before a CC's name.
+fn cc_article(cc: CongestionControl) -> &'static str {
+    match cc {
+        CongestionControl::Hpcc => "an",
+        _ => "a",
+    }
+}
+
 impl ClientArgs {
     /// The NDP options (defaults for what was not given).
     fn ndp_options(&self) -> NdpOptions {
@@ -443,10 +556,57 @@ impl ClientArgs {
             ),
             (self.dcqcn_fast_recovery.is_some(), "--dcqcn-fast-recovery"),
             (self.rto_ms.is_some(), "--rto-ms"),
+            (self.base_rtt_us.is_some(), "--base-rtt-us"),
+            (self.window_bytes.is_some(), "--window-bytes"),
+            (self.int_hops.is_some(), "--int-hops"),
+            (self.hpcc_eta.is_some(), "--hpcc-eta"),
+            (self.hpcc_max_stage.is_some(), "--hpcc-max-stage"),
+            (self.hpcc_rate_ai.is_some(), "--hpcc-rate-ai"),
+            (self.hpcc_min_rate.is_some(), "--hpcc-min-rate"),
+            (self.hpcc_fast_react.is_some(), "--hpcc-fast-react"),
+            (self.hpcc_multi_rate.is_some(), "--hpcc-multi-rate"),
+            (
+                self.hpcc_sample_feedback.is_some(),
+                "--hpcc-sample-feedback",
+            ),
+            (self.timely_rate_ai.is_some(), "--timely-rate-ai"),
+            (self.timely_rate_hai.is_some(), "--timely-rate-hai"),
+            (self.timely_min_rate.is_some(), "--timely-min-rate"),
+            (self.timely_alpha.is_some(), "--timely-alpha"),
+            (self.timely_beta.is_some(), "--timely-beta"),
+            (self.timely_t_low_us.is_some(), "--timely-t-low-us"),
+            (self.timely_t_high_us.is_some(), "--timely-t-high-us"),
+            (self.timely_min_rtt_us.is_some(), "--timely-min-rtt-us"),
+            (self.timely_hai_after.is_some(), "--timely-hai-after"),
+            (self.dctcp_rate_ai.is_some(), "--dctcp-rate-ai"),
+            (self.dctcp_min_rate.is_some(), "--dctcp-min-rate"),
+            (self.dctcp_g.is_some(), "--dctcp-g"),
         ]
         .into_iter()
         .filter_map(|(given, flag)| given.then_some(flag))
         .collect()
+    }
+
+    /// The rocev2 CC (`--cc`, default dcqcn); a flag of another CC is
+    /// refused.
+    fn rocev2_cc(&self) -> Result<CongestionControl, String> {
+        let cc = match &self.cc {
+            None => CongestionControl::Dcqcn,
+            Some(name) => CongestionControl::from_name(name).map_err(|_| {
+                format!(
+                    "--cc {name}: rocev2 runs dcqcn, hpcc, timely or dctcp (a kernel congestion control is for --transport tcp)"
+                )
+            })?,
+        };
+        for flag in self.rocev2_flags() {
+            if let Some(theirs) = cc_of_flag(flag).filter(|&c| c != cc) {
+                return Err(format!(
+                    "{flag} is {} {theirs} option (--cc {theirs})",
+                    cc_article(theirs)
+                ));
+            }
+        }
+        Ok(cc)
     }
 
     /// The rocev2 options (defaults for what was not given).
@@ -462,15 +622,8 @@ impl ClientArgs {
             }
         };
         let p = DcqcnParams::default();
-        Ok(RoceOptions {
-            scaling: lcmp_topology::Scaling {
-                time: self.time_scale.unwrap_or(d.scaling.time),
-                ..lcmp_topology::Scaling::rates(self.rate_scale.unwrap_or(d.scaling.rate))
-            },
-            line_rate: self.line_rate.unwrap_or(d.line_rate),
-            payload: self.payload.unwrap_or(d.payload),
-            rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
-            dcqcn: DcqcnParams {
+        let cc = match self.rocev2_cc()? {
+            CongestionControl::Dcqcn => CcParams::Dcqcn(DcqcnParams {
                 rate_ai: self.dcqcn_rate_ai.unwrap_or(p.rate_ai),
                 rate_hai: self.dcqcn_rate_hai.unwrap_or(p.rate_hai),
                 min_rate: self.dcqcn_min_rate.unwrap_or(p.min_rate),
@@ -492,7 +645,57 @@ impl ClientArgs {
                 )?,
                 fast_recovery_times: self.dcqcn_fast_recovery.unwrap_or(p.fast_recovery_times),
                 ..p
+            }),
+            CongestionControl::Hpcc => {
+                let h = HpccParams::default();
+                CcParams::Hpcc(HpccParams {
+                    rate_ai: self.hpcc_rate_ai.unwrap_or(h.rate_ai),
+                    min_rate: self.hpcc_min_rate.unwrap_or(h.min_rate),
+                    u_target: self.hpcc_eta.unwrap_or(h.u_target),
+                    mi_thresh: self.hpcc_max_stage.unwrap_or(h.mi_thresh),
+                    fast_react: self.hpcc_fast_react.unwrap_or(h.fast_react),
+                    multi_rate: self.hpcc_multi_rate.unwrap_or(h.multi_rate),
+                    sample_feedback: self.hpcc_sample_feedback.unwrap_or(h.sample_feedback),
+                    ..h
+                })
+            }
+            CongestionControl::Timely => {
+                let t = TimelyParams::default();
+                CcParams::Timely(TimelyParams {
+                    rate_ai: self.timely_rate_ai.unwrap_or(t.rate_ai),
+                    rate_hai: self.timely_rate_hai.unwrap_or(t.rate_hai),
+                    min_rate: self.timely_min_rate.unwrap_or(t.min_rate),
+                    alpha: self.timely_alpha.unwrap_or(t.alpha),
+                    beta: self.timely_beta.unwrap_or(t.beta),
+                    t_low_ns: us(self.timely_t_low_us, t.t_low_ns, "--timely-t-low-us")?,
+                    t_high_ns: us(self.timely_t_high_us, t.t_high_ns, "--timely-t-high-us")?,
+                    min_rtt_ns: us(self.timely_min_rtt_us, t.min_rtt_ns, "--timely-min-rtt-us")?,
+                    hai_after: self.timely_hai_after.unwrap_or(t.hai_after),
+                    ..t
+                })
+            }
+            CongestionControl::Dctcp => {
+                let t = DctcpParams::default();
+                CcParams::Dctcp(DctcpParams {
+                    rate_ai: self.dctcp_rate_ai.unwrap_or(t.rate_ai),
+                    min_rate: self.dctcp_min_rate.unwrap_or(t.min_rate),
+                    g: self.dctcp_g.unwrap_or(t.g),
+                    ..t
+                })
+            }
+        };
+        Ok(RoceOptions {
+            scaling: lcmp_topology::Scaling {
+                time: self.time_scale.unwrap_or(d.scaling.time),
+                ..lcmp_topology::Scaling::rates(self.rate_scale.unwrap_or(d.scaling.rate))
             },
+            line_rate: self.line_rate.unwrap_or(d.line_rate),
+            payload: self.payload.unwrap_or(d.payload),
+            rto_ms: self.rto_ms.unwrap_or(d.rto_ms),
+            cc,
+            int_hops: self.int_hops.unwrap_or(DEFAULT_INT_HOPS),
+            base_rtt_ns: us(self.base_rtt_us, 0, "--base-rtt-us")?,
+            window_bytes: self.window_bytes,
         })
     }
 }
@@ -730,15 +933,11 @@ fn client_main(args: ClientArgs) -> ExitCode {
                 .into(),
         );
     }
-    if args.transport != Transport::Tcp {
-        for (given, flag) in [
-            (args.cc.is_some(), "--cc"),
-            (args.max_concurrent.is_some(), "--max-concurrent"),
-        ] {
-            if given {
-                return usage(format!("{flag} is a tcp option (--transport tcp)"));
-            }
-        }
+    if args.transport == Transport::Ndp && args.cc.is_some() {
+        return usage("--cc is a tcp and a rocev2 option (--transport tcp or rocev2)".into());
+    }
+    if args.transport != Transport::Tcp && args.max_concurrent.is_some() {
+        return usage("--max-concurrent is a tcp option (--transport tcp)".into());
     }
     let rocev2 = match args.transport {
         Transport::Tcp => None,
@@ -761,7 +960,8 @@ fn client_main(args: ClientArgs) -> ExitCode {
         seed: args.seed,
         id_base: args.id_base,
         out: args.out,
-        cc: args.cc,
+        // rocev2's --cc is in its options.
+        cc: args.cc.filter(|_| rocev2.is_none()),
         max_concurrent: args.max_concurrent.unwrap_or(4096),
         progress_ms: args.progress_ms,
         rocev2,

@@ -545,7 +545,66 @@ fn schedule_scale_and_transport_errors() {
         (poisson(&["--rto-ms", "10"]), "--rto-ms is a rocev2 option"),
         (
             poisson(&["--transport", "rocev2", "--cc", "reno"]),
-            "--cc is a tcp option (--transport tcp)",
+            "--cc reno: rocev2 runs dcqcn, hpcc, timely or dctcp (a kernel congestion control is for --transport tcp)",
+        ),
+        (
+            poisson(&["--transport", "ndp", "--cc", "hpcc"]),
+            "--cc is a tcp and a rocev2 option (--transport tcp or rocev2)",
+        ),
+        // A CC's flags under another CC (dcqcn is the default) ...
+        (
+            poisson(&["--transport", "rocev2", "--hpcc-eta", "0.9"]),
+            "--hpcc-eta is an hpcc option (--cc hpcc)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "hpcc", "--dcqcn-g", "0.5"]),
+            "--dcqcn-g is a dcqcn option (--cc dcqcn)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "timely", "--int-hops", "3"]),
+            "--int-hops is an hpcc option (--cc hpcc)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "dctcp", "--timely-beta", "0.5"]),
+            "--timely-beta is a timely option (--cc timely)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "hpcc", "--dctcp-g", "0.5"]),
+            "--dctcp-g is a dctcp option (--cc dctcp)",
+        ),
+        // ... and under other transports.
+        (
+            poisson(&["--hpcc-max-stage", "2"]),
+            "--hpcc-max-stage is a rocev2 option (--transport rocev2)",
+        ),
+        (
+            poisson(&["--transport", "ndp", "--timely-alpha", "0.5"]),
+            "--timely-alpha is a rocev2 option (--transport rocev2)",
+        ),
+        (
+            poisson(&["--base-rtt-us", "10"]),
+            "--base-rtt-us is a rocev2 option (--transport rocev2)",
+        ),
+        // Values, named by their flag.
+        (
+            poisson(&["--transport", "rocev2", "--cc", "hpcc"]),
+            "hpcc needs a base RTT and a window (--base-rtt-us",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "hpcc", "--base-rtt-us", "10", "--int-hops", "17"]),
+            "--int-hops must be in [1, 16], got 17",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "hpcc", "--base-rtt-us", "10", "--hpcc-eta", "1.5"]),
+            "--hpcc-eta must be in (0, 1], got 1.5",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "timely", "--timely-t-low-us", "600"]),
+            "--timely-t-low-us (600000 ns) exceeds --timely-t-high-us (500000 ns)",
+        ),
+        (
+            poisson(&["--transport", "rocev2", "--cc", "dctcp", "--dctcp-g", "2"]),
+            "--dctcp-g must be in (0, 1], got 2",
         ),
         (
             poisson(&["--transport", "rocev2", "--max-concurrent", "4"]),

@@ -134,6 +134,51 @@ pub struct QpSetup {
 }
 
 impl QpSetup {
+    /// No window, no base RTT, `mtu`-byte packets: what DCQCN runs here
+    /// (the simulator's window is non-binding in its runs, dcqcn.md).
+    pub fn no_window(mtu: u32) -> QpSetup {
+        QpSetup {
+            win_bytes: 0,
+            base_rtt_ns: 0,
+            var_win: false,
+            mtu,
+        }
+    }
+
+    /// The window and base RTT of a host with line rate `line_rate_bps`
+    /// whose largest RTT to any peer is `base_rtt_ns` (the simulator's
+    /// `GLOBAL_T 1`: `maxRtt`, and `maxBdp` = that RTT x the line rate),
+    /// the window following the rate (`VAR_WIN 1`).
+    pub fn bdp(line_rate_bps: f64, base_rtt_ns: u64, mtu: u32) -> QpSetup {
+        // Saturating casts: an absurd rate gives the largest window.
+        let win = (line_rate_bps * base_rtt_ns as f64 / 8e9).round() as u64;
+        QpSetup {
+            win_bytes: win,
+            base_rtt_ns,
+            var_win: true,
+            mtu,
+        }
+    }
+
+    /// As an emulation scaled by `s` runs it: the base RTT dilated
+    /// ([`Scaling::duration_ns`]), the window a bandwidth-delay product
+    /// of the emulated rate ([`Scaling::rate_bps`]) over the dilated time.
+    pub fn emulated(self, s: &Scaling) -> QpSetup {
+        let win = if self.win_bytes == 0 {
+            0
+        } else {
+            // bytes x (1 / rate divisor) x time: per emulated bit/s, per
+            // dilated second.
+            let per_s = s.duration_ns(1_000_000_000) as f64 / 1e9;
+            (s.rate_bps(self.win_bytes as f64) * per_s).round().max(1.0) as u64
+        };
+        QpSetup {
+            win_bytes: win,
+            base_rtt_ns: s.duration_ns(self.base_rtt_ns),
+            ..self
+        }
+    }
+
     /// The bytes in flight allowed at `rate` (`RdmaQueuePair::GetWin`):
     /// None without a window; with `var_win` the window scaled by rate /
     /// line rate, at least 1 byte.
@@ -208,6 +253,29 @@ impl CcParams {
         }
     }
 
+    /// The same parameters with the host NIC's rate `bps` (the rate
+    /// every CC starts at and is capped by).
+    pub fn with_line_rate(self, bps: f64) -> CcParams {
+        match self {
+            CcParams::Dcqcn(p) => CcParams::Dcqcn(DcqcnParams {
+                line_rate: bps,
+                ..p
+            }),
+            CcParams::Hpcc(p) => CcParams::Hpcc(HpccParams {
+                line_rate: bps,
+                ..p
+            }),
+            CcParams::Timely(p) => CcParams::Timely(TimelyParams {
+                line_rate: bps,
+                ..p
+            }),
+            CcParams::Dctcp(p) => CcParams::Dctcp(DctcpParams {
+                line_rate: bps,
+                ..p
+            }),
+        }
+    }
+
     /// The parameters as an emulation scaled by `s` runs them.
     pub fn emulated(self, s: &Scaling) -> CcParams {
         match self {
@@ -226,6 +294,110 @@ impl CcParams {
             CcParams::Timely(p) => p.validate(),
             CcParams::Dctcp(p) => p.validate(),
         }
+    }
+}
+
+/// The default hop slots of an HPCC data packet's collect block (HPCC's
+/// own `IntHeader::maxHop`, 5).
+pub const DEFAULT_INT_HOPS: u8 = 5;
+
+/// What every queue pair of a sender runs: the CC with its parameters,
+/// the window, and what its data packets carry for the receiver to echo
+/// ([`CongestionControl::feedback`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CcConfig {
+    /// The CC; its line rate is the host NIC's.
+    pub params: CcParams,
+    pub qp: QpSetup,
+    /// Hop slots of the collect block on HPCC's data packets (1 to
+    /// [`lcmp_wire::INT_MAX_SLOTS`]); unused by the other CCs.
+    pub int_hops: u8,
+}
+
+impl CcConfig {
+    /// DCQCN with `p`, no window: the transport as it ran before the
+    /// other CCs.
+    pub fn dcqcn(p: DcqcnParams, mtu: u32) -> CcConfig {
+        CcConfig {
+            params: CcParams::Dcqcn(p),
+            qp: QpSetup::no_window(mtu),
+            int_hops: DEFAULT_INT_HOPS,
+        }
+    }
+
+    pub fn kind(&self) -> CongestionControl {
+        self.params.kind()
+    }
+
+    /// The same with the host NIC's rate `bps`.
+    pub fn with_line_rate(self, bps: f64) -> CcConfig {
+        CcConfig {
+            params: self.params.with_line_rate(bps),
+            ..self
+        }
+    }
+
+    /// As an emulation scaled by `s` runs it ([`CcParams::emulated`],
+    /// [`QpSetup::emulated`]).
+    pub fn emulated(self, s: &Scaling) -> CcConfig {
+        CcConfig {
+            params: self.params.emulated(s),
+            qp: self.qp.emulated(s),
+            ..self
+        }
+    }
+
+    /// Bytes of the block each data packet carries after its BTH: HPCC's
+    /// collect block of `int_hops` slots, TIMELY's timestamp, none for
+    /// DCQCN and DCTCP.
+    pub fn data_block_len(&self) -> usize {
+        match self.kind().feedback() {
+            Feedback::Ecn => 0,
+            Feedback::Int => super::wire::int_block_len(lcmp_wire::IntKind::Collect, self.int_hops),
+            Feedback::Timestamp => super::wire::int_block_len(lcmp_wire::IntKind::Timestamp, 0),
+        }
+    }
+
+    /// One line naming the first unusable setting.
+    pub fn validate(&self) -> Result<(), String> {
+        self.params.validate()?;
+        if self.kind() == CongestionControl::Hpcc {
+            if !(1..=lcmp_wire::INT_MAX_SLOTS).contains(&self.int_hops) {
+                return Err(format!(
+                    "--int-hops must be in [1, {}], got {}",
+                    lcmp_wire::INT_MAX_SLOTS,
+                    self.int_hops
+                ));
+            }
+            if self.qp.base_rtt_ns == 0 || self.qp.win_bytes == 0 {
+                return Err(
+                    "hpcc needs a base RTT and a window (--base-rtt-us, the largest RTT between hosts)"
+                        .into(),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A CC's update counts (for the run's totals).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CcCounts {
+    /// Rate updates from feedback: DCQCN's and DCTCP's cuts, HPCC's full
+    /// (once per RTT) updates, TIMELY's (once per RTT) updates.
+    pub updates: u64,
+    /// HPCC's fast reactions (between full updates); 0 for the others.
+    pub fast_reactions: u64,
+    /// Multiplicative rate cuts: DCQCN's and DCTCP's (0 for HPCC and
+    /// TIMELY, whose updates are counted as such).
+    pub rate_cuts: u64,
+}
+
+impl std::ops::AddAssign for CcCounts {
+    fn add_assign(&mut self, o: CcCounts) {
+        self.updates += o.updates;
+        self.fast_reactions += o.fast_reactions;
+        self.rate_cuts += o.rate_cuts;
     }
 }
 
@@ -272,6 +444,34 @@ impl Cc {
             Cc::Hpcc(s) => s.rate(),
             Cc::Timely(s) => s.rate(),
             Cc::Dctcp(s) => s.rate(),
+        }
+    }
+
+    /// The update counts so far ([`CcCounts`]).
+    pub fn counts(&self) -> CcCounts {
+        match self {
+            Cc::Dcqcn(s) => CcCounts {
+                updates: s.rate_cuts(),
+                fast_reactions: 0,
+                rate_cuts: s.rate_cuts(),
+            },
+            Cc::Hpcc(s) => {
+                let (updates, fast_reactions) = s.updates();
+                CcCounts {
+                    updates,
+                    fast_reactions,
+                    rate_cuts: 0,
+                }
+            }
+            Cc::Timely(s) => CcCounts {
+                updates: s.updates(),
+                ..CcCounts::default()
+            },
+            Cc::Dctcp(s) => CcCounts {
+                updates: s.rate_cuts(),
+                fast_reactions: 0,
+                rate_cuts: s.rate_cuts(),
+            },
         }
     }
 

@@ -27,11 +27,14 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
+use super::cc::{CcConfig, CcParams, CongestionControl, QpSetup, DEFAULT_INT_HOPS};
 use super::dcqcn::DcqcnParams;
 use super::net::{self, RawSender, Signals};
 use super::pattern;
 use super::sender::{Departure, NewFlow, SenderConfig, SenderCore, SenderStats};
-use super::wire::{self, Aeth, Endpoints, Message, ECN_ECT0, MAX_PAYLOAD, ROCEV2_PORT};
+use super::wire::{
+    self, Aeth, Endpoints, Message, Packet, ECN_ECT0, MAX_INT_BLOCK, MAX_PAYLOAD, ROCEV2_PORT,
+};
 use super::{qpn_of, udp_sport_of};
 use crate::client::{done_line, print_line, Destination, FlowLog, Summary};
 use crate::flows::FlowSource;
@@ -48,16 +51,30 @@ pub const MAX_ACTIVE_QPS: usize = 1 << 16;
 
 /// The rocev2 options as given: rates in simulator units (bit/s) and
 /// intervals in the simulator's time, run as the testbed's `scaling` runs
-/// its links ([`DcqcnParams::emulated`]).
+/// its links ([`CcConfig::emulated`], the one place that scales them).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RoceOptions {
     /// The testbed's scaling (its rate and time factors apply here).
     pub scaling: Scaling,
-    /// The host NIC's rate (before scaling); also DCQCN's line rate.
+    /// The host NIC's rate (before scaling); also the CC's line rate.
     pub line_rate: f64,
     pub payload: u32,
-    pub dcqcn: DcqcnParams,
+    /// The congestion control and its parameters (their line rate is
+    /// replaced by `line_rate`).
+    pub cc: CcParams,
     pub rto_ms: f64,
+    /// Hop slots of HPCC's INT collect block.
+    pub int_hops: u8,
+    /// The largest RTT between hosts, ns of the network's time (the
+    /// simulator's `maxRtt` with `GLOBAL_T 1`): HPCC's base RTT T and the
+    /// delay of its default window; 0 = not given.
+    pub base_rtt_ns: u64,
+    /// The in-flight bound at the line rate, bytes of the network (its
+    /// `maxBdp`), following the rate (`VAR_WIN`); 0 = none. `None`: the
+    /// CC's default, the bandwidth-delay product of `line_rate` and
+    /// `base_rtt_ns` for HPCC (its utilization needs one), none for the
+    /// others.
+    pub window_bytes: Option<u64>,
 }
 
 impl Default for RoceOptions {
@@ -66,16 +83,47 @@ impl Default for RoceOptions {
             scaling: Scaling::NONE,
             line_rate: 100e9,
             payload: 1000,
-            dcqcn: DcqcnParams::default(),
+            cc: CcParams::Dcqcn(DcqcnParams::default()),
             rto_ms: 4000.0,
+            int_hops: DEFAULT_INT_HOPS,
+            base_rtt_ns: 0,
+            window_bytes: None,
         }
     }
 }
 
 impl RoceOptions {
-    /// The sender's configuration: rates divided by the scales, intervals
-    /// dilated, validated.
-    pub fn sender_config(&self) -> Result<SenderConfig, String> {
+    /// The CC every queue pair runs, as the emulation runs it: line rate
+    /// set, rates and times scaled, validated.
+    pub fn cc_config(&self) -> Result<CcConfig, String> {
+        self.check_scaling()?;
+        let params = self.cc.with_line_rate(self.line_rate);
+        let qp = match self.window_bytes {
+            Some(win) => QpSetup {
+                win_bytes: win,
+                base_rtt_ns: self.base_rtt_ns,
+                var_win: true,
+                mtu: self.payload,
+            },
+            None if params.kind() == CongestionControl::Hpcc => {
+                QpSetup::bdp(self.line_rate, self.base_rtt_ns, self.payload)
+            }
+            None => QpSetup {
+                base_rtt_ns: self.base_rtt_ns,
+                ..QpSetup::no_window(self.payload)
+            },
+        };
+        let cc = CcConfig {
+            params,
+            qp,
+            int_hops: self.int_hops,
+        }
+        .emulated(&self.scaling);
+        cc.validate()?;
+        Ok(cc)
+    }
+
+    fn check_scaling(&self) -> Result<(), String> {
         if !(self.scaling.rate.is_finite() && self.scaling.rate > 0.0) {
             return Err(format!(
                 "--rate-scale must be a number > 0, got {}",
@@ -83,6 +131,17 @@ impl RoceOptions {
             ));
         }
         check_time_scale(self.scaling.time)?;
+        if !(self.line_rate.is_finite() && self.line_rate > 0.0) {
+            return Err(format!("--line-rate must be > 0, got {}", self.line_rate));
+        }
+        Ok(())
+    }
+
+    /// The sender's configuration: rates divided by the scales, intervals
+    /// dilated, validated. Its `dcqcn` is the DCQCN of `cc` (DCQCN's
+    /// defaults under another CC); the CC to run is [`Self::cc_config`].
+    pub fn sender_config(&self) -> Result<SenderConfig, String> {
+        self.check_scaling()?;
         if !(1..=MAX_PAYLOAD as u32).contains(&self.payload) {
             return Err(format!(
                 "--payload must be in [1, {MAX_PAYLOAD}] bytes, got {}",
@@ -95,12 +154,13 @@ impl RoceOptions {
                 self.rto_ms
             ));
         }
-        if !(self.line_rate.is_finite() && self.line_rate > 0.0) {
-            return Err(format!("--line-rate must be > 0, got {}", self.line_rate));
-        }
+        let dcqcn = match self.cc {
+            CcParams::Dcqcn(p) => p,
+            _ => DcqcnParams::default(),
+        };
         let dcqcn = DcqcnParams {
             line_rate: self.line_rate,
-            ..self.dcqcn
+            ..dcqcn
         }
         .emulated(&self.scaling);
         dcqcn.validate()?;
@@ -180,6 +240,8 @@ pub struct Run {
     pub drain_s: f64,
     pub source: FlowSource,
     pub config: SenderConfig,
+    /// The CC of every QP ([`RoceOptions::cc_config`]).
+    pub cc: CcConfig,
 }
 
 /// Counters of the loop that the sender core does not keep.
@@ -193,8 +255,14 @@ struct LoopStats {
     send_drops: u64,
 }
 
-/// The final JSON line's "rocev2" object.
-pub fn totals_json(s: &SenderStats, malformed: u64, send_drops: u64) -> String {
+/// The final JSON line's "rocev2" object: the sender's totals, then the
+/// CC's name and counts ([`SenderStats`]).
+pub fn totals_json(
+    s: &SenderStats,
+    cc: CongestionControl,
+    malformed: u64,
+    send_drops: u64,
+) -> String {
     /// The sender's totals as the done line carries them.
     #[derive(serde::Serialize)]
     struct Totals {
@@ -207,6 +275,13 @@ pub fn totals_json(s: &SenderStats, malformed: u64, send_drops: u64) -> String {
         timeouts: u64,
         malformed: u64,
         send_drops: u64,
+        cc: &'static str,
+        cc_updates: u64,
+        cc_fast_reactions: u64,
+        int_echoes: u64,
+        int_overflows: u64,
+        timestamp_echoes: u64,
+        window_stalls: u64,
     }
     let totals = Totals {
         packets: s.packets,
@@ -218,6 +293,13 @@ pub fn totals_json(s: &SenderStats, malformed: u64, send_drops: u64) -> String {
         timeouts: s.timeouts,
         malformed,
         send_drops,
+        cc: cc.name(),
+        cc_updates: s.cc_updates,
+        cc_fast_reactions: s.cc_fast_reactions,
+        int_echoes: s.int_echoes,
+        int_overflows: s.int_overflows,
+        timestamp_echoes: s.timestamp_echoes,
+        window_stalls: s.window_stalls,
     };
     serde_json::to_string(&totals).expect("a struct of integers serializes")
 }
@@ -234,13 +316,14 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
         drain_s,
         mut source,
         config,
+        cc,
     } = run;
     // Tells this process's messages from an earlier run's at the receiver.
     let rkey = std::process::id()
         ^ (std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos()));
-    let mut core = SenderCore::new(config);
+    let mut core = SenderCore::with_cc(config, cc);
     let mut log = FlowLog::new(out);
     // The flows in flight, by arrival sequence number (their tag).
     let mut open: HashMap<u64, FlowRecord> = HashMap::new();
@@ -284,15 +367,19 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                 sport: r.from.port(),
                 dport: ROCEV2_PORT,
             };
-            match wire::parse_udp_payload(&from, &rx[..r.len]) {
-                Ok(Message::Ack {
-                    qp,
-                    psn,
-                    becn,
-                    aeth,
+            match wire::parse_udp_packet(&from, &rx[..r.len]) {
+                Ok(Packet {
+                    message:
+                        Message::Ack {
+                            qp,
+                            psn,
+                            becn,
+                            aeth,
+                        },
+                    int,
                 }) => {
                     let nak = matches!(aeth, Aeth::Nak { .. });
-                    if let Some(done) = core.on_ack(now, qp, psn, nak, becn) {
+                    if let Some(done) = core.on_ack_with(now, qp, psn, nak, becn, int) {
                         let tag = done.tag as u64;
                         if let Some(mut rec) = open.remove(&tag) {
                             rec.status = FlowStatus::Ok;
@@ -303,8 +390,15 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
                         st.completed += 1;
                     }
                 }
-                Ok(Message::Cnp { qp }) => core.on_cnp(now, qp),
-                Ok(Message::Data { .. }) | Err(_) => st.malformed += 1,
+                Ok(Packet {
+                    message: Message::Cnp { qp },
+                    ..
+                }) => core.on_cnp(now, qp),
+                Ok(Packet {
+                    message: Message::Data { .. },
+                    ..
+                })
+                | Err(_) => st.malformed += 1,
             }
         }
         // Arrivals.
@@ -446,7 +540,12 @@ pub fn run(run: Run, ep: Endpoint, signals: Signals) -> Result<Summary, String> 
         max_arrival_lag: max_lag,
         elapsed,
         interrupted,
-        rocev2: Some(totals_json(&stats, st.malformed, st.send_drops)),
+        rocev2: Some(totals_json(
+            &stats,
+            core.cc_config().kind(),
+            st.malformed,
+            st.send_drops,
+        )),
         ..tally
     };
     print_line(&done_line(&summary));
@@ -471,8 +570,10 @@ fn send(
         sport: d.sport,
         dport: d.dst.port(),
     };
+    let mut block = [0u8; MAX_INT_BLOCK];
+    let block = d.block.write(&mut block);
     tx.clear();
-    wire::encode_datagram(tx, &endpoints, ECN_ECT0, &msg).map_err(io::Error::other)?;
+    wire::encode_datagram_with(tx, &endpoints, ECN_ECT0, &msg, block).map_err(io::Error::other)?;
     ep.raw.send(tx, *d.dst.ip())
 }
 

@@ -86,6 +86,12 @@ impl GbnSender {
         self.snd_nxt
     }
 
+    /// The message byte that packet `psn` starts at (the simulator's
+    /// sequence numbers): psn x payload, at most the size.
+    pub fn byte_of(&self, psn: u32) -> u64 {
+        (u64::from(psn) * u64::from(self.payload)).min(self.size)
+    }
+
     /// Packets sent again so far.
     pub fn retransmitted(&self) -> u64 {
         self.retransmitted

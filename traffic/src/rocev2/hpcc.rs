@@ -35,9 +35,10 @@
 //! Where the simulator's arithmetic is undefined a hop gives no sample (it
 //! is still stored as the next baseline): a timestamp not after the last
 //! one (tau = 0 divides by zero) and a link rate of 0 (the simulator's
-//! 3-bit rate code cannot express it). Counters are full width here, so
-//! deltas need no wrap (the simulator's 24-bit time and 20-bit byte fields
-//! wrap); a byte counter that went back gives 0 bytes. A window of 0 is
+//! 3-bit rate code cannot express it). Counters are full width here (the
+//! wire's 32-bit wrapping ones are widened per queue pair by
+//! [`HopWidener`]), so deltas need no wrap (the simulator's 24-bit time
+//! and 20-bit byte fields wrap); a byte counter that went back gives 0 bytes. A window of 0 is
 //! taken as 1 byte and a base RTT of 0 as 1 ns. Rates are f64 where the
 //! simulator's `DataRate` truncates to whole bit/s.
 
@@ -63,6 +64,53 @@ pub struct IntHop {
     pub link_rate_bps: u64,
 }
 
+/// Widens one queue pair's hops as the wire carries them
+/// ([`lcmp_wire::IntHop`]: 32-bit wrapping byte and time counters, the
+/// rate in kbit/s) to the full-width counters HPCC reads: each slot's
+/// counters advance by their difference to that slot's last echo, taken
+/// as a signed 32-bit step, so an echo that went backwards (reordered)
+/// steps back and gives no sample instead of a jump of 2^32. Right while
+/// a queue pair's consecutive echoes are less than 2.1 s and 2 GiB of the
+/// port's traffic apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HopWidener {
+    /// Per slot: the last raw (time, bytes) and their widened values.
+    last: Vec<(u32, u32, u64, u64)>,
+}
+
+impl HopWidener {
+    /// The widened hops of one echo into `out` (cleared first; at most
+    /// [`MAX_HOPS`]). The first echo of a slot starts its counters at the
+    /// raw values.
+    pub fn widen(&mut self, hops: impl Iterator<Item = lcmp_wire::IntHop>, out: &mut Vec<IntHop>) {
+        out.clear();
+        for (i, h) in hops.take(MAX_HOPS).enumerate() {
+            let step = |raw: u32, last_raw: u32, wide: u64| {
+                // The difference modulo 2^32 as a signed step.
+                let d = raw.wrapping_sub(last_raw) as i32;
+                wide.saturating_add_signed(i64::from(d))
+            };
+            let (ts, tx) = match self.last.get(i) {
+                Some(&(lts, ltx, wts, wtx)) => {
+                    (step(h.ts_ns, lts, wts), step(h.tx_bytes, ltx, wtx))
+                }
+                None => (u64::from(h.ts_ns), u64::from(h.tx_bytes)),
+            };
+            let entry = (h.ts_ns, h.tx_bytes, ts, tx);
+            match self.last.get_mut(i) {
+                Some(e) => *e = entry,
+                None => self.last.push(entry),
+            }
+            out.push(IntHop {
+                qlen_bytes: u64::from(h.qlen_bytes),
+                tx_bytes: tx,
+                ts_ns: ts,
+                link_rate_bps: u64::from(h.link_rate_kbps) * 1000,
+            });
+        }
+    }
+}
+
 /// HPCC's parameters; rates in bit/s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HpccParams {
@@ -71,9 +119,10 @@ pub struct HpccParams {
     /// W_AI as a rate (`RATE_AI`).
     pub rate_ai: f64,
     pub min_rate: f64,
-    /// eta (`U_TARGET`).
+    /// eta (`U_TARGET`; `--hpcc-eta`).
     pub u_target: f64,
-    /// Additive increases before a multiplicative one (`MI_THRESH`).
+    /// Additive increases before a multiplicative one (`MI_THRESH`, the
+    /// paper's maxStage; `--hpcc-max-stage`).
     pub mi_thresh: u32,
     /// React to every ACK between full updates (`FAST_REACT`).
     pub fast_react: bool,
@@ -123,7 +172,7 @@ impl HpccParams {
         check_min_rate(self.min_rate, self.line_rate, "--hpcc-min-rate")?;
         if !(self.u_target > 0.0 && self.u_target <= 1.0) {
             return Err(format!(
-                "--hpcc-u-target must be in (0, 1], got {}",
+                "--hpcc-eta must be in (0, 1], got {}",
                 self.u_target
             ));
         }
@@ -352,6 +401,36 @@ mod tests {
     }
 
     #[test]
+    fn widened_counters_cross_the_wrap_and_step_back() {
+        let raw = |ts_ns, tx_bytes| lcmp_wire::IntHop {
+            link_rate_kbps: 25_000_000,
+            qlen_bytes: 7,
+            tx_bytes,
+            ts_ns,
+        };
+        let mut w = HopWidener::default();
+        let mut out = Vec::new();
+        w.widen([raw(0xffff_ff00, 10)].into_iter(), &mut out);
+        assert_eq!(
+            out,
+            vec![IntHop {
+                qlen_bytes: 7,
+                tx_bytes: 10,
+                ts_ns: 0xffff_ff00,
+                link_rate_bps: 25_000_000_000,
+            }]
+        );
+        // 0x100 after the wrap: 0x100 - 0xffff_ff00 = 0x200 modulo 2^32,
+        // 0xffff_ff00 + 0x200 = 0x1_0000_0100; bytes 5 - 10 = -5 as a
+        // signed step: 10 - 5 = 5.
+        w.widen([raw(0x0000_0100, 5)].into_iter(), &mut out);
+        assert_eq!((out[0].ts_ns, out[0].tx_bytes), (0x1_0000_0100, 5));
+        // A reordered echo steps back 0x10 ns (no sample for HPCC).
+        w.widen([raw(0x0000_00f0, 5)].into_iter(), &mut out);
+        assert_eq!(out[0].ts_ns, 0x1_0000_00f0);
+    }
+
+    #[test]
     fn validation_names_the_parameter() {
         let bad = |f: fn(&mut HpccParams)| {
             let mut p = HpccParams::default();
@@ -368,7 +447,7 @@ mod tests {
         );
         assert_eq!(
             bad(|p| p.u_target = 1.5),
-            "--hpcc-u-target must be in (0, 1], got 1.5"
+            "--hpcc-eta must be in (0, 1], got 1.5"
         );
         assert!(bad(|p| p.line_rate = f64::NAN).starts_with("the line rate"));
     }

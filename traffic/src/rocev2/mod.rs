@@ -1,8 +1,10 @@
 //! The RoCEv2 message transport: every flow is one RC RDMA WRITE on its
 //! own queue pair, sent as real RoCEv2 packets (UDP port 4791) paced by
-//! DCQCN, made reliable by go-back-N, acknowledged per packet by the
-//! receiver with the ECN echo (or a CNP), as the LCMP paper's simulator
-//! models RDMA hosts (`/work/shared/docs/dcqcn.md`).
+//! its congestion control (DCQCN by default; HPCC, TIMELY, DCTCP: [`cc`]),
+//! made reliable by go-back-N, acknowledged per packet by the receiver
+//! with the ECN echo (or a CNP) and the echo of the packet's INT or
+//! timestamp block, as the LCMP paper's simulator models RDMA hosts
+//! (`/work/shared/docs/dcqcn.md`).
 //!
 //! Modules: [`wire`] (framing, ICRC), [`dcqcn`] (the reaction point),
 //! [`hpcc`], [`timely`], [`dctcp`] (the simulator's other congestion

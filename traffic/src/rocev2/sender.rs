@@ -1,15 +1,29 @@
 //! The sending host's queue pairs and NIC, without sockets: which packet
 //! leaves when.
 //!
-//! Every flow is one queue pair (QP) with its DCQCN state and go-back-N
-//! window. A QP's next packet may leave at its previous departure + that
-//! packet's bytes / Rc (Rc as it was at the departure, as the simulator
-//! computes `m_nextAvail`); the host NIC serializes packets at the line
-//! rate on one host-wide virtual clock; QPs whose time has come wait in a
-//! FIFO and are served round-robin. Times are virtual (the departures the
-//! NIC would have made), so a late wake-up of the event loop does not
-//! lower the rate, but by at most [`MAX_CATCH_UP_NS`]: a loop that fell
-//! further behind does not burst to make up for it.
+//! Every flow is one queue pair (QP) with its congestion control state
+//! ([`Cc`]: DCQCN, HPCC, TIMELY or DCTCP, one for all QPs of a sender,
+//! [`CcConfig`]) and go-back-N window. This is the one sender of the
+//! transport: the socket client ([`super::client`]) and the one-process
+//! engines' hosts (`lcmp_engine::host`) both drive it. A QP's next packet
+//! may leave at its previous departure + that packet's bytes / Rc (Rc as
+//! it was at the departure, [`Cc::advance`] first, as the simulator
+//! computes `m_nextAvail`), and only while its bytes in flight are below
+//! the CC's window ([`super::cc::QpSetup::window`]; a QP at its window
+//! waits for an ACK); the host NIC serializes packets at the line rate on
+//! one host-wide virtual clock; QPs whose time has come wait in a FIFO and
+//! are served round-robin. Times are virtual (the departures the NIC would
+//! have made), so a late wake-up of the event loop does not lower the
+//! rate, but by at most [`MAX_CATCH_UP_NS`]: a loop that fell further
+//! behind does not burst to make up for it.
+//!
+//! Each data packet carries what its CC needs echoed
+//! ([`Departure::block`]): HPCC an empty INT collect block of
+//! [`CcConfig::int_hops`] slots that switches fill, TIMELY its send time;
+//! DCQCN and DCTCP nothing (the IP header's ECN). Every ACK or NAK goes to
+//! [`Cc::on_ack`] after go-back-N has handled it, with its ECN echo, its
+//! hops ([`HopWidener`]) or its RTT sample (now - the echoed send time);
+//! a CNP to [`Cc::on_cnp`].
 //!
 //! One binary heap holds every QP's pacing deadline and retransmission
 //! timeout (stale entries are skipped by generation), so thousands of QPs
@@ -20,15 +34,23 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::net::SocketAddrV4;
 
+use super::cc::{Ack, Cc, CcConfig, CcCounts, CongestionControl, Feedback};
 use super::dcqcn::{Dcqcn, DcqcnParams};
 use super::gbn::{GbnSender, Segment};
-use super::wire::{Message, Reth, BTH_LEN, ICRC_LEN, IPV4_LEN, RETH_LEN, UDP_LEN};
+use super::hpcc::{HopWidener, IntHop};
+use super::wire::{
+    int_block_len, IntBlock, IntKind, Message, Reth, BTH_LEN, ICRC_LEN, IPV4_LEN, MAX_INT_BLOCK,
+    RETH_LEN, UDP_LEN,
+};
 
 /// How far behind real time a departure may be dated.
 pub const MAX_CATCH_UP_NS: u64 = 200_000;
 /// Ethernet header bytes counted in every frame's serialization.
 pub const ETHERNET_HEADER: usize = 14;
 
+/// A sender's transport settings. [`SenderCore::new`] runs DCQCN with
+/// `dcqcn`; [`SenderCore::with_cc`] runs the CC of a [`CcConfig`] instead
+/// (whose line rate is then the NIC's, and `dcqcn` is not read).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SenderConfig {
     /// `dcqcn.line_rate` is the host NIC's rate.
@@ -53,6 +75,47 @@ pub struct NewFlow {
     pub va: u64,
 }
 
+/// What a data packet carries after its BTH for its CC
+/// ([`CongestionControl::feedback`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataBlock {
+    /// DCQCN, DCTCP: nothing (the ECN field is the signal).
+    None,
+    /// HPCC: an empty INT collect block of this many hop slots.
+    Collect(u8),
+    /// TIMELY: the send time, ns on the sender's clock.
+    Timestamp(u64),
+}
+
+impl DataBlock {
+    /// Its bytes on the wire.
+    pub fn len(&self) -> usize {
+        match self {
+            DataBlock::None => 0,
+            DataBlock::Collect(n) => int_block_len(IntKind::Collect, *n),
+            DataBlock::Timestamp(_) => int_block_len(IntKind::Timestamp, 0),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        matches!(self, DataBlock::None)
+    }
+
+    /// Writes the block into `buf` and returns its bytes (None for
+    /// [`DataBlock::None`], and for a capacity above the wire's limit,
+    /// which [`CcConfig::validate`] refuses).
+    pub fn write<'b>(&self, buf: &'b mut [u8; MAX_INT_BLOCK]) -> Option<&'b [u8]> {
+        let len = match self {
+            DataBlock::None => return None,
+            DataBlock::Collect(n) => lcmp_wire::write_collect(buf, *n).ok()?,
+            DataBlock::Timestamp(t) => {
+                lcmp_wire::write_timestamp(buf, IntKind::Timestamp, *t).ok()?
+            }
+        };
+        buf.get(..len)
+    }
+}
+
 /// A packet to send now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Departure {
@@ -64,9 +127,16 @@ pub struct Departure {
     /// The flow's size (the RETH's DMA length).
     pub size: u64,
     pub segment: Segment,
+    /// What the packet carries for its CC, after the BTH.
+    pub block: DataBlock,
 }
 
 impl Departure {
+    /// Bytes of the Ethernet frame carrying it (the block included).
+    pub fn frame_bytes(&self) -> usize {
+        frame_bytes(&self.segment) + self.block.len()
+    }
+
     /// The packet's transport content: an RDMA WRITE packet of the flow's
     /// message (the RETH on First/Only), `payload` being the segment's
     /// bytes ([`super::pattern::fill`]) and `rkey` the sender's R_Key.
@@ -105,8 +175,30 @@ pub struct SenderStats {
     pub naks: u64,
     pub ecn_echoes: u64,
     pub cnps: u64,
+    /// Multiplicative cuts of DCQCN or DCTCP ([`CcCounts::rate_cuts`]).
     pub rate_cuts: u64,
     pub timeouts: u64,
+    /// The CC's rate updates ([`CcCounts::updates`]).
+    pub cc_updates: u64,
+    /// HPCC's fast reactions ([`CcCounts::fast_reactions`]).
+    pub cc_fast_reactions: u64,
+    /// ACKs and NAKs that echoed INT hops (HPCC).
+    pub int_echoes: u64,
+    /// Of those, echoes whose collect block overflowed (more switches
+    /// than slots: `--int-hops` too small for the path).
+    pub int_overflows: u64,
+    /// ACKs and NAKs that echoed a send time (TIMELY).
+    pub timestamp_echoes: u64,
+    /// Times a QP whose pacing time had come found its window full.
+    pub window_stalls: u64,
+}
+
+impl SenderStats {
+    fn add_counts(&mut self, c: CcCounts) {
+        self.cc_updates += c.updates;
+        self.cc_fast_reactions += c.fast_reactions;
+        self.rate_cuts += c.rate_cuts;
+    }
 }
 
 #[derive(Debug)]
@@ -114,7 +206,9 @@ struct Qp {
     flow: NewFlow,
     gen: u64,
     gbn: GbnSender,
-    cc: Dcqcn,
+    cc: Cc,
+    /// The last echoed hops, widened (HPCC).
+    hops: HopWidener,
     next_avail_ns: u64,
     /// In the ready FIFO or with a pacing entry in the heap.
     scheduled: bool,
@@ -135,6 +229,11 @@ enum Kind {
 #[derive(Debug)]
 pub struct SenderCore {
     cfg: SenderConfig,
+    cc: CcConfig,
+    /// The NIC's rate, bit/s (the CC's line rate).
+    line_rate: f64,
+    /// Widened hops of the ACK being handled (kept: no allocation per ACK).
+    hop_scratch: Vec<IntHop>,
     slots: Vec<Option<Qp>>,
     free: Vec<usize>,
     by_qpn: HashMap<u32, usize>,
@@ -158,9 +257,21 @@ pub fn frame_bytes(s: &Segment) -> usize {
 }
 
 impl SenderCore {
+    /// DCQCN with `cfg.dcqcn`, no window.
     pub fn new(cfg: SenderConfig) -> SenderCore {
+        SenderCore::with_cc(cfg, CcConfig::dcqcn(cfg.dcqcn, cfg.payload))
+    }
+
+    /// Every QP runs `cc` (its line rate is the NIC's; `cc.qp.mtu` is
+    /// taken from `cfg.payload`). Parameters are the caller's to check
+    /// ([`CcConfig::validate`]).
+    pub fn with_cc(cfg: SenderConfig, mut cc: CcConfig) -> SenderCore {
+        cc.qp.mtu = cfg.payload;
         SenderCore {
             cfg,
+            line_rate: cc.params.line_rate(),
+            cc,
+            hop_scratch: Vec::new(),
             slots: Vec::new(),
             free: Vec::new(),
             by_qpn: HashMap::new(),
@@ -176,20 +287,22 @@ impl SenderCore {
         &self.cfg
     }
 
+    /// The CC every QP runs.
+    pub fn cc_config(&self) -> &CcConfig {
+        &self.cc
+    }
+
     /// QPs with a flow in progress.
     pub fn active(&self) -> usize {
         self.by_qpn.len()
     }
 
-    /// Totals; rate cuts include the active QPs'.
+    /// Totals; the CC's counts include the active QPs'.
     pub fn stats(&self) -> SenderStats {
         let mut s = self.stats;
-        s.rate_cuts += self
-            .slots
-            .iter()
-            .flatten()
-            .map(|q| q.cc.rate_cuts())
-            .sum::<u64>();
+        for q in self.slots.iter().flatten() {
+            s.add_counts(q.cc.counts());
+        }
         s
     }
 
@@ -206,7 +319,8 @@ impl SenderCore {
             flow,
             gen,
             gbn,
-            cc: Dcqcn::new(&self.cfg.dcqcn),
+            cc: Cc::new(&self.cc.params, &self.cc.qp),
+            hops: HopWidener::default(),
             next_avail_ns: flow.arrival_ns,
             scheduled: true,
             rto_deadline: None,
@@ -235,13 +349,12 @@ impl SenderCore {
         let slot = self.by_qpn.remove(&qpn)?;
         let qp = self.slots[slot].take()?;
         self.free.push(slot);
-        self.stats.rate_cuts += qp.cc.rate_cuts();
+        self.stats.add_counts(qp.cc.counts());
         Some(qp.flow.tag)
     }
 
     /// An ACK or NAK for `qpn` carrying `psn` (the receiver's next expected
-    /// PSN) and the ECN echo, in the simulator's order: acknowledge,
-    /// completion, go-back on a NAK, then the congestion reaction.
+    /// PSN) and the ECN echo, without an INT block ([`Self::on_ack_with`]).
     pub fn on_ack(
         &mut self,
         now_ns: u64,
@@ -250,13 +363,37 @@ impl SenderCore {
         nak: bool,
         ecn_echo: bool,
     ) -> Option<Completion> {
+        self.on_ack_with(now_ns, qpn, psn, nak, ecn_echo, None)
+    }
+
+    /// An ACK or NAK for `qpn` carrying `psn` (the receiver's next expected
+    /// PSN), the ECN echo and the block it echoes (INT hops or a send
+    /// time), in the simulator's order (`RdmaHw::ReceiveAck`): acknowledge,
+    /// completion, go-back on a NAK, then the CC ([`Cc::on_ack`]). HPCC is
+    /// given only ACKs that echo hops (a re-ACK of a duplicate carries
+    /// none), TIMELY only those that echo a time.
+    pub fn on_ack_with(
+        &mut self,
+        now_ns: u64,
+        qpn: u32,
+        psn: u32,
+        nak: bool,
+        ecn_echo: bool,
+        int: Option<IntBlock<'_>>,
+    ) -> Option<Completion> {
         let &slot = self.by_qpn.get(&qpn)?;
         let rto = self.cfg.rto_ns;
-        let params = self.cfg.dcqcn;
         let qp = self.slots[slot].as_mut()?;
-        qp.cc.advance(&params, now_ns);
         if ecn_echo {
             self.stats.ecn_echoes += 1;
+        }
+        match int {
+            Some(b) if b.kind() == IntKind::Echo => {
+                self.stats.int_echoes += 1;
+                self.stats.int_overflows += u64::from(b.overflow());
+            }
+            Some(b) if b.kind() == IntKind::TimestampEcho => self.stats.timestamp_echoes += 1,
+            _ => {}
         }
         let progress = if nak {
             self.stats.naks += 1;
@@ -286,20 +423,72 @@ impl SenderCore {
         if nak {
             self.went_back(slot, now_ns);
         }
-        if ecn_echo {
-            if let Some(qp) = self.slots[slot].as_mut() {
-                qp.cc.on_congestion(&params, now_ns);
-            }
-        }
+        self.react(slot, now_ns, psn, ecn_echo, int);
+        // A larger window, or packets acknowledged: a QP held by its
+        // window may send again.
+        self.wake(slot, now_ns);
         None
+    }
+
+    /// The CC's reaction to an ACK of QP `slot` (after go-back-N).
+    fn react(
+        &mut self,
+        slot: usize,
+        now_ns: u64,
+        psn: u32,
+        ecn_echo: bool,
+        int: Option<IntBlock<'_>>,
+    ) {
+        let Some(qp) = self.slots[slot].as_mut() else {
+            return;
+        };
+        let mut rtt_ns = None;
+        let mut hops_echoed = false;
+        match int.map(|b| (b.kind(), b)) {
+            Some((IntKind::Echo, b)) => {
+                qp.hops.widen(b.hops(), &mut self.hop_scratch);
+                hops_echoed = true;
+            }
+            Some((IntKind::TimestampEcho, b)) => {
+                rtt_ns = b.timestamp().map(|t| now_ns.saturating_sub(t));
+            }
+            _ => {}
+        }
+        if self.cc.kind() == CongestionControl::Hpcc && !hops_echoed {
+            return;
+        }
+        let hops: &[IntHop] = if hops_echoed { &self.hop_scratch } else { &[] };
+        let ack = Ack {
+            now_ns,
+            ack_seq: qp.gbn.byte_of(psn),
+            snd_nxt: qp.gbn.byte_of(qp.gbn.snd_nxt()),
+            ecn_echo,
+            rtt_ns,
+            int: hops,
+        };
+        qp.cc.on_ack(&self.cc.params, &ack);
     }
 
     /// A CNP for `qpn`.
     pub fn on_cnp(&mut self, now_ns: u64, qpn: u32) {
-        let params = self.cfg.dcqcn;
+        let params = self.cc.params;
         if let Some(qp) = self.by_qpn.get(&qpn).and_then(|&s| self.slots[s].as_mut()) {
             self.stats.cnps += 1;
-            qp.cc.on_congestion(&params, now_ns);
+            qp.cc.on_cnp(&params, now_ns);
+        }
+    }
+
+    /// Schedules an idle QP that has packets again (after a go-back, or
+    /// an ACK that opened its window).
+    fn wake(&mut self, slot: usize, now_ns: u64) {
+        let Some(qp) = self.slots[slot].as_mut() else {
+            return;
+        };
+        if !qp.scheduled && qp.gbn.has_data() {
+            qp.scheduled = true;
+            let at = qp.next_avail_ns.max(now_ns);
+            qp.next_avail_ns = at;
+            self.heap.push(Reverse((at, Kind::Pace, slot, qp.gen)));
         }
     }
 
@@ -312,12 +501,7 @@ impl SenderCore {
         if qp.timed.is_some_and(|(p, _)| p >= qp.gbn.snd_una()) {
             qp.timed = None;
         }
-        if !qp.scheduled && qp.gbn.has_data() {
-            qp.scheduled = true;
-            let at = qp.next_avail_ns.max(now_ns);
-            qp.next_avail_ns = at;
-            self.heap.push(Reverse((at, Kind::Pace, slot, qp.gen)));
-        }
+        self.wake(slot, now_ns);
     }
 
     /// Moves QPs whose pacing time has come to the ready FIFO and fires
@@ -359,19 +543,38 @@ impl SenderCore {
             let Some(qp) = self.slots[slot].as_mut().filter(|q| q.gen == gen) else {
                 continue;
             };
-            let Some(segment) = qp.gbn.next_segment() else {
+            if !qp.gbn.has_data() {
                 qp.scheduled = false;
                 continue;
-            };
-            let params = &self.cfg.dcqcn;
+            }
+            let params = &self.cc.params;
             let depart = qp
                 .next_avail_ns
                 .max(self.nic_free_ns)
                 .max(now_ns.saturating_sub(MAX_CATCH_UP_NS));
             qp.cc.advance(params, depart);
-            let bytes = frame_bytes(&segment);
+            // `RdmaQueuePair::IsWinBound`: bytes in flight against the
+            // window at the current rate; an ACK wakes the QP.
+            if let Some(win) = self.cc.qp.window(qp.cc.rate(), self.line_rate) {
+                let inflight = qp.gbn.byte_of(qp.gbn.snd_nxt()) - qp.gbn.byte_of(qp.gbn.snd_una());
+                if inflight >= win {
+                    qp.scheduled = false;
+                    self.stats.window_stalls += 1;
+                    continue;
+                }
+            }
+            let Some(segment) = qp.gbn.next_segment() else {
+                qp.scheduled = false;
+                continue;
+            };
+            let block = match self.cc.kind().feedback() {
+                Feedback::Ecn => DataBlock::None,
+                Feedback::Int => DataBlock::Collect(self.cc.int_hops),
+                Feedback::Timestamp => DataBlock::Timestamp(now_ns),
+            };
+            let bytes = frame_bytes(&segment) + block.len();
             qp.next_avail_ns = depart + tx_ns(bytes, qp.cc.rate());
-            self.nic_free_ns = depart + tx_ns(bytes, params.line_rate);
+            self.nic_free_ns = depart + tx_ns(bytes, self.line_rate);
             if qp.timed.is_none() && !segment.retransmission {
                 qp.timed = Some((segment.psn, now_ns));
             }
@@ -399,6 +602,7 @@ impl SenderCore {
                 va: qp.flow.va,
                 size: qp.flow.size,
                 segment,
+                block,
             });
         }
         None
@@ -417,19 +621,28 @@ impl SenderCore {
 
     /// The current rate of `qpn`'s QP, bit/s.
     pub fn rate(&self, qpn: u32) -> Option<f64> {
-        self.dcqcn(qpn).map(Dcqcn::rate)
+        self.cc(qpn).map(Cc::rate)
     }
 
-    /// The reaction point of `qpn`'s QP, as of its last event (timers run
-    /// lazily: at its next departure or ACK).
-    pub fn dcqcn(&self, qpn: u32) -> Option<&Dcqcn> {
+    /// The CC state of `qpn`'s QP, as of its last event (DCQCN's timers
+    /// run lazily: at its next departure or ACK).
+    pub fn cc(&self, qpn: u32) -> Option<&Cc> {
         let &slot = self.by_qpn.get(&qpn)?;
         self.slots[slot].as_ref().map(|q| &q.cc)
+    }
+
+    /// The reaction point of `qpn`'s QP if it runs DCQCN.
+    pub fn dcqcn(&self, qpn: u32) -> Option<&Dcqcn> {
+        match self.cc(qpn)? {
+            Cc::Dcqcn(d) => Some(d),
+            _ => None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::cc::{CcParams, QpSetup};
     use super::*;
     use std::net::Ipv4Addr;
 
@@ -531,6 +744,173 @@ mod tests {
         assert_eq!(done.min_rtt_ns, Some(10_000));
         assert_eq!(c.active(), 0);
         assert_eq!(c.stats().rate_cuts, 1);
+    }
+
+    /// A core at 100G running `params` with the worked examples' QP
+    /// (tests/cc_hand_worked.rs): a 100 KB window following the rate, an
+    /// 8 us base RTT; 1000-byte payloads.
+    fn cc_core(params: CcParams, win_bytes: u64) -> SenderCore {
+        let cfg = SenderConfig {
+            dcqcn: DcqcnParams::default(),
+            payload: 1000,
+            rto_ns: 1_000_000_000,
+        };
+        let qp = QpSetup {
+            win_bytes,
+            base_rtt_ns: 8_000,
+            var_win: true,
+            mtu: 1000,
+        };
+        SenderCore::with_cc(
+            cfg,
+            CcConfig {
+                params,
+                qp,
+                int_hops: 5,
+            },
+        )
+    }
+
+    /// Releases departures (at each next deadline from `*now`) until
+    /// `n` have left in all; returns them.
+    fn send_n(c: &mut SenderCore, now: &mut u64, n: usize) -> Vec<Departure> {
+        let mut out = Vec::new();
+        while out.len() < n {
+            c.expire(*now);
+            while out.len() < n {
+                match c.pop_departure(*now) {
+                    Some(d) => out.push(d),
+                    None => break,
+                }
+            }
+            if out.len() < n {
+                *now = c.next_deadline().unwrap().max(*now + 1);
+            }
+        }
+        out
+    }
+
+    fn wire_hop(
+        ts_ns: u32,
+        tx_bytes: u32,
+        qlen_bytes: u32,
+        link_rate_kbps: u32,
+    ) -> lcmp_wire::IntHop {
+        lcmp_wire::IntHop {
+            link_rate_kbps,
+            qlen_bytes,
+            tx_bytes,
+            ts_ns,
+        }
+    }
+
+    #[test]
+    fn hpcc_reacts_to_echoed_hops_as_the_worked_example() {
+        use super::super::hpcc::HpccParams;
+        let mut c = cc_core(CcParams::Hpcc(HpccParams::default()), 100_000);
+        c.add_flow(flow(9, 100_000, 0)).unwrap();
+        let mut now = 0;
+        // 20 packets out (snd_nxt = 20_000 bytes), each with an empty
+        // collect block of 5 slots: 4 + 5 x 16 = 84 bytes on the frame.
+        let first = send_n(&mut c, &mut now, 20);
+        assert_eq!(first[0].block, DataBlock::Collect(5));
+        // First: 1074 + 84 (tests above: 1074 without the block).
+        assert_eq!(first[0].frame_bytes(), 1158);
+        let echo = |hops: &[lcmp_wire::IntHop]| {
+            let mut b = [0u8; MAX_INT_BLOCK];
+            let n = lcmp_wire::write_echo(&mut b, hops, false).unwrap();
+            b[..n].to_vec()
+        };
+        // The hops of tests/cc_hand_worked.rs's
+        // hpcc_full_updates_and_fast_reactions, as the wire carries them
+        // (100G = 100_000_000 kbit/s, 25G = 25_000_000).
+        let (a, b) = (100_000_000, 25_000_000);
+        // E1: ack 1000 bytes (PSN 1), snd_nxt 20_000: stored, rate 100G.
+        let e1 = echo(&[wire_hop(1_000_000, 0, 0, a), wire_hop(1_000_500, 0, 0, b)]);
+        c.on_ack_with(now, 9, 1, false, false, IntBlock::parse(&e1).ok());
+        assert_eq!(c.rate(9), Some(100e9));
+        // E2: ack 2000 (PSN 2), snd_nxt 21_000: a fast reaction to 95.05G.
+        send_n(&mut c, &mut now, 1);
+        let e2 = echo(&[
+            wire_hop(1_002_000, 25_000, 40_000, a),
+            wire_hop(1_002_500, 3_125, 0, b),
+        ]);
+        c.on_ack_with(now, 9, 2, false, false, IntBlock::parse(&e2).ok());
+        let r = c.rate(9).unwrap();
+        assert!((r - 95.05e9).abs() < 1.0, "{r}");
+        // E3: ack 21_000 (PSN 21), snd_nxt 45_000: a full update to
+        // 100G x 0.95 / 1.2 + 50M = 79.21666...G.
+        send_n(&mut c, &mut now, 24);
+        let e3 = echo(&[
+            wire_hop(1_006_000, 75_000, 50_000, a),
+            wire_hop(1_006_500, 15_625, 0, b),
+        ]);
+        c.on_ack_with(now, 9, 21, false, false, IntBlock::parse(&e3).ok());
+        let r = c.rate(9).unwrap();
+        assert!((r - 79_216_666_666.666_67).abs() < 1.0, "{r}");
+        let s = c.stats();
+        assert_eq!(
+            (s.int_echoes, s.cc_updates, s.cc_fast_reactions, s.rate_cuts),
+            (3, 1, 1, 0)
+        );
+        // An ACK without an echo (a duplicate's re-ACK) is not HPCC's.
+        c.on_ack(now, 9, 21, false, false);
+        assert_eq!(c.stats().cc_updates, 1);
+    }
+
+    #[test]
+    fn timely_samples_now_minus_the_echoed_send_time() {
+        use super::super::timely::TimelyParams;
+        let mut c = cc_core(CcParams::Timely(TimelyParams::default()), 0);
+        c.add_flow(flow(4, 3000, 0)).unwrap();
+        let mut now = 0;
+        let d0 = send_n(&mut c, &mut now, 1);
+        // The send time is the clock at the departure: 0.
+        assert_eq!(d0[0].block, DataBlock::Timestamp(0));
+        assert_eq!(d0[0].frame_bytes(), 1074 + 12);
+        let echo = |t: u64| {
+            let mut b = [0u8; 12];
+            lcmp_wire::write_timestamp(&mut b, IntKind::TimestampEcho, t).unwrap();
+            b
+        };
+        // At 10_000 the echo of 0: RTT 10_000; the first sample is only
+        // recorded (lastUpdateSeq = snd_nxt = 1000 bytes).
+        let e = echo(0);
+        c.on_ack_with(10_000, 4, 1, false, false, IntBlock::parse(&e).ok());
+        let d1 = send_n(&mut c, &mut now, 1);
+        let DataBlock::Timestamp(t1) = d1[0].block else {
+            panic!("{:?}", d1[0].block);
+        };
+        // PSN 1's echo 18_000 ns after it left: ack 2000 > 1000, an
+        // update. diff = 0.875 x (18_000 - 10_000) = 7000 ns; RTT below
+        // T_low (50 us): an increase, the rate stays at the line (cap).
+        let e = echo(t1);
+        c.on_ack_with(t1 + 18_000, 4, 2, false, false, IntBlock::parse(&e).ok());
+        let Some(Cc::Timely(t)) = c.cc(4) else {
+            panic!("not timely");
+        };
+        assert_eq!((t.rtt_diff(), t.updates(), t.rate()), (7000.0, 1, 100e9));
+        assert_eq!(c.stats().timestamp_echoes, 2);
+    }
+
+    #[test]
+    fn a_full_window_holds_the_qp_until_an_ack() {
+        use super::super::dctcp::DctcpParams;
+        // DCTCP at the line rate with a 2000-byte window: two packets.
+        let mut c = cc_core(CcParams::Dctcp(DctcpParams::default()), 2000);
+        c.add_flow(flow(5, 5000, 0)).unwrap();
+        let mut now = 0;
+        let sent = send_n(&mut c, &mut now, 2);
+        assert_eq!(sent[1].block, DataBlock::None);
+        // PSN 2 is due but 2000 bytes are in flight: nothing leaves, and
+        // only the timeout is left to wake the QP.
+        let later = now + 100_000;
+        assert_eq!(drain(&mut c, later), vec![]);
+        assert_eq!(c.stats().window_stalls, 1);
+        assert_eq!(c.next_deadline(), Some(1_000_000_000));
+        // ACK of PSN 0 (no mark): 1000 in flight, PSN 2 leaves.
+        c.on_ack(later, 5, 1, false, false);
+        assert_eq!(drain(&mut c, later), vec![(5, 2)]);
     }
 
     #[test]

@@ -8,8 +8,13 @@
 //! NAKed packet is answered to the sender's address, port 4791: an ACK
 //! with the next expected PSN, or a NAK for it. A CE-marked packet sets the
 //! BECN bit (the ECN echo) of that answer, or, with `notify cnp`, makes the
-//! receiver send a CNP as well (the answer then has no echo). Accepted
-//! payload bytes are checked against [`pattern`]. Message state lives until
+//! receiver send a CNP as well (the answer then has no echo). A data
+//! packet's INT / timestamp block is echoed in its answer, whatever the
+//! sender's CC ([`super::cc::CongestionControl::feedback`]): the hops the
+//! switches wrote with the overflow flag (an echo block), or the send time
+//! (a timestamp echo), so one server serves every CC. A duplicate's
+//! re-ACK echoes nothing (no congestion signal, as for the ECN echo).
+//! Accepted payload bytes are checked against [`pattern`]. Message state lives until
 //! nothing arrived for it for the idle timeout, so a sender that lost the
 //! last ACK gets it again when it retransmits.
 
@@ -22,8 +27,8 @@ use super::gbn::{GbnReceiver, RxVerdict};
 use super::net::{self, Signals};
 use super::pattern;
 use super::wire::{
-    self, Aeth, DataOpcode, Endpoints, Message, Reth, CREDIT_INVALID, ECN_CE, ECN_MASK,
-    NAK_PSN_SEQUENCE, ROCEV2_PORT,
+    self, Aeth, DataOpcode, Endpoints, IntBlock, IntKind, Message, Packet, Reth, CREDIT_INVALID,
+    ECN_CE, ECN_MASK, MAX_INT_BLOCK, NAK_PSN_SEQUENCE, ROCEV2_PORT,
 };
 
 /// Errors printed on stderr before they are only counted.
@@ -66,12 +71,16 @@ pub struct RxStats {
     /// Not RoCEv2, a bad ICRC, or a packet that contradicts its message.
     pub malformed: u64,
     pub send_errors: u64,
+    /// Answers that echoed INT hops (HPCC senders).
+    pub int_echoes_sent: u64,
+    /// Answers that echoed a send time (TIMELY senders).
+    pub timestamp_echoes_sent: u64,
 }
 
 impl RxStats {
     pub fn summary(&self) -> String {
         format!(
-            "rocev2: served {} flows ({} payload bytes); {} data packets, {} CE-marked, {} ACKs, {} ECN echoes, {} CNPs, {} NAKs sent, {} out-of-order discards, {} duplicates, {} payload errors, {} malformed, {} send errors",
+            "rocev2: served {} flows ({} payload bytes); {} data packets, {} CE-marked, {} ACKs, {} ECN echoes, {} CNPs, {} NAKs sent, {} out-of-order discards, {} duplicates, {} payload errors, {} malformed, {} send errors, {} INT echoes, {} timestamp echoes",
             self.flows_completed,
             self.bytes,
             self.data_packets,
@@ -84,7 +93,9 @@ impl RxStats {
             self.duplicates,
             self.payload_errors,
             self.malformed,
-            self.send_errors
+            self.send_errors,
+            self.int_echoes_sent,
+            self.timestamp_echoes_sent
         )
     }
 
@@ -114,9 +125,18 @@ pub struct Reply {
     pub echo: bool,
     pub cnp: bool,
     pub msn: u32,
+    /// The echo of the data packet's INT / timestamp block (goes after
+    /// the ACK's BTH); `block_len` 0 = none.
+    pub block: [u8; MAX_INT_BLOCK],
+    pub block_len: usize,
 }
 
 impl Reply {
+    /// The echo block of the ACK or NAK, if any.
+    pub fn block(&self) -> Option<&[u8]> {
+        (self.block_len > 0).then(|| &self.block[..self.block_len.min(MAX_INT_BLOCK)])
+    }
+
     /// The answer on the wire to QP `qp`: the ACK (or NAK) with its ECN
     /// echo, and the CNP when one is asked for.
     pub fn messages(&self, qp: u32) -> (Message<'static>, Option<Message<'static>>) {
@@ -170,7 +190,8 @@ impl Receiver {
         self.flows.retain(|_, f| f.last_ns >= cutoff_ns);
     }
 
-    /// A data packet from `src`; returns the answer to send, if any.
+    /// A data packet from `src` with the INT / timestamp block `int`;
+    /// returns the answer to send, if any.
     #[allow(clippy::too_many_arguments)]
     pub fn on_data(
         &mut self,
@@ -182,6 +203,7 @@ impl Receiver {
         reth: Option<Reth>,
         payload: &[u8],
         ce: bool,
+        int: Option<IntBlock<'_>>,
     ) -> Option<Reply> {
         self.stats.data_packets += 1;
         self.stats.ce_marked += u64::from(ce);
@@ -220,7 +242,13 @@ impl Receiver {
             echo,
             cnp,
             msn: u32::from(f.completed),
+            block: [0; MAX_INT_BLOCK],
+            block_len: 0,
         };
+        if let Some(b) = int {
+            // A valid block always fits: at most MAX_INT_BLOCK bytes.
+            reply.block_len = b.echo_into(&mut reply.block).unwrap_or(0);
+        }
         match verdict {
             RxVerdict::Accept => {
                 if psn == 0 {
@@ -255,7 +283,13 @@ impl Receiver {
                 // congestion signal so that the reaction stays its own.
                 reply.echo = false;
                 reply.cnp = false;
+                reply.block_len = 0;
             }
+        }
+        match reply.block().and_then(|b| IntBlock::parse(b).ok()) {
+            Some(b) if b.kind() == IntKind::Echo => self.stats.int_echoes_sent += 1,
+            Some(_) => self.stats.timestamp_echoes_sent += 1,
+            None => {}
         }
         self.stats.acks_sent += u64::from(!reply.nak);
         self.stats.naks_sent += u64::from(reply.nak);
@@ -355,17 +389,22 @@ pub fn run(
                     sport: r.from.port(),
                     dport: local.port(),
                 };
-                let reply = match wire::parse_udp_payload(&ep, &buf[..r.len]) {
-                    Ok(Message::Data {
-                        opcode,
-                        qp,
-                        psn,
-                        reth,
-                        payload,
-                        ..
+                let reply = match wire::parse_udp_packet(&ep, &buf[..r.len]) {
+                    Ok(Packet {
+                        message:
+                            Message::Data {
+                                opcode,
+                                qp,
+                                psn,
+                                reth,
+                                payload,
+                                ..
+                            },
+                        int,
                     }) => {
                         let ce = r.tos & ECN_MASK == ECN_CE;
-                        rx.on_data(now, *r.from.ip(), qp, psn, opcode, reth, payload, ce)
+                        let from = *r.from.ip();
+                        rx.on_data(now, from, qp, psn, opcode, reth, payload, ce, int)
                             .map(|reply| (qp, reply))
                     }
                     Ok(_) => {
@@ -390,9 +429,10 @@ pub fn run(
                         dport: ROCEV2_PORT,
                     };
                     let (ack, cnp) = reply.messages(qp);
-                    for m in std::iter::once(ack).chain(cnp) {
+                    let blocks = [reply.block(), None];
+                    for (m, block) in std::iter::once(ack).chain(cnp).zip(blocks) {
                         out.clear();
-                        let sent = wire::encode_udp_payload(&mut out, &back, &m)
+                        let sent = wire::encode_udp_payload_with(&mut out, &back, &m, block)
                             .map_err(std::io::Error::other)
                             .and_then(|()| sock.send_to(&out, to));
                         if sent.is_err() {
@@ -442,25 +482,35 @@ mod tests {
         // 2500 bytes: First 1000, Middle 1000, Last 500.
         let p0 = data(9, 0, 1000);
         let a = r
-            .on_data(0, SRC, 9, 0, DataOpcode::First, reth(2500), &p0, false)
+            .on_data(
+                0,
+                SRC,
+                9,
+                0,
+                DataOpcode::First,
+                reth(2500),
+                &p0,
+                false,
+                None,
+            )
             .unwrap();
         assert_eq!((a.psn, a.nak, a.echo, a.msn), (1, false, false, 0));
         // PSN 2 before 1 (1 was lost): NAK 1, echo since CE.
         let p2 = data(9, 2000, 500);
         let n = r
-            .on_data(10, SRC, 9, 2, DataOpcode::Last, None, &p2, true)
+            .on_data(10, SRC, 9, 2, DataOpcode::Last, None, &p2, true, None)
             .unwrap();
         assert_eq!((n.psn, n.nak, n.echo), (1, true, true));
         let p1 = data(9, 1000, 1000);
-        r.on_data(20, SRC, 9, 1, DataOpcode::Middle, None, &p1, false)
+        r.on_data(20, SRC, 9, 1, DataOpcode::Middle, None, &p1, false, None)
             .unwrap();
         let done = r
-            .on_data(30, SRC, 9, 2, DataOpcode::Last, None, &p2, false)
+            .on_data(30, SRC, 9, 2, DataOpcode::Last, None, &p2, false, None)
             .unwrap();
         assert_eq!((done.psn, done.msn), (3, 1));
         // The last ACK was lost: the retransmitted packet is re-ACKed.
         let again = r
-            .on_data(40, SRC, 9, 2, DataOpcode::Last, None, &p2, true)
+            .on_data(40, SRC, 9, 2, DataOpcode::Last, None, &p2, true, None)
             .unwrap();
         assert_eq!(
             (again.psn, again.nak, again.echo, again.msn),
@@ -482,12 +532,107 @@ mod tests {
     }
 
     #[test]
+    fn the_answer_echoes_the_packets_block_byte_exact() {
+        let mut r = Receiver::new(Notify::Echo, 500_000);
+        // A collect block of 3 slots, 2 filled by switches, by hand:
+        // kind 1, capacity 3, nhop 2, flags 0; hops (rate kbit/s, qlen,
+        // tx bytes, time).
+        let hops = "000186a0 00000bb8 0001e240 000003e7
+                    05f5e100 00000000 ffffffff 80000001";
+        let mut block = hex(&format!("01030200 {hops}"));
+        block.extend_from_slice(&[0xee; 16]); // the free slot (not echoed)
+        let p = data(9, 0, 10);
+        let int = IntBlock::parse(&block).ok();
+        let a = r
+            .on_data(0, SRC, 9, 0, DataOpcode::Only, reth(10), &p, false, int)
+            .unwrap();
+        // The echo: kind 3, capacity = nhop = 2, flags 0, the two hops.
+        assert_eq!(a.block(), Some(&hex(&format!("03020200 {hops}"))[..]));
+        // A full block a switch flagged: the flag is echoed.
+        let full = hex("01010101 00000001 00000002 00000003 00000004");
+        let a = r
+            .on_data(
+                1,
+                SRC,
+                8,
+                0,
+                DataOpcode::Only,
+                reth(10),
+                &data(8, 0, 10),
+                false,
+                IntBlock::parse(&full).ok(),
+            )
+            .unwrap();
+        assert_eq!(
+            a.block(),
+            Some(&hex("03010101 00000001 00000002 00000003 00000004")[..])
+        );
+        // A timestamp: echoed as a timestamp echo (kind 4).
+        let ts = hex("02000000 0000000102030405");
+        let a = r
+            .on_data(
+                2,
+                SRC,
+                7,
+                0,
+                DataOpcode::Only,
+                reth(10),
+                &data(7, 0, 10),
+                false,
+                IntBlock::parse(&ts).ok(),
+            )
+            .unwrap();
+        assert_eq!(a.block(), Some(&hex("04000000 0000000102030405")[..]));
+        // A duplicate's re-ACK echoes nothing; no block, no echo.
+        let a = r
+            .on_data(
+                3,
+                SRC,
+                7,
+                0,
+                DataOpcode::Only,
+                reth(10),
+                &data(7, 0, 10),
+                false,
+                IntBlock::parse(&ts).ok(),
+            )
+            .unwrap();
+        assert_eq!(a.block(), None);
+        let a = r
+            .on_data(
+                4,
+                SRC,
+                6,
+                0,
+                DataOpcode::Only,
+                reth(10),
+                &data(6, 0, 10),
+                false,
+                None,
+            )
+            .unwrap();
+        assert_eq!(a.block(), None);
+        assert_eq!(
+            (r.stats.int_echoes_sent, r.stats.timestamp_echoes_sent),
+            (2, 1)
+        );
+    }
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    #[test]
     fn cnp_mode_bad_payload_and_new_messages() {
         let mut r = Receiver::new(Notify::Cnp, 500_000);
         let mut p = data(4, 0, 10);
         p[3] ^= 1;
         let a = r
-            .on_data(0, SRC, 4, 0, DataOpcode::Only, reth(10), &p, true)
+            .on_data(0, SRC, 4, 0, DataOpcode::Only, reth(10), &p, true, None)
             .unwrap();
         assert_eq!((a.psn, a.echo, a.cnp, a.msn), (1, false, true, 1));
         assert_eq!((r.stats.payload_errors, r.stats.cnps_sent), (1, 1));
@@ -498,17 +643,37 @@ mod tests {
             dma_len: 5,
         });
         let b = r
-            .on_data(1, SRC, 4, 0, DataOpcode::Only, other, &data(4, 0, 5), false)
+            .on_data(
+                1,
+                SRC,
+                4,
+                0,
+                DataOpcode::Only,
+                other,
+                &data(4, 0, 5),
+                false,
+                None,
+            )
             .unwrap();
         assert_eq!((b.psn, b.msn), (1, 1));
         assert_eq!(r.stats.flows_completed, 2);
         // Inconsistent packets are dropped unanswered: a Middle at PSN 0, an
         // Only whose length is not the RETH's.
         assert!(r
-            .on_data(2, SRC, 5, 0, DataOpcode::Middle, None, &[0; 4], false)
+            .on_data(2, SRC, 5, 0, DataOpcode::Middle, None, &[0; 4], false, None)
             .is_none());
         assert!(r
-            .on_data(3, SRC, 6, 0, DataOpcode::Only, reth(7), &[0; 4], false)
+            .on_data(
+                3,
+                SRC,
+                6,
+                0,
+                DataOpcode::Only,
+                reth(7),
+                &[0; 4],
+                false,
+                None
+            )
             .is_none());
         assert_eq!(r.stats.malformed, 2);
         r.expire(2);

@@ -13,12 +13,22 @@
 //! next expected PSN (the simulator's cumulative sequence, not IB's "last
 //! PSN acknowledged"); a NAK's PSN is the PSN the receiver expects.
 //!
+//! The INT / timestamp block of HPCC and TIMELY ([`lcmp_wire::int`], one
+//! definition for senders, switches and receivers) sits right after the
+//! BTH, before RETH, AETH or payload, when bit [`BTH_INT`] of BTH byte 4
+//! is set: a data packet carries a collect block (HPCC: switches append
+//! hops) or a timestamp (TIMELY), its ACK the echo of either. [`Datagram`]
+//! and [`parse_udp_packet`] give the block as a checked view;
+//! [`encode_datagram_with`] and [`encode_udp_payload_with`] insert one.
+//!
 //! ICRC (IBTA RoCEv2 annex A17.4): CRC-32 (the Ethernet polynomial, as
 //! zlib) over 8 bytes of 0xff standing for the masked LRH, then the IPv4
 //! header with TOS, TTL and header checksum set to all ones, the UDP header
 //! with its checksum set to all ones, the BTH with its FECN/BECN byte set to
-//! all ones, and everything after the BTH up to the ICRC; stored least
-//! significant byte first (as Linux rxe and RoCE NICs put it on the wire).
+//! all ones, the INT block (if any) set to all ones (switches write hops
+//! into it, as they rewrite TTL), and everything after up to the ICRC;
+//! stored least significant byte first (as Linux rxe and RoCE NICs put it
+//! on the wire).
 //!
 //! The socket paths see only the UDP payload, so [`parse_udp_payload`] and
 //! [`encode_udp_payload`] reconstruct the IPv4 header the kernel writes for
@@ -28,6 +38,9 @@
 
 use std::fmt;
 use std::net::Ipv4Addr;
+
+pub use lcmp_wire::int::{IntBlock, IntError, IntKind, BTH_INT, INT_HEADER_LEN, INT_HOP_LEN};
+use lcmp_wire::int::{INT_MAX_SLOTS, TIMESTAMP_BLOCK_LEN};
 
 /// The IANA port of RoCEv2.
 pub const ROCEV2_PORT: u16 = 4791;
@@ -44,6 +57,8 @@ pub const PKEY_DEFAULT: u16 = 0xffff;
 pub const PSN_MASK: u32 = 0x00ff_ffff;
 /// The largest payload of one packet (the largest IB MTU).
 pub const MAX_PAYLOAD: usize = 4096;
+/// The longest INT block: a hop block of [`INT_MAX_SLOTS`] slots.
+pub const MAX_INT_BLOCK: usize = INT_HEADER_LEN + INT_HOP_LEN * INT_MAX_SLOTS as usize;
 /// The ECN field of the IPv4 TOS byte.
 pub const ECN_MASK: u8 = 0b11;
 pub const ECN_ECT0: u8 = 0b10;
@@ -173,6 +188,15 @@ pub struct Datagram<'a> {
     pub endpoints: Endpoints,
     pub tos: u8,
     pub message: Message<'a>,
+    /// The INT / timestamp block after the BTH, if [`BTH_INT`] is set.
+    pub int: Option<IntBlock<'a>>,
+}
+
+/// A parsed UDP payload: the message and its INT / timestamp block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet<'a> {
+    pub message: Message<'a>,
+    pub int: Option<IntBlock<'a>>,
 }
 
 /// Why bytes are not a RoCEv2 packet we understand.
@@ -205,6 +229,9 @@ pub enum WireError {
         carried: u32,
     },
     PayloadTooLong(usize),
+    /// [`BTH_INT`] is set and the block is not a valid one (or a block to
+    /// encode is not).
+    Int(IntError),
 }
 
 impl fmt::Display for WireError {
@@ -231,6 +258,7 @@ impl fmt::Display for WireError {
                 write!(f, "ICRC {carried:#010x}, computed {computed:#010x}")
             }
             WireError::PayloadTooLong(n) => write!(f, "payload of {n} bytes exceeds {MAX_PAYLOAD}"),
+            WireError::Int(e) => write!(f, "{e}"),
         }
     }
 }
@@ -261,7 +289,7 @@ fn need(what: &'static str, need: usize, got: usize) -> Result<(), WireError> {
     }
 }
 
-/// Bytes from the BTH to the ICRC (exclusive) of `m`.
+/// Bytes from the BTH to the ICRC (exclusive) of `m`, without a block.
 fn ib_len(m: &Message<'_>) -> usize {
     match m {
         Message::Data { reth, payload, .. } => {
@@ -280,9 +308,27 @@ fn pad_of(len: usize) -> usize {
     (4 - len % 4) % 4
 }
 
-/// Bytes of the whole IPv4 datagram carrying `m`.
+/// Bytes of the whole IPv4 datagram carrying `m` (without a block).
 pub fn datagram_len(m: &Message<'_>) -> usize {
     IPV4_LEN + UDP_LEN + ib_len(m) + ICRC_LEN
+}
+
+/// The length of the block of `kind` with `capacity` hop slots (ignored
+/// for the timestamp kinds; at most [`INT_MAX_SLOTS`]).
+pub fn int_block_len(kind: IntKind, capacity: u8) -> usize {
+    lcmp_wire::int::block_len(kind, capacity).unwrap_or(TIMESTAMP_BLOCK_LEN)
+}
+
+/// The length of the INT block the BTH..ICRC bytes `ib` carry: 0 without
+/// [`BTH_INT`] (or a BTH); an error if the bit is set and the block is
+/// not a valid one.
+fn block_len_in(ib: &[u8]) -> Result<usize, WireError> {
+    match ib.get(4) {
+        Some(b) if b & BTH_INT != 0 => IntBlock::parse(ib.get(BTH_LEN..).unwrap_or(&[]))
+            .map(|b| b.len())
+            .map_err(WireError::Int),
+        _ => Ok(0),
+    }
 }
 
 /// The IPv4 header of a datagram of `total` bytes (DF, id 0, no options).
@@ -320,8 +366,14 @@ fn udp_header(ep: &Endpoints, udp_len: usize) -> [u8; UDP_LEN] {
 }
 
 /// The ICRC of a packet: `ip` and `udp` as on the wire (masked here), `ib`
-/// from the BTH up to the ICRC.
+/// from the BTH up to the ICRC (its INT block, if valid, masked here; an
+/// invalid one is not masked, and such a packet is refused anyway).
 pub fn icrc(ip: &[u8; IPV4_LEN], udp: &[u8; UDP_LEN], ib: &[u8]) -> u32 {
+    icrc_masking(ip, udp, ib, block_len_in(ib).unwrap_or(0))
+}
+
+/// [`icrc`] with the `block` bytes after the BTH masked.
+fn icrc_masking(ip: &[u8; IPV4_LEN], udp: &[u8; UDP_LEN], ib: &[u8], block: usize) -> u32 {
     let mut ip = *ip;
     ip[1] = 0xff;
     ip[8] = 0xff;
@@ -337,15 +389,31 @@ pub fn icrc(ip: &[u8; IPV4_LEN], udp: &[u8; UDP_LEN], ib: &[u8]) -> u32 {
     if ib.len() > 4 {
         h.update(&ib[..4]);
         h.update(&[0xff]);
-        h.update(&ib[5..]);
+        let masked_end = (BTH_LEN + block).min(ib.len());
+        let bth_end = BTH_LEN.min(masked_end);
+        h.update(&ib[5..bth_end]);
+        h.update(&[0xff; MAX_INT_BLOCK][..(masked_end - bth_end).min(MAX_INT_BLOCK)]);
+        h.update(&ib[masked_end..]);
     } else {
         h.update(ib);
     }
     h.finalize()
 }
 
-/// Appends BTH..pad of `m` to `out`.
-fn encode_ib(out: &mut Vec<u8>, m: &Message<'_>) -> Result<(), WireError> {
+/// `Ok` with the block's length if `block` is exactly one valid block.
+fn check_block(block: Option<&[u8]>) -> Result<usize, WireError> {
+    let Some(b) = block else {
+        return Ok(0);
+    };
+    let parsed = IntBlock::parse(b).map_err(WireError::Int)?;
+    if parsed.len() != b.len() {
+        return Err(WireError::Int(IntError::Truncated));
+    }
+    Ok(b.len())
+}
+
+/// Appends BTH..pad of `m` to `out`, `block` (checked) after the BTH.
+fn encode_ib(out: &mut Vec<u8>, m: &Message<'_>, block: Option<&[u8]>) -> Result<(), WireError> {
     let (opcode, qp, psn, fecn, becn, ack_req, pad) = match m {
         Message::Data {
             opcode,
@@ -369,10 +437,14 @@ fn encode_ib(out: &mut Vec<u8>, m: &Message<'_>) -> Result<(), WireError> {
     out.push(opcode);
     out.push(BTH_MIGRATED | (pad << 4));
     out.extend_from_slice(&PKEY_DEFAULT.to_be_bytes());
-    out.push(u8::from(fecn) << 7 | u8::from(becn) << 6);
+    let int = if block.is_some() { BTH_INT } else { 0 };
+    out.push(u8::from(fecn) << 7 | u8::from(becn) << 6 | int);
     put24(out, qp);
     out.push(u8::from(ack_req) << 7);
     put24(out, psn);
+    if let Some(b) = block {
+        out.extend_from_slice(b);
+    }
     match m {
         Message::Data { reth, payload, .. } => {
             if let Some(r) = reth {
@@ -399,17 +471,31 @@ pub fn encode_datagram(
     tos: u8,
     m: &Message<'_>,
 ) -> Result<(), WireError> {
-    let total = datagram_len(m);
+    encode_datagram_with(out, ep, tos, m, None)
+}
+
+/// [`encode_datagram`] with the INT / timestamp block `block` (one whole
+/// valid block, e.g. from [`lcmp_wire::int::write_collect`]) after the
+/// BTH and [`BTH_INT`] set.
+pub fn encode_datagram_with(
+    out: &mut Vec<u8>,
+    ep: &Endpoints,
+    tos: u8,
+    m: &Message<'_>,
+    block: Option<&[u8]>,
+) -> Result<(), WireError> {
+    let block_len = check_block(block)?;
+    let total = datagram_len(m) + block_len;
     let ip = ipv4_header(ep, tos, total);
     let udp = udp_header(ep, total - IPV4_LEN);
     let start = out.len();
     out.extend_from_slice(&ip);
     out.extend_from_slice(&udp);
-    if let Err(e) = encode_ib(out, m) {
+    if let Err(e) = encode_ib(out, m, block) {
         out.truncate(start);
         return Err(e);
     }
-    let crc = icrc(&ip, &udp, &out[start + IPV4_LEN + UDP_LEN..]);
+    let crc = icrc_masking(&ip, &udp, &out[start + IPV4_LEN + UDP_LEN..], block_len);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(())
 }
@@ -421,12 +507,24 @@ pub fn encode_udp_payload(
     ep: &Endpoints,
     m: &Message<'_>,
 ) -> Result<(), WireError> {
-    let total = datagram_len(m);
+    encode_udp_payload_with(out, ep, m, None)
+}
+
+/// [`encode_udp_payload`] with the block `block` after the BTH (as
+/// [`encode_datagram_with`]).
+pub fn encode_udp_payload_with(
+    out: &mut Vec<u8>,
+    ep: &Endpoints,
+    m: &Message<'_>,
+    block: Option<&[u8]>,
+) -> Result<(), WireError> {
+    let block_len = check_block(block)?;
+    let total = datagram_len(m) + block_len;
     let start = out.len();
-    encode_ib(out, m)?;
+    encode_ib(out, m, block)?;
     let ip = ipv4_header(ep, 0, total);
     let udp = udp_header(ep, total - IPV4_LEN);
-    let crc = icrc(&ip, &udp, &out[start..]);
+    let crc = icrc_masking(&ip, &udp, &out[start..], block_len);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(())
 }
@@ -474,17 +572,23 @@ pub fn parse_datagram(bytes: &[u8]) -> Result<Datagram<'_>, WireError> {
         sport: be16(&udp, 0),
         dport: be16(&udp, 2),
     };
-    let message = parse_ib(&ip, &udp, &bytes[IPV4_LEN + UDP_LEN..])?;
+    let Packet { message, int } = parse_ib(&ip, &udp, &bytes[IPV4_LEN + UDP_LEN..])?;
     Ok(Datagram {
         endpoints,
         tos: ip[1],
         message,
+        int,
     })
 }
 
 /// Parses a UDP payload received on a UDP socket from `ep.src:ep.sport`
-/// to `ep.dst:ep.dport`.
+/// to `ep.dst:ep.dport` (its INT block, if any, checked and skipped).
 pub fn parse_udp_payload<'a>(ep: &Endpoints, payload: &'a [u8]) -> Result<Message<'a>, WireError> {
+    parse_udp_packet(ep, payload).map(|p| p.message)
+}
+
+/// [`parse_udp_payload`] with the INT / timestamp block.
+pub fn parse_udp_packet<'a>(ep: &Endpoints, payload: &'a [u8]) -> Result<Packet<'a>, WireError> {
     let total = IPV4_LEN + UDP_LEN + payload.len();
     if total > usize::from(u16::MAX) {
         return Err(WireError::IpLength {
@@ -502,7 +606,7 @@ fn parse_ib<'a>(
     ip: &[u8; IPV4_LEN],
     udp: &[u8; UDP_LEN],
     b: &'a [u8],
-) -> Result<Message<'a>, WireError> {
+) -> Result<Packet<'a>, WireError> {
     need("BTH", BTH_LEN + ICRC_LEN, b.len())?;
     let body_end = b.len() - ICRC_LEN;
     let carried = u32::from_le_bytes([
@@ -511,7 +615,15 @@ fn parse_ib<'a>(
         b[body_end + 2],
         b[body_end + 3],
     ]);
-    let computed = icrc(ip, udp, &b[..body_end]);
+    let body = &b[..body_end];
+    let block_len = block_len_in(body)?;
+    let int = if b[4] & BTH_INT != 0 {
+        // block_len_in parsed it within the body.
+        IntBlock::parse(&body[BTH_LEN..]).ok()
+    } else {
+        None
+    };
+    let computed = icrc_masking(ip, udp, body, block_len);
     if carried != computed {
         return Err(WireError::Icrc { computed, carried });
     }
@@ -526,7 +638,7 @@ fn parse_ib<'a>(
     let qp = be24(b, 5);
     let ack_req = b[8] & 0x80 != 0;
     let psn = be24(b, 9);
-    let rest = &b[BTH_LEN..body_end];
+    let rest = &b[BTH_LEN + block_len..body_end];
     let data = |opcode: DataOpcode| -> Result<Message<'a>, WireError> {
         let (reth, payload) = if opcode.has_reth() {
             need("RETH", RETH_LEN, rest.len())?;
@@ -559,7 +671,7 @@ fn parse_ib<'a>(
             payload,
         })
     };
-    match opcode {
+    let message = match opcode {
         OP_WRITE_FIRST => data(DataOpcode::First),
         OP_WRITE_MIDDLE => data(DataOpcode::Middle),
         OP_WRITE_LAST => data(DataOpcode::Last),
@@ -597,7 +709,8 @@ fn parse_ib<'a>(
             Ok(Message::Cnp { qp })
         }
         other => Err(WireError::Opcode(other)),
-    }
+    }?;
+    Ok(Packet { message, int })
 }
 
 #[cfg(test)]
@@ -706,6 +819,141 @@ mod tests {
         let mut bad = out.clone();
         bad[60] ^= 1;
         assert!(matches!(parse_datagram(&bad), Err(WireError::Icrc { .. })));
+    }
+
+    #[test]
+    fn int_block_fixture_and_a_switch_hop_keeps_the_icrc() {
+        // The data packet of `data_packet_fixture` with an empty collect
+        // block of 2 slots: 4 + 2 x 16 = 36 bytes after the BTH.
+        let m = Message::Data {
+            opcode: DataOpcode::Only,
+            qp: 0x000102,
+            psn: 0,
+            fecn: false,
+            ack_req: true,
+            reth: Some(Reth {
+                va: 0x1122_3344_5566_7788,
+                rkey: 0xaabb_ccdd,
+                dma_len: 5,
+            }),
+            payload: b"hello",
+        };
+        let mut block = [0u8; 36];
+        assert_eq!(lcmp_wire::int::write_collect(&mut block, 2), Ok(36));
+        let mut out = Vec::new();
+        encode_datagram_with(&mut out, &ep(), ECN_ECT0, &m, Some(&block)).unwrap();
+        // Total 68 + 36 = 104 = 0x68, UDP 84 = 0x54. IPv4 checksum: the
+        // fixture's sum 0xd964 with 0x0044 -> 0x0068 is 0xd988, !0xd988 =
+        // 0x2677. BTH byte 4: BTH_INT = 0x20. Block: kind 1, capacity 2,
+        // nhop 0, flags 0, 32 zero bytes.
+        let expected_head = hex(&format!(
+            "4502 0068 0000 4000 4011 2677 0a01 0002 0a08 0002
+             c123 12b7 0054 0000
+             0a 70 ffff 20 000102 80 000000
+             01020000 {}
+             1122334455667788 aabbccdd 00000005
+             68656c6c6f 000000",
+            "00".repeat(32)
+        ));
+        assert_eq!(&out[..out.len() - 4], &expected_head[..]);
+        let carried = u32::from_le_bytes(out[out.len() - 4..].try_into().unwrap());
+        // The ICRC masked by hand: datagram bytes 40..76 (the block, after
+        // IPv4 20 + UDP 8 + BTH 12) are 0xff in the CRC's input.
+        let masked = |d: &[u8]| {
+            let mut m = d.to_vec();
+            m[40..76].fill(0xff);
+            reference_icrc(&m)
+        };
+        assert_eq!(carried, masked(&out));
+        assert_ne!(carried, reference_icrc(&out), "the block must be masked");
+        let d = parse_datagram(&out).unwrap();
+        assert_eq!(d.message, m);
+        let b = d.int.unwrap();
+        assert_eq!(
+            (b.kind(), b.capacity(), b.nhop(), b.len()),
+            (IntKind::Collect, 2, 0, 36)
+        );
+
+        // A switch writes a hop (as lcmp-switch does at egress, on the
+        // Ethernet frame): slot 0, nhop 1; the ICRC still holds.
+        let mut frame = vec![0u8; 12];
+        frame.extend_from_slice(&[0x08, 0x00]);
+        frame.extend_from_slice(&out);
+        let hop = lcmp_wire::IntHop {
+            link_rate_kbps: 100_000,
+            qlen_bytes: 3_000,
+            tx_bytes: 123_456,
+            ts_ns: 999,
+        };
+        assert_eq!(
+            lcmp_wire::push_hop(&mut frame, hop),
+            Ok(lcmp_wire::PushOutcome::Pushed)
+        );
+        let after = &frame[14..];
+        assert_eq!(after[42], 1, "nhop");
+        // 100_000 = 0x0001_86a0, 3_000 = 0x0bb8, 123_456 = 0x0001_e240, 999 = 0x03e7.
+        assert_eq!(
+            &after[44..60],
+            &hex("000186a0 00000bb8 0001e240 000003e7")[..]
+        );
+        assert_eq!(&after[after.len() - 4..], &out[out.len() - 4..]);
+        assert_eq!(masked(after), carried);
+        let d = parse_datagram(after).unwrap();
+        assert_eq!(d.message, m);
+        let b = d.int.unwrap();
+        assert_eq!(b.hops().collect::<Vec<_>>(), vec![hop]);
+        // Bytes outside the block are still covered.
+        let mut bad = after.to_vec();
+        bad[80] ^= 1;
+        assert!(matches!(parse_datagram(&bad), Err(WireError::Icrc { .. })));
+    }
+
+    #[test]
+    fn echo_blocks_ride_on_acks() {
+        let rev = Endpoints {
+            src: Ipv4Addr::new(10, 8, 0, 2),
+            dst: Ipv4Addr::new(10, 1, 0, 2),
+            sport: ROCEV2_PORT,
+            dport: ROCEV2_PORT,
+        };
+        let ack = Message::Ack {
+            qp: 0x000102,
+            psn: 7,
+            becn: false,
+            aeth: Aeth::Ack {
+                credit: CREDIT_INVALID,
+                msn: 1,
+            },
+        };
+        let mut ts = [0u8; 12];
+        lcmp_wire::write_timestamp(&mut ts, IntKind::TimestampEcho, 0x0102_0304_0506_0708).unwrap();
+        let mut udp_payload = Vec::new();
+        encode_udp_payload_with(&mut udp_payload, &rev, &ack, Some(&ts)).unwrap();
+        // BTH byte 4 = BTH_INT; block kind 4, capacity 0, nhop 0, flags 0,
+        // the time; then the AETH.
+        assert_eq!(
+            &udp_payload[..udp_payload.len() - 4],
+            &hex("11 40 ffff 20 000102 00 000007 04000000 0102030405060708 1f 000001")[..]
+        );
+        let p = parse_udp_packet(&rev, &udp_payload).unwrap();
+        assert_eq!(p.message, ack);
+        assert_eq!(p.int.unwrap().timestamp(), Some(0x0102_0304_0506_0708));
+        assert_eq!(parse_udp_payload(&rev, &udp_payload).unwrap(), ack);
+        // Not a block: refused before encoding; a cut block when parsing.
+        assert!(matches!(
+            encode_udp_payload_with(&mut Vec::new(), &rev, &ack, Some(&[9, 0, 0, 0])),
+            Err(WireError::Int(_))
+        ));
+        assert!(matches!(
+            encode_udp_payload_with(&mut Vec::new(), &rev, &ack, Some(&ts[..8])),
+            Err(WireError::Int(_))
+        ));
+        let mut bad = udp_payload.clone();
+        bad[12] = 9;
+        assert!(matches!(
+            parse_udp_packet(&rev, &bad),
+            Err(WireError::Int(IntError::BadKind(9)))
+        ));
     }
 
     #[test]
