@@ -63,12 +63,28 @@ pub fn dir(name: &str) -> PathBuf {
 /// restarts them with other values).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SwitchSettings {
-    /// Path-selection policy name (`lcmp`, `ecmp`, `wcmp`, `ucmp`).
+    /// Path-selection policy name (`lcmp`, `ecmp`, `wcmp`, `ucmp`, ...;
+    /// a spec's weights are the fields below, [`SwitchSettings::with_spec`]).
     pub policy: String,
     /// LCMP weight of C_path.
     pub alpha: u32,
     /// LCMP weight of C_cong.
     pub beta: u32,
+    /// Weight of the delay score in C_path (w_dl; `None`: the switch's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_delay: Option<u32>,
+    /// Weight of the capacity score in C_path (w_lc; `None`: the switch's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_capacity: Option<u32>,
+    /// Weight of the queue level in C_cong (w_ql; `None`: the switch's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_queue: Option<u32>,
+    /// Weight of the queue trend in C_cong (w_tl; `None`: the switch's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_trend: Option<u32>,
+    /// Weight of the persistence in C_cong (w_dp; `None`: the switch's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub w_persist: Option<u32>,
     /// ECN thresholds as queueing time at each port's link rate, in the
     /// network's time (`KMIN_US,KMAX_US,PMAX,FLOOR`; `None`: the switch's
     /// default marking).
@@ -98,6 +114,11 @@ impl Default for SwitchSettings {
             policy: "lcmp".into(),
             alpha: 3,
             beta: 1,
+            w_delay: None,
+            w_capacity: None,
+            w_queue: None,
+            w_trend: None,
+            w_persist: None,
             ecn_link_time: None,
             ecn_mark_at: None,
             drop_headroom: None,
@@ -108,6 +129,36 @@ impl Default for SwitchSettings {
 }
 
 impl SwitchSettings {
+    /// These settings running `policy`, a policy spec
+    /// (`lcmp:alpha=1:beta=3`, checked before: `check_policy`); one that
+    /// does not parse is passed on as the name, for the switch to refuse.
+    pub fn for_policy(self, policy: &str) -> SwitchSettings {
+        match policy.parse::<lcmp_policy::PolicySpec>() {
+            Ok(spec) => self.with_spec(&spec),
+            Err(_) => SwitchSettings {
+                policy: policy.to_string(),
+                ..self
+            },
+        }
+    }
+
+    /// These settings running `spec`: its policy's name, and the weights
+    /// it gives in place of these.
+    pub fn with_spec(self, spec: &lcmp_policy::PolicySpec) -> SwitchSettings {
+        let w = spec.weights();
+        SwitchSettings {
+            policy: spec.name().name().to_string(),
+            alpha: w.alpha.unwrap_or(self.alpha),
+            beta: w.beta.unwrap_or(self.beta),
+            w_delay: w.w_dl.or(self.w_delay),
+            w_capacity: w.w_lc.or(self.w_capacity),
+            w_queue: w.w_ql.or(self.w_queue),
+            w_trend: w.w_tl.or(self.w_trend),
+            w_persist: w.w_dp.or(self.w_persist),
+            ..self
+        }
+    }
+
     /// The `lcmp-switch lcmp` options of these settings, the one place
     /// they are rendered: the testbed's settings, the network's `scaling`,
     /// then `process` (the options of how the testbed runs its switches),
@@ -123,6 +174,17 @@ impl SwitchSettings {
             "--scaling".into(),
             scaling.to_string(),
         ];
+        for (flag, w) in [
+            ("--w-delay", self.w_delay),
+            ("--w-capacity", self.w_capacity),
+            ("--w-queue", self.w_queue),
+            ("--w-trend", self.w_trend),
+            ("--w-persist", self.w_persist),
+        ] {
+            if let Some(w) = w {
+                v.push(format!("{flag}={w}"));
+            }
+        }
         if let Some(t) = &self.ecn_link_time {
             v.push(format!("--ecn-link-time={t}"));
         }

@@ -17,6 +17,8 @@
 //! - [`flow`]: the 5-tuple flow key and its per-switch seeded hash.
 //! - [`flow_cache`]: the fixed-size flow -> port cache with idle eviction.
 //! - [`router`]: cache + decision + failover, with counters.
+//! - [`spec`]: policy specs, a name with LCMP's weights
+//!   (`lcmp:alpha=1:beta=3`), as experiments list policies.
 
 pub mod congestion;
 pub mod decision;
@@ -27,6 +29,7 @@ pub mod path_cost;
 pub mod policies;
 pub mod router;
 pub mod select;
+pub mod spec;
 
 /// Index of a switch port (egress interface). A switch has at most 256 ports.
 pub type PortId = u8;
@@ -52,6 +55,7 @@ pub use select::{
     AllCongested, Candidate, CandidateSet, Decision, LcmpParams, Policy, PolicyName, Ranking,
     Selector,
 };
+pub use spec::{PolicySpec, Weights};
 
 /// `clap` for the `ValueEnum` the registry generates (`clap` feature).
 #[cfg(feature = "clap")]

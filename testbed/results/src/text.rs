@@ -11,12 +11,20 @@ use crate::table::{Table, L, R};
 /// LCMP's reductions against each baseline.
 pub fn result_table(s: &Summary) -> String {
     let q = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    // A policy spec (`lcmp:w_ql=1:w_tl=2:w_dp=1`) is longer than a name:
+    // the column is as wide as the longest.
+    let policy_width = s
+        .aggregates
+        .iter()
+        .map(|a| a.policy.len())
+        .chain(s.reductions.iter().map(|r| r.baseline.len()))
+        .fold(14, usize::max);
     // The last column is aligned on its slash: header and cells are
     // padded by hand.
     let mut t = Table::text(&[
         ("workload", L, 12),
         ("load", R, 5),
-        ("policy", L, 14),
+        ("policy", L, policy_width),
         ("runs", R, 4),
         ("median slowdown", R, 16),
         ("p99 slowdown", R, 16),
@@ -42,7 +50,7 @@ pub fn result_table(s: &Summary) -> String {
             (L, 12),
             (R, 5),
             (L, 0),
-            (L, 14),
+            (L, policy_width),
             (L, 0),
             (R, 6),
             (L, 0),

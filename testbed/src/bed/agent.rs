@@ -40,7 +40,19 @@ pub fn start_agent(st: &mut State, opts: &AgentOptions) -> Result<()> {
     }
     // The agent computes C_path as the switches do: their options for it
     // (the experiment's metric, and --switch-arg's) go to the agent too.
-    let path_cost = path_cost_args(&st.switches.extra_args);
+    let mut path_cost = path_cost_args(&st.switches.extra_args);
+    // A policy spec's path weights (`lcmp:w_dl=1:w_lc=3`), unless
+    // --switch-arg gives them.
+    for (flag, w) in [
+        ("--w-delay", st.switches.w_delay),
+        ("--w-capacity", st.switches.w_capacity),
+    ] {
+        if let Some(w) = w {
+            if !path_cost.iter().any(|a| a.starts_with(flag)) {
+                path_cost.push(format!("{flag}={w}"));
+            }
+        }
+    }
     if let Some(m) = &st.switches.metric {
         if !path_cost.iter().any(|a| a.starts_with("--metric")) {
             argv.push(format!("--metric={m}"));

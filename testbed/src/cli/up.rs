@@ -28,7 +28,8 @@ pub struct UpArgs {
     /// Path-selection policy of the switches: a name of `lcmp_policy`'s
     /// registry (lcmp, ecmp, wcmp, ucmp, lcmp-rm-alpha, lcmp-rm-beta, and
     /// any policy added there; an unknown one is refused in one line that
-    /// lists them).
+    /// lists them), or a spec with LCMP's weights: `lcmp:alpha=1:beta=3`,
+    /// `lcmp:w_ql=1:w_tl=2:w_dp=1`, `lcmp:w_dl=1:w_lc=3`.
     #[arg(long, default_value = "lcmp")]
     policy: String,
     /// Extra argument for every lcmp-switch (repeatable), e.g.
@@ -100,13 +101,14 @@ pub fn cmd_up(a: UpArgs) -> Result<ExitCode> {
         hosts_per_dc: a.topo.hosts_per_dc,
         host_switches: None,
         scaling: a.topo.scaling(),
+        // A policy spec's weights become the switches' options.
         switches: SwitchSettings {
-            policy: a.policy.clone(),
             alpha: a.topo.alpha,
             beta: a.topo.beta,
             extra_args: a.switch_args.clone(),
             ..SwitchSettings::default()
-        },
+        }
+        .for_policy(&a.policy),
         cc: a.topo.cc.clone(),
         initcwnd: a.topo.initcwnd,
         agent: (!a.no_agent).then(|| bed::AgentOptions {

@@ -310,7 +310,9 @@ pub struct ExperimentConfig {
     /// Offered loads (fractions, > 0); not with `trace`.
     #[serde(default)]
     pub loads: Vec<f64>,
-    /// Policies compared.
+    /// Policies compared: names, or specs with LCMP's weights
+    /// (`lcmp:w_ql=1:w_tl=2:w_dp=1`; [`lcmp_policy::spec`]), each run's
+    /// label in its canonical spelling.
     pub policies: Vec<String>,
     /// Repetitions with different seeds (seeds 1..=seeds).
     #[serde(default = "one_u32")]
@@ -636,7 +638,9 @@ pub struct ExperimentArgs {
     #[arg(long = "rocev2-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub rocev2_args: Vec<String>,
     /// Policies to compare (comma-separated; names as lcmp_policy::PolicyName
-    /// spells them, checked with the experiment, in one line). Default
+    /// spells them, or specs with LCMP's weights such as
+    /// lcmp:alpha=1:beta=3, keys alpha, beta, w_dl, w_lc, w_ql, w_tl,
+    /// w_dp; checked with the experiment, in one line). Default
     /// lcmp,ecmp,ucmp,wcmp; with --config, the policies of the file to run
     /// instead of its list (e.g. one policy of a long experiment per run).
     #[arg(long, value_delimiter = ',', value_name = "POLICY,...")]
@@ -727,13 +731,15 @@ impl ExperimentArgs {
             }
             if let Some(policies) = &self.policies {
                 // A reference of a policy not run has nothing to compare.
-                c.reference.retain(|p, _| policies.contains(p));
+                let run: Vec<String> = policies.iter().map(|q| canonical_policy(q)).collect();
+                c.reference
+                    .retain(|p, _| run.contains(&canonical_policy(p)));
                 c.policies = policies.clone();
             }
-            return Ok(c);
+            return Ok(canonical_policies(c));
         }
         let engine = self.engine.unwrap_or_default();
-        Ok(ExperimentConfig {
+        Ok(canonical_policies(ExperimentConfig {
             name: self.name.clone(),
             topology: self.topo.topology.clone(),
             hosts_per_dc: self.topo.hosts_per_dc,
@@ -789,20 +795,42 @@ impl ExperimentArgs {
                     Ok((policy.to_string(), PathBuf::from(file).into()))
                 })
                 .collect::<Result<_>>()?,
-        })
+        }))
     }
 }
 
-/// Fails with the list of known policies if `name` is not one.
 /// `--trace-format`, by the trace module's one spelling of the names.
 fn parse_trace_format(text: &str) -> std::result::Result<TraceFormat, String> {
     text.parse().map_err(|e: lcmp_results::Error| e.to_string())
 }
 
-pub fn check_policy(name: &str) -> Result<()> {
-    name.parse::<lcmp_policy::PolicyName>()
+/// Fails in one line if `spec` is not a policy spec: a policy name,
+/// optionally with LCMP's weights (`lcmp:alpha=1:beta=3`;
+/// [`lcmp_policy::spec`]).
+pub fn check_policy(spec: &str) -> Result<()> {
+    spec.parse::<lcmp_policy::PolicySpec>()
         .map(|_| ())
         .map_err(Error::new)
+}
+
+/// `spec` in its canonical spelling (the runs' label), or as written if
+/// it does not parse (validation refuses it).
+fn canonical_policy(spec: &str) -> String {
+    spec.parse::<lcmp_policy::PolicySpec>()
+        .map_or_else(|_| spec.to_string(), |s| s.to_string())
+}
+
+/// Spells every policy and reference key of `c` canonically, so that a
+/// spec's keys in any order label the same runs and find its reference.
+fn canonical_policies(mut c: ExperimentConfig) -> ExperimentConfig {
+    for p in &mut c.policies {
+        *p = canonical_policy(p);
+    }
+    c.reference = std::mem::take(&mut c.reference)
+        .into_iter()
+        .map(|(p, files)| (canonical_policy(&p), files))
+        .collect();
+    c
 }
 
 impl ExperimentConfig {
@@ -1062,8 +1090,23 @@ impl ExperimentConfig {
         if self.policies.is_empty() {
             return Err(Error::new("no policy given"));
         }
-        for p in &self.policies {
+        for (i, p) in self.policies.iter().enumerate() {
             check_policy(p)?;
+            // Two runs of one label would write one directory.
+            if self.policies[..i].contains(p) {
+                return Err(Error::new(format!("policy {p:?} is listed twice")));
+            }
+            // The testbed's agent pushes every switch's tables, C_path
+            // computed with its own path weights (one set, from
+            // --switch-arg), over those a run's switches computed.
+            let spec: lcmp_policy::PolicySpec = p.parse().map_err(Error::new)?;
+            let w = spec.weights();
+            if self.engine != Engine::Virtual && (w.w_dl.is_some() || w.w_lc.is_some()) {
+                return Err(Error::new(format!(
+                    "policy spec {p:?}: the path weights w_dl, w_lc run on engine virtual only \
+                     (elsewhere the testbed's agent pushes tables with C_path at its own weights)"
+                )));
+            }
         }
         for w in &self.workloads {
             lcmp_traffic::cdf::Cdf::load(w).map_err(|e| Error::new(e.to_string()))?;
@@ -1585,6 +1628,89 @@ mod tests {
         // lcmp is not run: its reference goes with it.
         assert_eq!(c.reference.keys().collect::<Vec<_>>(), ["ecmp"]);
         c.validate().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn policy_specs_are_run_under_their_canonical_spelling_and_checked() {
+        let c = config_of(&[
+            "--from",
+            "dc1",
+            "--to",
+            "dc8",
+            "--workload",
+            "websearch",
+            "--load",
+            "0.3",
+            "--out",
+            "/x",
+            "--policies",
+            "ecmp,lcmp:w_dp=1:w_ql=1:w_tl=2,lcmp:beta=3:alpha=1",
+        ])
+        .unwrap();
+        assert_eq!(
+            c.policies,
+            ["ecmp", "lcmp:w_ql=1:w_tl=2:w_dp=1", "lcmp:alpha=1:beta=3"]
+        );
+        c.validate().unwrap();
+        let refused = |policies: &[&str]| {
+            let mut c = c.clone();
+            c.policies = policies.iter().map(|p| p.to_string()).collect();
+            c.validate().unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(&["lcmp:w_ql=0:w_tl=0:w_dp=0"]),
+            "policy spec \"lcmp:w_ql=0:w_tl=0:w_dp=0\": the congestion weights w_ql + w_tl + w_dp sum to 0"
+        );
+        assert!(refused(&["ecmp:alpha=1"]).contains("ecmp takes no weights"));
+        // This experiment runs on the namespaces engine.
+        assert_eq!(
+            refused(&["lcmp:w_dl=1:w_lc=1"]),
+            "policy spec \"lcmp:w_dl=1:w_lc=1\": the path weights w_dl, w_lc run on engine \
+             virtual only (elsewhere the testbed's agent pushes tables with C_path at its own \
+             weights)"
+        );
+        let mut v = c.clone();
+        v.engine = Engine::Virtual;
+        v.transport = Transport::Rocev2;
+        v.policies = vec!["lcmp:w_dl=1:w_lc=1".into()];
+        v.validate().unwrap();
+        assert_eq!(
+            refused(&["lcmp", "ecmp", "lcmp"]),
+            "policy \"lcmp\" is listed twice"
+        );
+    }
+
+    #[test]
+    fn a_spec_in_a_file_finds_its_reference_whatever_its_key_order() {
+        let dir = std::env::temp_dir().join(format!("lcmp-config-spec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("exp.toml");
+        std::fs::write(
+            &file,
+            "from='dc1'\nto='dc8'\nworkloads=['websearch']\nloads=[0.3]\n\
+             policies=['lcmp:beta=3:alpha=1','ecmp']\nduration_s=1\n[reference]\n\
+             'lcmp:alpha=1:beta=3' = 'fct_a.txt'\necmp = 'fct_ecmp.txt'\n",
+        )
+        .unwrap();
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["--config", file.to_str().unwrap(), "--out", "/x"];
+            argv.extend_from_slice(extra);
+            config_of(&argv).unwrap()
+        };
+        let c = parse(&[]);
+        assert_eq!(c.policies, ["lcmp:alpha=1:beta=3", "ecmp"]);
+        assert_eq!(
+            c.reference.keys().collect::<Vec<_>>(),
+            ["ecmp", "lcmp:alpha=1:beta=3"]
+        );
+        c.validate().unwrap();
+        // --policies in another order keeps the spec's reference.
+        let c = parse(&["--policies", "lcmp:beta=3:alpha=1"]);
+        assert_eq!(
+            c.reference.keys().collect::<Vec<_>>(),
+            ["lcmp:alpha=1:beta=3"]
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -53,7 +53,8 @@ pub const ROCEV2_ECN_FLOOR_BYTES: u64 = 2000;
 /// (docs/experiments.md, RDMA-faithful experiments).
 pub const ROCEV2_DROP_HEADROOM: u64 = 1000;
 
-/// The switch settings of an experiment running `policy`: under rocev2
+/// The switch settings of an experiment running `policy` (a policy spec:
+/// its weights in place of the experiment's): under rocev2
 /// the simulator's ECN marking (thresholds in the network's time, decided
 /// at dequeue) and lossless headroom, then the configuration's
 /// `switch_args`, which override them (the switch takes an option's last
@@ -63,7 +64,6 @@ pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
     let rocev2 = cfg.transport == Transport::Rocev2;
     let (kmin, kmax) = ROCEV2_ECN_LINK_TIME_US;
     SwitchSettings {
-        policy: policy.to_string(),
         alpha: cfg.alpha,
         beta: cfg.beta,
         ecn_link_time: rocev2
@@ -74,7 +74,9 @@ pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
         drop_headroom: rocev2.then_some(ROCEV2_DROP_HEADROOM),
         metric: cfg.metric.map(|m| m.name().to_string()),
         extra_args: cfg.switch_args.clone(),
+        ..SwitchSettings::default()
     }
+    .for_policy(policy)
 }
 
 /// Each sender's flows of a trace replay.
@@ -435,15 +437,13 @@ fn run_spec(
     seed: u64,
     failure: Option<(lcmp_topology::LinkId, f64)>,
 ) -> run::RunSpec {
+    let switches = switches.clone().for_policy(policy);
     run::RunSpec {
         id: String::new(),
         policy: policy.to_string(),
-        alpha: cfg.alpha,
-        beta: cfg.beta,
-        switches: SwitchSettings {
-            policy: policy.to_string(),
-            ..switches.clone()
-        },
+        alpha: switches.alpha,
+        beta: switches.beta,
+        switches,
         workload: String::new(),
         rate_bps_per_sender: 0.0,
         seed,
@@ -1110,6 +1110,57 @@ mod tests {
         let a = switch_settings(&cfg(Transport::Tcp, &["--loops=1"]), "ecmp").argv(&none, &process);
         assert_eq!(a[1], "ecmp");
         assert_eq!(a[8..], ["--loops", "2", "--loops=1"]);
+    }
+
+    #[test]
+    fn a_policy_specs_weights_become_switch_arguments_and_a_runs_label_is_the_spec() {
+        let none = lcmp_topology::Scaling::NONE;
+        let mut c = cfg(Transport::Tcp, &[]);
+        c.alpha = 5;
+        // beta given, alpha the experiment's 5; the given weights of C_path
+        // and C_cong as flags, the others left to the switch.
+        let spec = "lcmp:beta=3:w_lc=4:w_ql=1:w_tl=2";
+        let argv = switch_settings(&c, spec).argv(&none, &[]);
+        assert_eq!(
+            argv,
+            [
+                "--policy",
+                "lcmp",
+                "--alpha",
+                "5",
+                "--beta",
+                "3",
+                "--scaling",
+                "none",
+                "--w-capacity=4",
+                "--w-queue=1",
+                "--w-trend=2",
+            ]
+        );
+        // A bare name: the experiment's alpha and beta, no weight flags.
+        assert_eq!(
+            switch_settings(&c, "lcmp-rm-beta").argv(&none, &[]),
+            [
+                "--policy",
+                "lcmp-rm-beta",
+                "--alpha",
+                "5",
+                "--beta",
+                "1",
+                "--scaling",
+                "none"
+            ]
+        );
+        // A run keeps the spec as its policy, its switches the weights.
+        let base = switch_settings(&c, "ecmp");
+        let run = run_spec(&c, &base, "lcmp:alpha=1:w_dp=3", 1, None);
+        assert_eq!(run.policy, "lcmp:alpha=1:w_dp=3");
+        assert_eq!(
+            (run.alpha, run.beta, run.switches.policy.as_str()),
+            (1, 1, "lcmp")
+        );
+        assert_eq!(run.switches.w_persist, Some(3));
+        assert_eq!(run.switches.w_queue, None);
     }
 
     #[test]

@@ -759,9 +759,9 @@ fn write_pcapng(pc: &PortCapture, max_bytes: u64, file: &Path) -> Result<()> {
 
 /// The switch options `settings` describe, as `lcmp-switch lcmp` reads its
 /// arguments (`SwitchSettings::argv`): the policy with the experiment's
-/// alpha and beta (an ablation's zero kept), the ECN thresholds and where
-/// they are decided, the drop headroom, the run's scaling; the switch's
-/// defaults otherwise.
+/// alpha and beta (an ablation's zero kept), the weights of C_path and
+/// C_cong, the ECN thresholds and where they are decided, the drop
+/// headroom, the run's scaling; the switch's defaults otherwise.
 fn switch_options(settings: &SwitchSettings, scaling: Scaling) -> Result<Options> {
     let name: PolicyName = settings.policy.parse().map_err(Error::new)?;
     let policy = match name.policy() {
@@ -788,14 +788,26 @@ fn switch_options(settings: &SwitchSettings, scaling: Scaling) -> Result<Options
         Some(m) => <lcmp_topology::tables::PathMetric as clap::ValueEnum>::from_str(m, false)
             .map_err(|_| Error::new(format!("metric {m:?}: expected path or local")))?,
     };
+    let defaults = Options::default();
     Ok(Options {
         policy,
+        path_cost: lcmp_policy::PathCostParams {
+            w_delay: settings.w_delay.unwrap_or(defaults.path_cost.w_delay),
+            w_capacity: settings.w_capacity.unwrap_or(defaults.path_cost.w_capacity),
+            ..defaults.path_cost
+        },
+        congestion: lcmp_policy::CongestionParams {
+            w_queue: settings.w_queue.unwrap_or(defaults.congestion.w_queue),
+            w_trend: settings.w_trend.unwrap_or(defaults.congestion.w_trend),
+            w_persist: settings.w_persist.unwrap_or(defaults.congestion.w_persist),
+            ..defaults.congestion
+        },
         ecn_link_time,
         ecn_mark_at,
         metric,
         drop_headroom: settings.drop_headroom.unwrap_or(1),
         scaling,
-        ..Options::default()
+        ..defaults
     })
 }
 
@@ -855,6 +867,33 @@ mod tests {
         );
         let o = switch_options(&super::super::switch_settings(&cfg, "ecmp"), scaling).unwrap();
         assert_eq!(o.policy, Policy::Ecmp);
+        // A spec's weights, as --alpha 1 --w-delay=1 --w-capacity=3
+        // --w-queue=1 --w-trend=2 set them; beta the experiment's 2, w_dp
+        // the switch's 1.
+        let o = switch_options(
+            &super::super::switch_settings(&cfg, "lcmp:alpha=1:w_dl=1:w_lc=3:w_ql=1:w_tl=2"),
+            scaling,
+        )
+        .unwrap();
+        assert_eq!(
+            o.policy,
+            Policy::Lcmp(LcmpParams {
+                alpha: 1,
+                beta: 2,
+                ..LcmpParams::default()
+            })
+        );
+        assert_eq!((o.path_cost.w_delay, o.path_cost.w_capacity), (1, 3));
+        assert_eq!(
+            (
+                o.congestion.w_queue,
+                o.congestion.w_trend,
+                o.congestion.w_persist
+            ),
+            (1, 2, 1)
+        );
+        // The rest of C_cong's parameters stay the switch's.
+        assert_eq!(o.congestion.sample_interval_ns, 100_000);
         // Without rocev2's settings, the switch's defaults.
         cfg.transport = Transport::Tcp;
         let o = switch_options(&super::super::switch_settings(&cfg, "ecmp"), scaling).unwrap();

@@ -103,6 +103,9 @@ pub(super) fn options(args: &LcmpArgs) -> Options {
         },
         metric: args.metric,
         congestion: CongestionParams {
+            w_queue: args.w_queue,
+            w_trend: args.w_trend,
+            w_persist: args.w_persist,
             sample_interval_ns: args.sample_interval_us * 1_000,
             ..Default::default()
         },
@@ -111,6 +114,7 @@ pub(super) fn options(args: &LcmpArgs) -> Options {
         ecn_link_time: args.ecn_link_time,
         ecn_mark_at: args.ecn_mark_at,
         drop_headroom: args.drop_headroom,
+        int: args.int,
         flow_capacity: args.flow_capacity,
         flow_idle_timeout_ns: args.flow_timeout_ms.map(|ms| ms * 1_000_000),
         seed: args.common.seed,
@@ -232,6 +236,7 @@ fn open_switch(
         })
         .collect();
     let mut sw = Switch::new(config, io)?;
+    sw.set_int(opts.int);
     for (i, a) in addresses.iter().enumerate() {
         sw.set_port_addresses(i, a);
     }

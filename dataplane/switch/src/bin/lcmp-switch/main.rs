@@ -273,12 +273,21 @@ struct LcmpArgs {
     /// What C_path describes: the whole path or the local link only.
     #[arg(long, value_enum, default_value = "path")]
     metric: PathMetric,
-    /// Weight of the delay score in C_path.
+    /// Weight of the delay score in C_path (the paper's w_dl).
     #[arg(long, default_value_t = 3)]
     w_delay: u32,
-    /// Weight of the capacity score in C_path.
+    /// Weight of the capacity score in C_path (the paper's w_lc).
     #[arg(long, default_value_t = 1)]
     w_capacity: u32,
+    /// Weight of the queue level Q in C_cong (the paper's w_ql).
+    #[arg(long, default_value_t = lcmp_policy::CongestionParams::default().w_queue)]
+    w_queue: u32,
+    /// Weight of the queue trend T in C_cong (the paper's w_tl).
+    #[arg(long, default_value_t = lcmp_policy::CongestionParams::default().w_trend)]
+    w_trend: u32,
+    /// Weight of the persistence D in C_cong (the paper's w_dp).
+    #[arg(long, default_value_t = lcmp_policy::CongestionParams::default().w_persist)]
+    w_persist: u32,
     /// Congestion sampling interval, microseconds of the network's time
     /// (stretched by --scaling's time factor); at most 1 s.
     #[arg(long, default_value_t = defaults::SAMPLE_INTERVAL_US, value_parser = clap::value_parser!(u64).range(..=MAX_SAMPLE_INTERVAL_US))]
@@ -333,6 +342,15 @@ struct LcmpArgs {
     /// stay relative to the buffer itself.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     drop_headroom: u64,
+    /// In-band network telemetry for HPCC: every RoCEv2 frame carrying an
+    /// INT collect block (BTH bit 0x20, lcmp-wire's `int` module) gets a
+    /// hop record as it leaves a port: the port's emulated rate (kbit/s),
+    /// the bytes it left queued, the port's departed-bytes counter and
+    /// the switch clock at its departure (both wrapping at 2^32); a full
+    /// block gets its OVERFLOW flag. The UDP checksum of a frame written
+    /// to becomes 0. Counted as int_pushed and int_overflow per port.
+    #[arg(long)]
+    int: bool,
     /// Frames received per port per poll.
     #[arg(long, default_value_t = defaults::BATCH)]
     batch: usize,
@@ -759,6 +777,46 @@ mod tests {
             Command::Rotor(a) => assert_eq!(a.slot_spin_us, 1_000_000),
             Command::Lcmp(_) => panic!("rotor expected"),
         }
+    }
+
+    /// The weights of C_path and C_cong reach the options: the paper's
+    /// 3,1 and 2,1,1 by default, the flags' values when given.
+    #[test]
+    fn cost_weight_flags_set_the_path_and_congestion_weights() {
+        let lcmp = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Lcmp(a) => lcmp::options(&a),
+            Command::Rotor(_) => panic!("lcmp expected"),
+        };
+        let o = lcmp(&["lcmp", "-t", "f", "-s", "a"]);
+        let weights = |o: &lcmp_switch::config::Options| {
+            let (p, c) = (o.path_cost, o.congestion);
+            [p.w_delay, p.w_capacity, c.w_queue, c.w_trend, c.w_persist]
+        };
+        assert_eq!(weights(&o), [3, 1, 2, 1, 1]);
+        let o = lcmp(&[
+            "lcmp",
+            "-t",
+            "f",
+            "-s",
+            "a",
+            "--w-delay=1",
+            "--w-capacity=3",
+            "--w-queue=1",
+            "--w-trend=2",
+            "--w-persist=5",
+        ]);
+        assert_eq!(weights(&o), [1, 3, 1, 2, 5]);
+    }
+
+    /// INT is off unless --int asks for it.
+    #[test]
+    fn int_flag_turns_int_on() {
+        let lcmp = |args: &[&str]| match parse(args).unwrap().command {
+            Command::Lcmp(a) => lcmp::options(&a),
+            Command::Rotor(_) => panic!("lcmp expected"),
+        };
+        assert!(!lcmp(&["lcmp", "-t", "f", "-s", "a"]).int);
+        assert!(lcmp(&["lcmp", "-t", "f", "-s", "a", "--int"]).int);
     }
 
     #[test]
