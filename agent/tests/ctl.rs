@@ -126,6 +126,7 @@ fn answer(request: &Request) -> Body {
                 name: "lcmp".into(),
                 alpha: Some(3),
                 beta: Some(1),
+                congestion_weights: Some([2, 1, 1]),
                 ecn: None,
                 ecn_link_time: None,
                 ecn_mark_at: Default::default(),

@@ -61,6 +61,10 @@ pub struct PolicyState {
     /// LCMP weight of C_cong (LCMP policies only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta: Option<u32>,
+    /// C_cong's weights (w_ql, w_tl, w_dp) of queue level, trend and
+    /// persistence (LCMP policies only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion_weights: Option<[u32; 3]>,
     /// ECN marking thresholds as fractions of each port's buffer; `None`:
     /// marking is off (unless `ecn_link_time` is set).
     pub ecn: Option<EcnFractions>,

@@ -39,6 +39,7 @@ fn snapshot_s1() -> Snapshot {
             name: "lcmp".into(),
             alpha: Some(3),
             beta: Some(1),
+            congestion_weights: Some([2, 1, 1]),
             ecn: Some(EcnFractions::default()),
             ecn_link_time: None,
             ecn_mark_at: Default::default(),

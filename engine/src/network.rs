@@ -92,8 +92,9 @@ pub struct VirtualRun {
     /// ...; `switch.scaling` is the run's scaling). Interface names and
     /// peer MACs are the run's own (`p<i>`, the memory links' MACs).
     pub switch: Options,
-    /// The hosts' RoCEv2 options (DCQCN, payload, RTO; `roce.scaling` the
-    /// same scaling). Each host's line rate is its host link's rate.
+    /// The hosts' RoCEv2 options (the congestion control and its
+    /// parameters, HPCC's base RTT, payload, RTO; `roce.scaling` the same
+    /// scaling). Each host's line rate is its host link's rate.
     pub roce: RoceOptions,
     /// The senders; every other host only receives.
     pub traffic: Vec<HostTraffic>,

@@ -101,6 +101,10 @@ pub struct SwitchSettings {
     /// default) or `local` (the egress link, as the LCMP artifact).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metric: Option<String>,
+    /// In-band network telemetry for HPCC (`--int`): every RoCEv2 frame
+    /// with an INT collect block gets a hop record at each port it leaves.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub int: bool,
     /// The user's extra arguments to every `lcmp-switch`, passed last and
     /// never read here: an option the testbed sets too takes the user's
     /// value (the switch takes an option's last value).
@@ -123,6 +127,7 @@ impl Default for SwitchSettings {
             ecn_mark_at: None,
             drop_headroom: None,
             metric: None,
+            int: false,
             extra_args: Vec::new(),
         }
     }
@@ -196,6 +201,9 @@ impl SwitchSettings {
         }
         if let Some(m) = &self.metric {
             v.push(format!("--metric={m}"));
+        }
+        if self.int {
+            v.push("--int".into());
         }
         v.extend(process.iter().cloned());
         v.extend(self.extra_args.iter().cloned());

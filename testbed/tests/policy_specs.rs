@@ -94,8 +94,10 @@ fn runs_keep_their_spec_as_policy_and_their_switches_run_its_weights() {
         assert!(report.contains(spec), "report.md lacks {spec}");
     }
     // The first spec gives alpha 1 and beta 3, the second leaves the
-    // experiment's 3 and 1: what every switch of the run reports in force.
-    for (spec, alpha, beta) in [(specs[0], 1, 3), (specs[1], 3, 1)] {
+    // experiment's 3 and 1; the second gives C_cong's weights 1, 2, 1, the
+    // first leaves the switch's 2, 1, 1: what every switch of the run
+    // reports in force.
+    for (spec, alpha, beta, cong) in [(specs[0], 1, 3, [2, 1, 1]), (specs[1], 3, 1, [1, 2, 1])] {
         let dir = out.join("runs").join(format!("virtual-trace-{spec}-seed1"));
         assert!(dir.join("flows.csv").is_file(), "{}", dir.display());
         for switch in ["s1", "s2", "p1", "p2", "p3"] {
@@ -105,6 +107,11 @@ fn runs_keep_their_spec_as_policy_and_their_switches_run_its_weights() {
             assert_eq!(
                 (p["alpha"].as_u64(), p["beta"].as_u64()),
                 (Some(alpha), Some(beta)),
+                "{spec} {switch}"
+            );
+            assert_eq!(
+                p["congestion_weights"],
+                serde_json::json!(cong),
                 "{spec} {switch}"
             );
         }

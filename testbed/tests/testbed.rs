@@ -417,7 +417,7 @@ fn bad_inputs_get_one_clear_line_and_leave_nothing() {
         ),
         (
             replay(&["--trace", ok_trace.to_str().unwrap(), "--cc", "cubic"]),
-            "cc (--cc) is a TCP option",
+            "cc (--cc) under transport rocev2: unknown congestion control \"cubic\": expected one of dcqcn, hpcc, timely, dctcp",
         ),
     ];
     for (args, want) in cases {

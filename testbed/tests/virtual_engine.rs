@@ -479,7 +479,7 @@ fn what_the_virtual_engine_cannot_run_is_one_line_and_leaves_nothing() {
         ),
         (
             poisson(&["--transport", "rocev2", "--cc", "cubic"]),
-            "cc (--cc) sets the kernel's TCP: a namespaces engine option, not with engine virtual",
+            "cc (--cc) under transport rocev2: unknown congestion control \"cubic\": expected one of dcqcn, hpcc, timely, dctcp",
         ),
         (
             poisson(&["--transport", "rocev2", "--initcwnd", "10"]),

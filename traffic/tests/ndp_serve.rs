@@ -22,64 +22,8 @@ fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("lcmp-ndp-serve-{}-{name}", std::process::id()))
 }
 
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Two namespaces joined by a veth pair, `a` 10.77.0.1/24, `b`
-/// 10.77.0.2/24; deleted (the veth with them) when dropped.
-struct Pair {
-    names: Vec<String>,
-}
-
-impl Pair {
-    /// `tag`: a letter of the test's own (the names hold it).
-    fn new(tag: char) -> Pair {
-        let pid = std::process::id();
-        let (a, b) = (
-            format!("lcmp-ndps-{pid}-{tag}a"),
-            format!("lcmp-ndps-{pid}-{tag}b"),
-        );
-        let mut pair = Pair { names: Vec::new() };
-        for n in [&a, &b] {
-            ip(&["netns", "add", n]);
-            pair.names.push(n.clone());
-        }
-        let (va, vb) = (format!("nds{tag}a{pid}"), format!("nds{tag}b{pid}"));
-        ip(&[
-            "link", "add", &va, "netns", &a, "type", "veth", "peer", "name", &vb, "netns", &b,
-        ]);
-        for (ns, dev, addr) in [(&a, &va, "10.77.0.1/24"), (&b, &vb, "10.77.0.2/24")] {
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        pair
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-/// Kills the client by its id if the test ends before it does.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{Child, Pair};
 
 /// One host: its namespace, name, the peer it sends to, its schedule
 /// (id, size, start in ms), its files.
@@ -175,7 +119,7 @@ fn two_serving_clients_exchange_flows_and_count_their_windows() {
         eprintln!("skipped: network namespaces need root");
         return;
     }
-    let pair = Pair::new('x');
+    let pair = Pair::new("ndsx", 77);
     // Both clients count the bytes arriving in [--warmup = 1 s, their last
     // start). Flows of a few tens of KB at 1 Gbit/s take well under a
     // millisecond; the two clients start within milliseconds of each
@@ -265,7 +209,7 @@ fn a_signal_before_the_done_line_interrupts_a_serving_client() {
         eprintln!("skipped: network namespaces need root");
         return;
     }
-    let pair = Pair::new('i');
+    let pair = Pair::new("ndsi", 77);
     // No one answers on b; the second flow would start after an hour.
     let a = Host {
         ns: pair.names[0].clone(),

@@ -24,60 +24,8 @@ fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("lcmp-rocev2-cc-{}-{name}", std::process::id()))
 }
 
-fn ip(args: &[&str]) {
-    let o = Command::new("ip").args(args).output().unwrap();
-    assert!(
-        o.status.success(),
-        "ip {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
-
-/// Two namespaces joined by a veth pair, `a` 10.78.0.1/24, `b`
-/// 10.78.0.2/24; deleted (the veth with them) when dropped.
-struct Pair {
-    names: Vec<String>,
-}
-
-impl Pair {
-    fn new() -> Pair {
-        let pid = std::process::id();
-        let (a, b) = (format!("lcmp-rcc-{pid}-a"), format!("lcmp-rcc-{pid}-b"));
-        let mut pair = Pair { names: Vec::new() };
-        for n in [&a, &b] {
-            ip(&["netns", "add", n]);
-            pair.names.push(n.clone());
-        }
-        let (va, vb) = (format!("rcca{pid}"), format!("rccb{pid}"));
-        ip(&[
-            "link", "add", &va, "netns", &a, "type", "veth", "peer", "name", &vb, "netns", &b,
-        ]);
-        for (ns, dev, addr) in [(&a, &va, "10.78.0.1/24"), (&b, &vb, "10.78.0.2/24")] {
-            ip(&["-n", ns, "addr", "add", addr, "dev", dev]);
-            ip(&["-n", ns, "link", "set", dev, "up"]);
-            ip(&["-n", ns, "link", "set", "lo", "up"]);
-        }
-        pair
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = Command::new("ip").args(["netns", "del", n]).status();
-        }
-    }
-}
-
-/// Kills a child by its id if the test ends before it does.
-struct Child(std::process::Child);
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{Child, Pair};
 
 /// Flows of 1, 999, 1000, 1001 and 50_000 bytes: 1 + 1 + 1 + 2 + 50 = 55
 /// packets of at most 1000 bytes, 53_001 bytes.
@@ -90,7 +38,7 @@ fn every_cc_completes_every_byte_over_udp() {
         eprintln!("skipped: every_cc_completes_every_byte_over_udp needs root (namespaces)");
         return;
     }
-    let pair = Pair::new();
+    let pair = Pair::new("rcc", 78);
     let (ns_a, ns_b) = (&pair.names[0], &pair.names[1]);
     let sched = tmp("schedule.csv");
     std::fs::write(&sched, SCHEDULE).unwrap();

@@ -75,10 +75,12 @@ fn policy_state<IO: PacketIo>(sw: &Switch<IO>) -> PolicyState {
         Policy::Lcmp(l) => (Some(l.alpha), Some(l.beta)),
         _ => (None, None),
     };
+    let c = sw.congestion_params();
     PolicyState {
         name: p.name().to_string(),
         alpha,
         beta,
+        congestion_weights: alpha.map(|_| [c.w_queue, c.w_trend, c.w_persist]),
         ecn: sw.ecn(),
         ecn_link_time: sw.ecn_link_time(),
         ecn_mark_at: match sw.ecn_mark_at() {

@@ -1497,6 +1497,11 @@ impl<IO: PacketIo> Switch<IO> {
         self.marking.ecn_link_time
     }
 
+    /// The congestion estimator's weights, marks and cadence.
+    pub fn congestion_params(&self) -> &CongestionParams {
+        &self.marking.congestion_params
+    }
+
     /// Where ECN marks are decided (`--ecn-mark-at`).
     pub fn ecn_mark_at(&self) -> EcnMarkAt {
         self.marking.ecn_mark_at

@@ -7,6 +7,7 @@ use clap::Args;
 use lcmp_engine::network::CaptureAt;
 use lcmp_results::trace::TraceFormat;
 use lcmp_topology::Topology;
+use lcmp_traffic::rocev2::cc::CongestionControl;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
@@ -54,7 +55,9 @@ pub struct TopologyArgs {
     #[arg(long, default_value_t = 1)]
     pub beta: u32,
     /// Hosts' TCP congestion control (cubic, bbr, reno; dctcp where the
-    /// kernel has it). Default: the kernel's.
+    /// kernel has it). Default: the kernel's. For `experiment --transport
+    /// rocev2` the RoCEv2 congestion control: dcqcn (default), hpcc,
+    /// timely or dctcp, at the simulator's parameters.
     #[arg(long)]
     pub cc: Option<String>,
     /// Hosts' initial congestion and receive window in segments (route
@@ -344,7 +347,10 @@ pub struct ExperimentConfig {
     /// How load is defined.
     #[serde(default = "default_load_def")]
     pub load_definition: LoadDefinition,
-    /// Hosts' congestion control.
+    /// Hosts' congestion control: under tcp the kernel's (cubic, bbr, ...;
+    /// default the kernel's), under rocev2 the RoCEv2 one
+    /// ([`ExperimentConfig::rocev2_cc`]: dcqcn, hpcc, timely, dctcp;
+    /// default dcqcn).
     #[serde(default)]
     pub cc: Option<String>,
     /// Hosts' initial windows (segments).
@@ -536,13 +542,13 @@ fn default_load_def() -> LoadDefinition {
 )]
 pub struct ExperimentArgs {
     /// Experiment file (TOML; fields as the flags, see experiments/).
-    /// Beside it --policies, --engine, --links, --switch-processes, --pfc
-    /// and --trace (with its file's references dropped) override the file;
-    /// any other flag that describes the experiment is an error (the
+    /// Beside it --policies, --engine, --links, --switch-processes, --pfc,
+    /// --cc and --trace (with its file's references dropped) override the
+    /// file; any other flag that describes the experiment is an error (the
     /// file's field is what runs).
     #[arg(long, conflicts_with_all = [
         "name", "topology", "hosts_per_dc", "scale", "buffer_scale", "time_scale", "alpha",
-        "beta", "cc", "initcwnd", "from", "to", "workload", "load", "transport", "size_scale",
+        "beta", "initcwnd", "from", "to", "workload", "load", "transport", "size_scale",
         "reference", "rocev2_args", "seeds", "duration", "warmup", "drain", "load_definition",
         "switch_args",
     ])]
@@ -711,6 +717,10 @@ impl ExperimentArgs {
                 c.engine = engine;
             }
             c.pfc |= self.pfc;
+            if let Some(cc) = &self.topo.cc {
+                // One file, each congestion control in turn.
+                c.cc = Some(cc.clone());
+            }
             if !self.capture.is_empty() {
                 c.capture = self.capture.clone();
             }
@@ -945,7 +955,6 @@ impl ExperimentConfig {
                 self.links.is_some(),
                 "links (--links) chooses veth or memory links between switch processes",
             ),
-            (self.cc.is_some(), "cc (--cc) sets the kernel's TCP"),
             (
                 self.initcwnd.is_some(),
                 "initcwnd (--initcwnd) sets the kernel's TCP",
@@ -973,6 +982,30 @@ impl ExperimentConfig {
                 self.engine.name()
             ))),
             None => Ok(()),
+        }
+    }
+
+    /// Under rocev2 its congestion control (`cc`, dcqcn when not given;
+    /// one line listing the four otherwise); `None` under tcp, whose `cc`
+    /// is the kernel's.
+    pub fn rocev2_cc(&self) -> Result<Option<CongestionControl>> {
+        match self.transport {
+            Transport::Tcp => Ok(None),
+            Transport::Rocev2 => {
+                CongestionControl::from_name(self.cc.as_deref().unwrap_or("dcqcn"))
+                    .map(Some)
+                    .map_err(|e| Error::new(format!("cc (--cc) under transport rocev2: {e}")))
+            }
+        }
+    }
+
+    /// The congestion control the hosts run, by name, as `summary.json`
+    /// records it: the RoCEv2 one under rocev2, the kernel's under tcp
+    /// (`None`: the kernel's default).
+    pub fn cc_name(&self) -> Option<String> {
+        match self.rocev2_cc() {
+            Ok(Some(cc)) => Some(cc.name().to_string()),
+            _ => self.cc.clone(),
         }
     }
 
@@ -1124,11 +1157,7 @@ impl ExperimentConfig {
         self.check_engine()?;
         match self.transport {
             Transport::Rocev2 => {
-                if self.cc.is_some() {
-                    return Err(Error::new(
-                        "cc (--cc) is a TCP option; rocev2 runs DCQCN (transport = \"tcp\" for TCP)",
-                    ));
-                }
+                self.rocev2_cc()?;
                 if self.initcwnd.is_some() {
                     return Err(Error::new(
                         "initcwnd (--initcwnd) is a TCP option; not with transport rocev2",
@@ -1175,7 +1204,7 @@ impl ExperimentConfig {
                 self.drain_s
             )));
         }
-        if let Some(cc) = &self.cc {
+        if let (Transport::Tcp, Some(cc)) = (self.transport, &self.cc) {
             crate::bed::check_congestion_control(cc)?;
         }
         if self.all_pairs() {
@@ -1400,7 +1429,8 @@ mod tests {
                 c.transport = Transport::Rocev2;
                 c.cc = Some("cubic".into());
             },
-            "cc (--cc) is a TCP option",
+            "cc (--cc) under transport rocev2: unknown congestion control \"cubic\": \
+             expected one of dcqcn, hpcc, timely, dctcp",
         );
         bad(
             &|c| c.rocev2_args = vec!["--dcqcn-rate-ai=25M".into()],
@@ -1496,13 +1526,18 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("tcp runs on the namespaces engine only"));
+        // Under rocev2 `cc` names the RoCEv2 CC on every engine: a
+        // kernel's is refused, one of the four runs.
         let mut w_cc = w;
         w_cc.cc = Some("cubic".into());
-        assert!(w_cc
-            .validate()
-            .unwrap_err()
-            .to_string()
-            .ends_with("a namespaces engine option, not with engine wall"));
+        assert_eq!(
+            w_cc.validate().unwrap_err().to_string(),
+            "cc (--cc) under transport rocev2: unknown congestion control \"cubic\": \
+             expected one of dcqcn, hpcc, timely, dctcp"
+        );
+        w_cc.cc = Some("timely".into());
+        w_cc.validate().unwrap();
+        assert_eq!(w_cc.cc_name().as_deref(), Some("timely"));
         let told = flags(&["--engine", "virtual", "--scale", "10", "--time-scale", "2"]);
         assert_eq!(
             told.scaling().to_string(),
@@ -1540,8 +1575,18 @@ mod tests {
             &|c| c.switch_processes = Some("one".into()),
             "switch_processes (--switch-processes)",
         );
-        bad(&|c| c.links = Some("memory".into()), "links (--links)");
-        bad(&|c| c.cc = Some("cubic".into()), namespace_only);
+        bad(
+            &|c| c.links = Some("memory".into()),
+            &format!(
+                "links (--links) chooses veth or memory links between switch processes: \
+                      {namespace_only}"
+            ),
+        );
+        // Under rocev2 `cc` is the RoCEv2 CC, on every engine.
+        bad(
+            &|c| c.cc = Some("bbr".into()),
+            "cc (--cc) under transport rocev2: unknown congestion control \"bbr\"",
+        );
         bad(&|c| c.initcwnd = Some(10), "initcwnd (--initcwnd)");
         bad(
             &|c| c.switch_args = vec!["--no-ecn".into()],

@@ -20,6 +20,8 @@ use lcmp_results::analysis::{self, IdealModel, PathSpec, RunInput};
 use lcmp_results::{plots, report, trace};
 use lcmp_topology::{SwitchId, Topology};
 use lcmp_traffic::record::FlowRecord;
+use lcmp_traffic::rocev2::cc::CongestionControl;
+use lcmp_traffic::rocev2::client::RoceOptions;
 use serde_json::json;
 
 pub use config::{
@@ -73,10 +75,88 @@ pub fn switch_settings(cfg: &ExperimentConfig, policy: &str) -> SwitchSettings {
         ecn_mark_at: rocev2.then(|| "dequeue".to_string()),
         drop_headroom: rocev2.then_some(ROCEV2_DROP_HEADROOM),
         metric: cfg.metric.map(|m| m.name().to_string()),
+        // HPCC's senders read the hops the switches push.
+        int: matches!(cfg.rocev2_cc(), Ok(Some(CongestionControl::Hpcc))),
         extra_args: cfg.switch_args.clone(),
         ..SwitchSettings::default()
     }
     .for_policy(policy)
+}
+
+/// The hosts' congestion control as every run of an experiment passes
+/// it on ([`host_cc`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HostCc {
+    /// Its name: the RoCEv2 CC under rocev2, the kernel's under tcp
+    /// (`None`: the kernel's default).
+    pub name: Option<String>,
+    /// HPCC's base RTT ([`max_host_rtt_ns`] of the network as written).
+    pub base_rtt_ns: Option<u64>,
+}
+
+/// `cfg`'s hosts' congestion control; for HPCC its base RTT, from the
+/// network as written (unscaled: each engine stretches it with the rest
+/// of the network's time).
+pub(crate) fn host_cc(cfg: &ExperimentConfig) -> Result<HostCc> {
+    let base_rtt_ns = match cfg.rocev2_cc()? {
+        Some(CongestionControl::Hpcc) => {
+            let network = bed::testbed_network(
+                cfg.topology.as_deref(),
+                cfg.hosts_per_dc,
+                cfg.host_switches().as_deref(),
+            )?;
+            Some(max_host_rtt_ns(&network, RoceOptions::default().payload))
+        }
+        _ => None,
+    };
+    Ok(HostCc {
+        name: cfg.cc_name(),
+        base_rtt_ns,
+    })
+}
+
+/// The largest base RTT between two hosts of `network` on a path its
+/// switches may choose, ns: the simulator's `maxRtt` (HPCC's base RTT T),
+/// twice the one-way delay (host links included) plus one `payload`-byte
+/// packet's serialization per hop, one way (the simulator's `pairTxDelay`).
+/// A route's candidates give each port's shortest minimum-hop
+/// continuation, its first link's rate and its bottleneck, at which the
+/// hops after the first are taken (exact up to two switch hops, an upper
+/// bound beyond).
+pub fn max_host_rtt_ns(network: &Topology, payload: u32) -> u64 {
+    // Each switch's slowest and longest host link.
+    let host_link = |sw: SwitchId| {
+        network
+            .hosts()
+            .iter()
+            .filter(|h| h.switch == sw)
+            .map(|h| (h.delay_ns, h.rate_bps))
+            .fold(None, |acc: Option<(u64, u64)>, (d, r)| {
+                Some(acc.map_or((d, r), |(ad, ar)| (ad.max(d), ar.min(r))))
+            })
+    };
+    let mut max = 0;
+    for s in network.switches() {
+        let Some((src_delay, src_rate)) = host_link(s.id) else {
+            continue;
+        };
+        for route in network.routes(s.id) {
+            let Some((dst_delay, dst_rate)) = host_link(route.dest_switch) else {
+                continue;
+            };
+            let tx_ns =
+                |rate_bps: u64| (u64::from(payload) * 8_000_000_000).div_ceil(rate_bps.max(1));
+            for c in &route.candidates {
+                let tx = tx_ns(src_rate)
+                    + tx_ns(c.local_rate_bps)
+                    + u64::from(c.hops.saturating_sub(1)) * tx_ns(c.bottleneck_bps)
+                    + tx_ns(dst_rate);
+                let rtt = 2 * (c.delay_ns + src_delay + dst_delay) + tx;
+                max = max.max(rtt);
+            }
+        }
+    }
+    max
 }
 
 /// Each sender's flows of a trace replay.
@@ -177,7 +257,8 @@ pub fn check(cfg: &ExperimentConfig) -> Result<String> {
         _ => None,
     };
     let switches = switch_settings(cfg, "ecmp");
-    let base_spec = |policy: &str, seed: u64| run_spec(cfg, &switches, policy, seed, None);
+    let cc = host_cc(cfg)?;
+    let base_spec = |policy: &str, seed: u64| run_spec(cfg, &switches, &cc, policy, seed, None);
     let (specs, trace_echo) = plan_runs(cfg, &topo, &senders, replay.as_ref(), None, &base_spec)?;
     let mut o = String::new();
     let topology = cfg
@@ -223,6 +304,16 @@ pub fn check(cfg: &ExperimentConfig) -> Result<String> {
         );
     }
     let _ = writeln!(o, "scaling: {}", cfg.scaling());
+    if let Some(name) = &cc.name {
+        let _ = match cc.base_rtt_ns {
+            Some(ns) => writeln!(
+                o,
+                "congestion control: {name}, base RTT {:.6} ms (INT on the switches)",
+                ns as f64 / 1e6
+            ),
+            None => writeln!(o, "congestion control: {name}"),
+        };
+    }
     match &replay {
         Some((t, _)) => {
             let bytes: u64 = t.flows.iter().map(|f| f.size_bytes).sum();
@@ -359,6 +450,8 @@ struct FctExperiment<'a> {
     receivers: Vec<String>,
     /// Every run's switch settings but the policy.
     switches: SwitchSettings,
+    /// The hosts' congestion control.
+    cc: HostCc,
     /// The trace's flows per sender, read by `up`.
     replay: Option<(trace::Trace, Schedules)>,
     /// What `plan` learned and started.
@@ -406,6 +499,7 @@ impl<'a> FctExperiment<'a> {
             traffic_bin,
             switch_bin,
             switches: switch_settings(cfg, "ecmp"),
+            cc: host_cc(cfg)?,
             replay: None,
             setup: None,
         })
@@ -423,16 +517,17 @@ impl<'a> FctExperiment<'a> {
         seed: u64,
         failure: Option<(lcmp_topology::LinkId, f64)>,
     ) -> run::RunSpec {
-        run_spec(self.cfg, &self.switches, policy, seed, failure)
+        run_spec(self.cfg, &self.switches, &self.cc, policy, seed, failure)
     }
 }
 
 /// A run of `policy` with `seed` as `cfg` says, its switches `switches`
-/// but for the policy, taking down `failure` (link, seconds) mid-run;
+/// but for the policy, its hosts' congestion control `cc`, taking down `failure` (link, seconds) mid-run;
 /// `plan_runs` adds the traffic.
 fn run_spec(
     cfg: &ExperimentConfig,
     switches: &SwitchSettings,
+    cc: &HostCc,
     policy: &str,
     seed: u64,
     failure: Option<(lcmp_topology::LinkId, f64)>,
@@ -451,7 +546,8 @@ fn run_spec(
         warmup_s: cfg.warmup(),
         drain_s: cfg.drain_s,
         max_concurrent: cfg.max_concurrent,
-        cc: cfg.cc.clone(),
+        cc: cc.name.clone(),
+        base_rtt_ns: cc.base_rtt_ns,
         failure,
         transport: cfg.transport,
         scaling: cfg.scaling(),
@@ -718,6 +814,10 @@ fn write_results(
         "calibration": r.ideals.calibration_json(r.topo),
         "failures": failures,
         "transport": cfg.transport.name(),
+        // The hosts' congestion control, every run's: under rocev2 the
+        // RoCEv2 one (dcqcn unless `cc` says), under tcp the kernel's
+        // (null: its default).
+        "cc": cfg.cc_name(),
         "size_scale": cfg.size_scale(),
         "time_scale": cfg.time_scale(),
         "scaling": cfg.scaling().to_string(),
@@ -1153,7 +1253,14 @@ mod tests {
         );
         // A run keeps the spec as its policy, its switches the weights.
         let base = switch_settings(&c, "ecmp");
-        let run = run_spec(&c, &base, "lcmp:alpha=1:w_dp=3", 1, None);
+        let run = run_spec(
+            &c,
+            &base,
+            &HostCc::default(),
+            "lcmp:alpha=1:w_dp=3",
+            1,
+            None,
+        );
         assert_eq!(run.policy, "lcmp:alpha=1:w_dp=3");
         assert_eq!(
             (run.alpha, run.beta, run.switches.policy.as_str()),
@@ -1189,5 +1296,48 @@ mod tests {
         let mut t = cfg(Transport::Tcp, &[]);
         t.time_scale = Some(2.5);
         assert_eq!(t.scaling().to_string(), "rate=1,buffer=1,size=1,time=2.5");
+    }
+
+    #[test]
+    fn hpcc_gets_int_switches_and_the_largest_host_rtt_in_network_time() {
+        let mut c = cfg(Transport::Rocev2, &[]);
+        c.topology = Some(lcmp_netlab::repo_root().join("topologies/2dc-3path.toml"));
+        c.from = "s1".into();
+        c.to = "s2".into();
+        // DCQCN by default: no INT, no base RTT.
+        assert!(!switch_settings(&c, "lcmp").int);
+        let dcqcn = host_cc(&c).unwrap();
+        assert_eq!(
+            (dcqcn.name.as_deref(), dcqcn.base_rtt_ns),
+            (Some("dcqcn"), None)
+        );
+        c.cc = Some("hpcc".into());
+        let s = switch_settings(&c, "ecmp");
+        assert!(s.int);
+        assert!(s
+            .argv(&lcmp_topology::Scaling::NONE, &[])
+            .contains(&"--int".to_string()));
+        // The longest path is p2: 2 x (10 + 10 ms + 2 x 10 us host links)
+        // = 40.04 ms, plus one 1000-byte packet's serialization per hop one
+        // way: 800 ns on each 10 Gbit/s host link, 16 us on each of p2's
+        // two 500 Mbit/s links: 33.6 us; 40_073_600 ns.
+        let hpcc = host_cc(&c).unwrap();
+        assert_eq!(
+            (hpcc.name.as_deref(), hpcc.base_rtt_ns),
+            (Some("hpcc"), Some(40_073_600))
+        );
+        // Scaling stays the engines': a dilated experiment's base RTT is
+        // the network's.
+        c.time_scale = Some(10.0);
+        assert_eq!(host_cc(&c).unwrap().base_rtt_ns, Some(40_073_600));
+        // Under tcp `cc` is the kernel's, passed on as written.
+        let mut t = cfg(Transport::Tcp, &[]);
+        t.cc = Some("cubic".into());
+        let tcp = host_cc(&t).unwrap();
+        assert_eq!(
+            (tcp.name.as_deref(), tcp.base_rtt_ns),
+            (Some("cubic"), None)
+        );
+        assert!(!switch_settings(&t, "lcmp").int);
     }
 }

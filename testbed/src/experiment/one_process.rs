@@ -56,6 +56,7 @@ use lcmp_traffic::cdf::Cdf;
 use lcmp_traffic::client::Destination;
 use lcmp_traffic::flows::{self, Arrivals, FlowSource};
 use lcmp_traffic::record::FlowRecord;
+use lcmp_traffic::rocev2::cc::{CcParams, CongestionControl};
 use lcmp_traffic::rocev2::client::RoceOptions;
 use serde_json::json;
 
@@ -120,7 +121,9 @@ pub fn run(cfg: &ExperimentConfig, out: &Path, say: &dyn Fn(&str)) -> Result<ana
     let ideal = ideals.run_ideal();
 
     let switches = super::switch_settings(cfg, "ecmp");
-    let base_spec = |policy: &str, seed: u64| super::run_spec(cfg, &switches, policy, seed, None);
+    let cc = super::host_cc(cfg)?;
+    let base_spec =
+        |policy: &str, seed: u64| super::run_spec(cfg, &switches, &cc, policy, seed, None);
     let (specs, trace_echo) =
         super::plan_runs(cfg, &topo, &senders, replay.as_ref(), Some(out), &base_spec)?;
 
@@ -457,10 +460,7 @@ impl VirtualBed<'_> {
         let virtual_run = VirtualRun {
             network: self.network.clone(),
             switch: switch_options(&spec.switches, spec.scaling)?,
-            roce: RoceOptions {
-                scaling: spec.scaling,
-                ..RoceOptions::default()
-            },
+            roce: roce_options(spec)?,
             traffic,
             end_ns: ((spec.duration_s + spec.drain_s) * 1e9).round() as u64,
             flow_log: Some(dir.join("decisions-{switch}.csv")),
@@ -757,6 +757,22 @@ fn write_pcapng(pc: &PortCapture, max_bytes: u64, file: &Path) -> Result<()> {
     out.finish().map_err(failed)
 }
 
+/// The hosts' RoCEv2 options of `spec`: its scaling, its congestion
+/// control at the simulator's parameters (DCQCN when it names none) with
+/// HPCC's base RTT; the defaults otherwise.
+fn roce_options(spec: &RunSpec) -> Result<RoceOptions> {
+    let cc = match &spec.cc {
+        Some(name) => CongestionControl::from_name(name).map_err(Error::new)?,
+        None => CongestionControl::Dcqcn,
+    };
+    Ok(RoceOptions {
+        scaling: spec.scaling,
+        cc: CcParams::default_for(cc),
+        base_rtt_ns: spec.base_rtt_ns.unwrap_or(0),
+        ..RoceOptions::default()
+    })
+}
+
 /// The switch options `settings` describe, as `lcmp-switch lcmp` reads its
 /// arguments (`SwitchSettings::argv`): the policy with the experiment's
 /// alpha and beta (an ablation's zero kept), the weights of C_path and
@@ -806,6 +822,7 @@ fn switch_options(settings: &SwitchSettings, scaling: Scaling) -> Result<Options
         ecn_mark_at,
         metric,
         drop_headroom: settings.drop_headroom.unwrap_or(1),
+        int: settings.int,
         scaling,
         ..defaults
     })

@@ -382,8 +382,12 @@ pub struct RunSpec {
     pub drain_s: f64,
     /// In-flight bound per client.
     pub max_concurrent: Option<u32>,
-    /// Congestion control of the flows.
+    /// Congestion control of the flows: the kernel's under tcp (`None`:
+    /// its default), the RoCEv2 one under rocev2 (always named).
     pub cc: Option<String>,
+    /// Under rocev2 with HPCC: its base RTT, the largest between hosts,
+    /// ns of the network's (unscaled) time ([`super::max_host_rtt_ns`]).
+    pub base_rtt_ns: Option<u64>,
     /// Link to take down mid-run, and when (seconds).
     pub failure: Option<(lcmp_topology::LinkId, f64)>,
     /// How flows are carried.
@@ -635,10 +639,18 @@ fn client_args(
     if spec.transport == Transport::Rocev2 {
         args.extend(["--rate-scale".into(), spec.scaling.rate.to_string()]);
         args.extend(["--time-scale".into(), spec.scaling.time.to_string()]);
-        args.extend(spec.rocev2_args.iter().cloned());
     }
     if let Some(cc) = &spec.cc {
         args.extend(["--cc".into(), cc.clone()]);
+    }
+    if let Some(ns) = spec.base_rtt_ns {
+        // The network's time: the client's --time-scale stretches it.
+        args.extend(["--base-rtt-us".into(), (ns as f64 / 1e3).to_string()]);
+    }
+    if spec.transport == Transport::Rocev2 {
+        // Last: a CC parameter of the user's (`--hpcc-eta=0.9`) goes to
+        // the CC named above.
+        args.extend(spec.rocev2_args.iter().cloned());
     }
     if let Some(m) = spec.max_concurrent {
         args.extend(["--max-concurrent".into(), m.to_string()]);

@@ -109,6 +109,7 @@ mod tests {
                 name: policy.into(),
                 alpha,
                 beta: alpha.map(|_| 1),
+                congestion_weights: None,
                 ecn: alpha.map(|_| EcnFractions::default()),
                 ecn_link_time: None,
                 ecn_mark_at: Default::default(),
