@@ -70,14 +70,20 @@ pub struct RunMeasurements {
     pub switch_drops: BTreeMap<String, u64>,
 }
 
-/// The counters of the client's final progress line (`"done":true`) under
-/// its transport's key (`"rocev2": {...}`); empty for TCP.
-fn transport_counters_of(log: &str) -> BTreeMap<String, u64> {
+/// An `lcmp-traffic client` log's final progress line (`"done":true`),
+/// once the client has printed it.
+pub(crate) fn done_line_of(log: &str) -> Option<Value> {
     log.lines()
         .rev()
         .filter(|l| l.starts_with('{'))
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .find(|v| v["done"] == Value::Bool(true))
+}
+
+/// The counters of the client's final progress line under its
+/// transport's key (`"rocev2": {...}`); empty for TCP.
+fn transport_counters_of(log: &str) -> BTreeMap<String, u64> {
+    done_line_of(log)
         .and_then(|v| {
             v["rocev2"].as_object().map(|o| {
                 o.iter()

@@ -34,6 +34,7 @@ use super::flows::{
 };
 use super::{host_name, RotorUpOptions};
 use crate::experiment::framework;
+use crate::experiment::run::done_line_of;
 use crate::state::State;
 use crate::{bed, Error, Result};
 
@@ -244,15 +245,6 @@ fn client_argv(
     argv
 }
 
-/// Whether a client's log has its done line.
-fn is_done(log: &str) -> bool {
-    log.lines().any(|l| {
-        l.starts_with('{')
-            && serde_json::from_str::<serde_json::Value>(l)
-                .is_ok_and(|v| v["done"] == serde_json::Value::Bool(true))
-    })
-}
-
 /// Every switch's counters, read fresh.
 fn counters_now(st: &State) -> Result<Counters> {
     Ok(super::fresh_status(st)?
@@ -307,7 +299,7 @@ fn measure(
     for p in &mut procs {
         loop {
             crate::experiment::run::check_interrupted()?;
-            if is_done(&p.bg.log()) {
+            if done_line_of(&p.bg.log()).is_some() {
                 break;
             }
             if let Some(status) = p.bg.exited() {
